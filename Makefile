@@ -1,0 +1,48 @@
+# The few entry points that the README and CI call.
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+VENV := .venv
+BIN := $(VENV)/bin
+PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
+PORT ?= 8000
+
+.PHONY: dev test test-sqlite test-postgres lint typecheck schema bench bootstrap clean
+
+# Bootstrap from nothing: a virtual environment with the locked dependencies.
+$(BIN)/backfiller: pyproject.toml uv.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	$(BIN)/uv sync --locked --quiet
+	touch $@
+
+bootstrap: $(BIN)/backfiller
+
+# Quick start: API, daemon and UI on an embedded SQLite database, with the example jobs.
+dev: bootstrap
+	$(BIN)/backfiller dev --port $(PORT)
+
+# Everything CI checks: lint, types, the test suite on SQLite and on PostgreSQL.
+test: bootstrap lint typecheck test-sqlite test-postgres
+
+lint: bootstrap
+	$(BIN)/ruff check backfiller tests bench
+	$(BIN)/ruff format --check backfiller tests bench
+
+typecheck: bootstrap
+	$(BIN)/mypy
+
+test-sqlite: bootstrap
+	$(BIN)/pytest -q
+
+test-postgres: bootstrap
+	BACKFILLER_TEST_DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m "not browser"
+
+# Regenerate the committed SDL after a schema change (a test fails while it is stale).
+schema: bootstrap
+	$(BIN)/backfiller schema export --output schema.graphql
+
+bench: bootstrap
+	$(BIN)/python -m bench.launch
+
+clean:
+	rm -rf $(VENV) .backfiller .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,3 @@
+from backfiller.cli import main
+
+main()

@@ -1,0 +1,131 @@
+"""The Query and Mutation roots, and the strawberry Schema of the public v1 API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.extensions import (
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    ValidationCache,
+)
+from strawberry.schema.config import StrawberryConfig
+
+from backfiller.config import Settings
+from backfiller.resolvers import backfills as backfill_resolvers
+from backfiller.resolvers import jobs as job_resolvers
+from backfiller.resolvers.errors import MaskUnexpectedErrors
+from backfiller.resolvers.ids import parse_backfill_id, parse_run_id
+from backfiller.schema.backfills import Backfill, BackfillConnection, Run, RunConnection
+from backfiller.schema.common import Node
+from backfiller.schema.jobs import Job
+from backfiller.schema.payloads import (
+    CancelBackfillPayload,
+    DynamicPartitionsPayload,
+    LaunchBackfillPayload,
+    PauseBackfillPayload,
+    PreviewBackfillPayload,
+    ResumeBackfillPayload,
+    RetryBackfillPayload,
+)
+
+API_VERSION = "v1"
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="The version of this API: `v1`.")
+    def api_version(self) -> str:
+        return API_VERSION
+
+    backfill: Backfill | None = strawberry.field(
+        resolver=backfill_resolvers.get_backfill, description="A backfill by id; null if none."
+    )
+    backfills: BackfillConnection = strawberry.field(
+        resolver=backfill_resolvers.list_backfills,
+        description="Backfills of every job, newest first. `first` is at most 100.",
+    )
+    jobs: list[Job] = strawberry.field(resolver=job_resolvers.list_jobs, description="Every job.")
+    job: Job | None = strawberry.field(resolver=job_resolvers.get_job, description="A job by name.")
+    run: Run | None = strawberry.field(resolver=job_resolvers.get_run, description="A run by id.")
+    runs: RunConnection = strawberry.field(
+        resolver=job_resolvers.list_runs, description="Runs of every backfill, newest first."
+    )
+
+    @strawberry.field(description="Any object by its opaque id.")
+    async def node(self, info: strawberry.Info[Any, Any], id: strawberry.ID) -> Node | None:
+        if parse_backfill_id(id) is not None:
+            return await backfill_resolvers.get_backfill(info, id)
+        if parse_run_id(id) is not None:
+            return await job_resolvers.get_run(info, id)
+        return None
+
+
+@strawberry.type
+class Mutation:
+    launch_backfill: LaunchBackfillPayload = strawberry.mutation(
+        resolver=backfill_resolvers.launch_backfill,
+        description="Launch a backfill. Expected failures come back in `userErrors`.",
+    )
+    preview_backfill: PreviewBackfillPayload = strawberry.mutation(
+        resolver=backfill_resolvers.preview_backfill,
+        description="What `launchBackfill` would do with this input. Writes nothing.",
+    )
+    pause_backfill: PauseBackfillPayload = strawberry.mutation(
+        resolver=backfill_resolvers.pause_backfill,
+        description="Stop launching new runs; runs in flight finish.",
+    )
+    resume_backfill: ResumeBackfillPayload = strawberry.mutation(
+        resolver=backfill_resolvers.resume_backfill, description="Continue a paused backfill."
+    )
+    cancel_backfill: CancelBackfillPayload = strawberry.mutation(
+        resolver=backfill_resolvers.cancel_backfill,
+        description="Stop launching runs and stop the runs in flight.",
+    )
+    retry_backfill: RetryBackfillPayload = strawberry.mutation(
+        resolver=backfill_resolvers.retry_backfill,
+        description="Launch the chosen partitions of a finished backfill again, as a new "
+        "backfill whose `parent` is this one.",
+    )
+    add_dynamic_partitions: DynamicPartitionsPayload = strawberry.mutation(
+        resolver=job_resolvers.add_dynamic_partitions,
+        description="Add keys to a dynamic partitions definition (existing keys are kept).",
+    )
+    delete_dynamic_partitions: DynamicPartitionsPayload = strawberry.mutation(
+        resolver=job_resolvers.delete_dynamic_partitions,
+        description="Delete keys from a dynamic partitions definition.",
+    )
+
+
+def build_schema(settings: Settings | None = None) -> PublicSchema:
+    """The public v1 schema, with its protective extensions."""
+    settings = settings or Settings()
+    protective: list[Any] = [
+        QueryDepthLimiter(max_depth=settings.max_query_depth),
+        MaxTokensLimiter(max_token_count=settings.max_query_tokens),
+        MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+        ParserCache(maxsize=512),
+        ValidationCache(maxsize=512),
+        MaskUnexpectedErrors,
+    ]
+    return PublicSchema(
+        query=Query,
+        mutation=Mutation,
+        types=[Backfill, Run],
+        config=StrawberryConfig(disable_field_suggestions=False),
+        extensions=protective,
+    )
+
+
+class PublicSchema(strawberry.Schema):
+    """Errors are logged once, by :class:`MaskUnexpectedErrors`, with the request id."""
+
+    def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
+        return None
+
+
+schema = build_schema()

@@ -1,0 +1,1 @@
+"""Client commands: talk to a running server through the public API only."""

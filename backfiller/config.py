@@ -1,0 +1,41 @@
+"""Settings, read once at start and passed down explicitly."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the service can be told, with the embedded defaults.
+
+    Environment variables (``BACKFILLER_*``) fill what flags leave unset.
+    """
+
+    database_url: str | None = None
+    definitions: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_partitions_per_backfill: int = 5_000_000
+    max_page_size: int = 100
+    max_query_depth: int = 12
+    max_query_tokens: int = 5_000
+    max_aliases: int = 30
+    max_body_bytes: int = 1024 * 1024
+    public_url: str | None = None
+    cors_origins: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        env = os.environ
+        base = cls(
+            database_url=env.get("BACKFILLER_DATABASE_URL") or None,
+            definitions=env.get("BACKFILLER_DEFINITIONS") or None,
+            max_partitions_per_backfill=int(
+                env.get("BACKFILLER_MAX_PARTITIONS_PER_BACKFILL", "5000000")
+            ),
+            public_url=env.get("BACKFILLER_PUBLIC_URL") or None,
+        )
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return replace(base, **given)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Example definitions that ship with Backfiller; the quick start runs them."""

@@ -1,0 +1,88 @@
+"""The quick start's definitions: a few daily, hourly and static jobs to backfill.
+
+Run them with ``backfiller dev`` (the default) or
+``backfiller serve --definitions backfiller.examples.quickstart:definitions``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from backfiller import (
+    DailyPartitions,
+    Definitions,
+    DynamicPartitions,
+    HourlyPartitions,
+    RetryPolicy,
+    RunContext,
+    StaticPartitions,
+    job,
+)
+
+
+def _fraction(*parts: object) -> float:
+    """A stable number in [0, 1) for these parts: failures that are the same on every run."""
+    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "big") / 2**32
+
+
+@job(partitions=DailyPartitions(start="2024-01-01"), max_concurrent_runs=8, tags={"team": "sales"})
+def daily_sales(context: RunContext) -> None:
+    """Aggregate one day of sales."""
+    context.log.info("aggregating sales for %s", context.partition_key)
+    time.sleep(0.05)
+
+
+@job(partitions=HourlyPartitions(start="2026-01-01-00:00"))
+def hourly_events(context: RunContext) -> None:
+    """Compact one hour of raw events."""
+    context.log.info("compacting events of %s", context.partition_key)
+    time.sleep(0.02)
+
+
+@job(
+    partitions=StaticPartitions(["emea", "amer", "apac"]),
+    config={
+        "type": "object",
+        "properties": {"currency": {"type": "string", "enum": ["EUR", "USD", "JPY"]}},
+        "additionalProperties": False,
+    },
+)
+def region_report(context: RunContext) -> None:
+    """Build the report of one region, in the currency of the run config."""
+    currency = context.run_config.get("currency", "USD")
+    context.log.info("report for %s in %s", context.partition_key, currency)
+
+
+@job(
+    partitions=DailyPartitions(start="2024-01-01"),
+    retry=RetryPolicy(max_retries=2, delay_seconds=1),
+)
+def flaky_export(context: RunContext) -> None:
+    """Export a day to a partner; about one day in four fails once, one in twenty for good."""
+    luck = _fraction("flaky_export", context.partition_key)
+    if luck < 0.05:
+        raise RuntimeError(f"partner rejected the file of {context.partition_key}")
+    if luck < 0.25 and context.attempt == 1:
+        raise ConnectionError("partner endpoint timed out; will retry")
+    context.log.info("exported %s on attempt %d", context.partition_key, context.attempt)
+
+
+@job(partitions=DailyPartitions(start="2025-01-01"), timeout_seconds=30, max_concurrent_runs=2)
+def slow_rebuild(context: RunContext) -> None:
+    """Rebuild a large table for one day: slow on purpose."""
+    for step in range(3):
+        context.log.info("step %d of 3 for %s", step + 1, context.partition_key)
+        time.sleep(1)
+
+
+@job(partitions=DynamicPartitions("customers"))
+def customer_sync(context: RunContext) -> None:
+    """Sync one customer; customers are added through the API."""
+    context.log.info("syncing customer %s", context.partition_key)
+
+
+definitions = Definitions(
+    jobs=[daily_sales, hourly_events, region_report, flaky_export, slow_rebuild, customer_sync]
+)

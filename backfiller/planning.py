@@ -1,0 +1,258 @@
+"""Pure partition arithmetic of a backfill: selection -> positions -> keys. No IO.
+
+A backfill's selection is stored as asked. Its partitions are numbered by *position*, 0 to
+``total - 1``, in launch order; ``key_at`` turns a position into a partition key without ever
+expanding the whole selection, so launching a million partitions costs what one costs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from backfiller.definitions.partitions import KeySpace, PartitionsDefinition
+from backfiller.domain import Order, SelectionKind
+
+MAX_KEYS_LISTED = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """A partition selection as a client asked for it."""
+
+    kind: SelectionKind
+    range_start: str | None = None
+    range_end: str | None = None
+    keys: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSelection:
+    """A selection pinned to a key space: where it starts and how many partitions it has.
+
+    For a key list, ``keys`` holds the keys in partition order (oldest first).
+    """
+
+    kind: SelectionKind
+    first_index: int
+    total: int
+    keys: tuple[str, ...] | None = None
+
+
+class SelectionProblem(Exception):
+    """Why a selection cannot be resolved; ``code`` names a public error code."""
+
+    def __init__(self, code: str, message: str, field: Sequence[str]) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = list(field)
+
+
+def resolve_selection(
+    selection: Selection, partitions: PartitionsDefinition, space: KeySpace
+) -> ResolvedSelection:
+    """Check a selection against a key space and pin it.
+
+    Raises:
+        SelectionProblem: code ``INVALID_PARTITION_RANGE``, ``PARTITION_NOT_FOUND`` or
+            ``EMPTY_SELECTION``.
+    """
+    if selection.kind is SelectionKind.ALL:
+        if len(space) == 0:
+            raise SelectionProblem(
+                "EMPTY_SELECTION", "the job has no partitions yet", ["partitions", "all"]
+            )
+        return ResolvedSelection(SelectionKind.ALL, 0, len(space))
+    if selection.kind is SelectionKind.RANGE:
+        assert selection.range_start is not None and selection.range_end is not None
+        indexes: list[int] = []
+        for name, key in (("start", selection.range_start), ("end", selection.range_end)):
+            field = ["partitions", "range", name]
+            problem = partitions.validate_key(key)
+            if problem is not None:
+                raise SelectionProblem("INVALID_PARTITION_RANGE", problem, field)
+            index = space.index_of(key)
+            if index is None:
+                raise SelectionProblem(
+                    "PARTITION_NOT_FOUND", f"{key!r} is not a partition of the job", field
+                )
+            indexes.append(index)
+        start, end = indexes
+        if end < start:
+            raise SelectionProblem(
+                "INVALID_PARTITION_RANGE",
+                f"the range ends ({selection.range_end!r}) before it starts "
+                f"({selection.range_start!r})",
+                ["partitions", "range"],
+            )
+        return ResolvedSelection(SelectionKind.RANGE, start, end - start + 1)
+    assert selection.keys is not None
+    if not selection.keys:
+        raise SelectionProblem("EMPTY_SELECTION", "the key list is empty", ["partitions", "keys"])
+    seen: set[str] = set()
+    located: list[tuple[int, str]] = []
+    malformed: list[str] = []
+    missing: list[str] = []
+    for key in selection.keys:
+        if key in seen:
+            raise SelectionProblem(
+                "INVALID_ARGUMENT", f"{key!r} is listed twice", ["partitions", "keys"]
+            )
+        seen.add(key)
+        index = space.index_of(key)
+        if index is None:
+            if partitions.validate_key(key) is not None:
+                malformed.append(key)
+            else:
+                missing.append(key)
+            continue
+        located.append((index, key))
+    if malformed:
+        raise SelectionProblem(
+            "INVALID_PARTITION_RANGE",
+            f"{len(malformed)} malformed key(s): {_listed(malformed)}",
+            ["partitions", "keys"],
+        )
+    if missing:
+        raise SelectionProblem(
+            "PARTITION_NOT_FOUND",
+            f"{len(missing)} key(s) are not partitions of the job: {_listed(missing)}",
+            ["partitions", "keys"],
+        )
+    located.sort()
+    return ResolvedSelection(
+        SelectionKind.KEYS, located[0][0], len(located), tuple(k for _, k in located)
+    )
+
+
+def _listed(keys: Sequence[str]) -> str:
+    shown = ", ".join(repr(k) for k in keys[:MAX_KEYS_LISTED])
+    return shown + (", ..." if len(keys) > MAX_KEYS_LISTED else "")
+
+
+def key_at(resolved: ResolvedSelection, order: Order, space: KeySpace, position: int) -> str:
+    """The partition key launched at ``position`` (0-based, in launch order)."""
+    if not 0 <= position < resolved.total:
+        raise IndexError(position)
+    offset = position if order is Order.OLDEST_FIRST else resolved.total - 1 - position
+    if resolved.keys is not None:
+        return resolved.keys[offset]
+    return space.key_at(resolved.first_index + offset)
+
+
+def keys_between(
+    resolved: ResolvedSelection, order: Order, space: KeySpace, start: int, stop: int
+) -> list[str]:
+    """Keys of positions ``[start, stop)`` in launch order, clamped to the selection."""
+    start = max(0, start)
+    stop = min(resolved.total, stop)
+    if stop <= start:
+        return []
+    if order is Order.OLDEST_FIRST:
+        lo, hi = start, stop
+    else:
+        lo, hi = resolved.total - stop, resolved.total - start
+    if resolved.keys is not None:
+        chunk = list(resolved.keys[lo:hi])
+    else:
+        chunk = space.keys(resolved.first_index + lo, resolved.first_index + hi)
+    if order is Order.NEWEST_FIRST:
+        chunk.reverse()
+    return chunk
+
+
+def position_of(resolved: ResolvedSelection, order: Order, space: KeySpace, key: str) -> int | None:
+    """The launch position of ``key`` in the selection, or None when it is not in it."""
+    if resolved.keys is not None:
+        try:
+            offset = resolved.keys.index(key)
+        except ValueError:
+            return None
+    else:
+        index = space.index_of(key)
+        if index is None:
+            return None
+        offset = index - resolved.first_index
+        if not 0 <= offset < resolved.total:
+            return None
+    return offset if order is Order.OLDEST_FIRST else resolved.total - 1 - offset
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedRange:
+    status: str
+    start: int
+    count: int
+
+
+def fold_statuses(
+    known: Iterable[tuple[int, str]], total: int, unknown_status: str
+) -> list[FoldedRange]:
+    """Fold (position, status) pairs, sorted by position, into ranges of one status.
+
+    Positions in ``[0, total)`` missing from ``known`` take ``unknown_status``.
+    """
+    ranges: list[FoldedRange] = []
+    cursor = 0
+    current: str | None = None
+    start = 0
+
+    def push(status: str, at: int, count: int) -> None:
+        nonlocal current, start
+        if count <= 0:
+            return
+        if current == status and ranges and ranges[-1].start + ranges[-1].count == at:
+            last = ranges.pop()
+            ranges.append(FoldedRange(status, last.start, last.count + count))
+        else:
+            ranges.append(FoldedRange(status, at, count))
+        current = status
+        start = at
+
+    for position, status in known:
+        if position >= total:
+            break
+        if position > cursor:
+            push(unknown_status, cursor, position - cursor)
+        push(status, position, 1)
+        cursor = position + 1
+    if cursor < total:
+        push(unknown_status, cursor, total - cursor)
+    return ranges
+
+
+def request_fingerprint(payload: dict[str, Any]) -> str:
+    """A stable hash of a normalized request, to compare two uses of an idempotency key."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def pin_stored_selection(
+    selection: Selection, total: int, partitions: PartitionsDefinition, space: KeySpace
+) -> ResolvedSelection:
+    """Pin a stored selection again, later than its launch.
+
+    ``all`` keeps the size it had at launch (an open-ended definition grows meanwhile). A
+    selection whose partitions vanished from the definition raises :class:`SelectionProblem`,
+    which makes the backfill FAILED.
+    """
+    if selection.kind is SelectionKind.ALL:
+        if len(space) < total:
+            raise SelectionProblem(
+                "PARTITION_NOT_FOUND",
+                f"the job now has {len(space)} partitions, fewer than the {total} launched",
+                ["partitions", "all"],
+            )
+        return ResolvedSelection(SelectionKind.ALL, 0, total)
+    resolved = resolve_selection(selection, partitions, space)
+    if resolved.total != total:
+        raise SelectionProblem(
+            "PARTITION_NOT_FOUND",
+            f"the selection now has {resolved.total} partitions, not the {total} launched",
+            ["partitions"],
+        )
+    return resolved

@@ -1,0 +1,88 @@
+"""What every resolver receives: the long-lived services and the request's own facts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import strawberry
+from graphql import GraphQLError
+
+from backfiller.config import Settings
+from backfiller.definitions.jobs import JobDefinition
+from backfiller.definitions.loading import Definitions
+from backfiller.definitions.partitions import KeySpace, PartitionsKind
+from backfiller.storage import Database
+from backfiller.storage.repositories import DynamicPartitionRepository
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from backfiller.resolvers.source import StorageSource
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Services:
+    """Long-lived: one per server process."""
+
+    database: Database
+    definitions: Definitions
+    settings: Settings
+    clock: Callable[[], datetime] = utc_now
+
+
+@dataclass
+class Context:
+    """Per request."""
+
+    services: Services
+    source: StorageSource
+    actor: str | None = None
+    request_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def database(self) -> Database:
+        return self.services.database
+
+    @property
+    def definitions(self) -> Definitions:
+        return self.services.definitions
+
+    def now(self) -> datetime:
+        return self.services.clock()
+
+
+Info = strawberry.Info[Context, None]
+
+
+class PublicError(GraphQLError):
+    """A query-level error that is safe to show (bad cursor, bad argument): not masked."""
+
+    def __init__(self, message: str, code: str = "INVALID_ARGUMENT") -> None:
+        super().__init__(message, extensions={"code": code})
+
+
+async def key_space_of(job: JobDefinition, now: datetime, session: AsyncSession) -> KeySpace:
+    """The job's partition keys as of ``now`` (dynamic keys read through ``session``)."""
+    partitions = job.partitions
+    if partitions.kind is PartitionsKind.DYNAMIC:
+        name = partitions.describe().dynamic_name
+        assert name is not None
+        keys = await DynamicPartitionRepository(session).keys(name)
+        return partitions.key_space(now, keys)
+    return partitions.key_space(now)
+
+
+def check_page_size(first: int, settings: Settings) -> int:
+    if first < 0:
+        raise PublicError("`first` must not be negative")
+    if first > settings.max_page_size:
+        raise PublicError(f"`first` must be at most {settings.max_page_size}")
+    return first

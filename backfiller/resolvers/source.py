@@ -1,0 +1,341 @@
+"""The storage-backed implementation of :class:`backfiller.schema.source.Source`."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from backfiller import domain
+from backfiller.definitions.jobs import JobDefinition
+from backfiller.definitions.partitions import KeySpace
+from backfiller.planning import (
+    ResolvedSelection,
+    Selection,
+    SelectionProblem,
+    fold_statuses,
+    key_at,
+    keys_between,
+    pin_stored_selection,
+)
+from backfiller.resolvers.context import PublicError, key_space_of
+from backfiller.resolvers.ids import decode_cursor, encode_cursor
+from backfiller.resolvers.translate import (
+    backfill_from_record,
+    event_kind,
+    partition_status,
+    partition_status_of_run,
+    run_from_record,
+    run_state,
+    skip_reason,
+    slot_state,
+)
+from backfiller.schema.backfills import (
+    Backfill,
+    BackfillEvent,
+    BackfillEventConnection,
+    BackfillEventEdge,
+    BackfillPartition,
+    BackfillPartitionConnection,
+    BackfillPartitionEdge,
+    PartitionStatusRange,
+    RunConnection,
+    RunEdge,
+    RunLogConnection,
+    RunLogEdge,
+    RunLogLine,
+)
+from backfiller.schema.common import PageInfo
+from backfiller.schema.enums import PartitionStatus, RunStatus
+from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
+from backfiller.storage.records import BackfillRecord
+from backfiller.storage.repositories import (
+    BackfillRepository,
+    EventRepository,
+    PartitionStateRepository,
+    RunReads,
+    SlotReads,
+)
+
+if TYPE_CHECKING:
+    from backfiller.resolvers.context import Services
+
+
+def _page_info(has_next: bool, after: str | None, cursors: list[str]) -> PageInfo:
+    return PageInfo(
+        has_next_page=has_next,
+        has_previous_page=after is not None,
+        start_cursor=cursors[0] if cursors else None,
+        end_cursor=cursors[-1] if cursors else None,
+    )
+
+
+def _cursor(kind: str, after: str | None) -> int | None:
+    try:
+        return decode_cursor(kind, after)
+    except ValueError:
+        raise PublicError("`after` is not a cursor of this list") from None
+
+
+class StorageSource:
+    """Loads what public types ask for. One per request."""
+
+    _pinned: OrderedDict[tuple[int, int], ResolvedSelection] = OrderedDict()
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    @property
+    def database(self):  # type: ignore[no-untyped-def]
+        return self.services.database
+
+    def _limit(self, first: int) -> int:
+        if first < 0 or first > self.services.settings.max_page_size:
+            raise PublicError(
+                f"`first` must be between 0 and {self.services.settings.max_page_size}"
+            )
+        return first
+
+    async def backfill(self, pk: int) -> Backfill | None:
+        async with self.database.read() as session:
+            record = await BackfillRepository(session).get(pk)
+        return backfill_from_record(record) if record else None
+
+    async def backfill_retries(self, pk: int) -> list[Backfill]:
+        async with self.database.read() as session:
+            records = await BackfillRepository(session).children(pk)
+        return [backfill_from_record(r) for r in records]
+
+    async def backfill_runs(
+        self, pk: int, first: int, after: str | None, statuses: list[RunStatus] | None
+    ) -> RunConnection:
+        limit = self._limit(first)
+        before = _cursor("run", after)
+        async with self.database.read() as session:
+            records = await RunReads(session).page(
+                limit + 1,
+                before,
+                backfill_id=pk,
+                statuses=[run_state(s) for s in statuses] if statuses else None,
+            )
+        edges = [
+            RunEdge(cursor=encode_cursor("run", r.id), node=run_from_record(r))
+            for r in records[:limit]
+        ]
+        return RunConnection(
+            edges=edges,
+            page_info=_page_info(len(records) > limit, after, [e.cursor for e in edges]),
+        )
+
+    async def _pinned_selection(
+        self, record: BackfillRecord
+    ) -> tuple[JobDefinition, KeySpace, ResolvedSelection] | None:
+        job = self.services.definitions.get_job(record.job_name)
+        if job is None:
+            return None
+        async with self.database.read() as session:
+            space = await key_space_of(job, record.created_at, session)
+        cache_key = (record.id, len(space))
+        resolved = self._pinned.get(cache_key)
+        if resolved is None:
+            selection = Selection(
+                record.selection_kind,
+                record.range_start,
+                record.range_end,
+                tuple(record.keys) if record.keys is not None else None,
+            )
+            try:
+                resolved = pin_stored_selection(selection, record.total, job.partitions, space)
+            except SelectionProblem:
+                return None
+            self._pinned[cache_key] = resolved
+            if len(self._pinned) > 256:
+                self._pinned.popitem(last=False)
+        return job, space, resolved
+
+    @staticmethod
+    def _unplanned_status(record: BackfillRecord) -> domain.SlotState:
+        if record.status is domain.BackfillState.CANCELED:
+            return domain.SlotState.CANCELED
+        return domain.SlotState.PENDING
+
+    async def backfill_partitions(
+        self, pk: int, first: int, after: str | None, statuses: list[PartitionStatus] | None
+    ) -> BackfillPartitionConnection:
+        limit = self._limit(first)
+        after_position = _cursor("pos", after)
+        start = -1 if after_position is None else after_position
+        wanted = {slot_state(s) for s in statuses} if statuses else None
+        async with self.database.read() as session:
+            record = await BackfillRepository(session).get(pk)
+            if record is None:
+                return BackfillPartitionConnection(edges=[], page_info=_page_info(False, after, []))
+            slots = await SlotReads(session).page(
+                pk, start, limit + 1, list(wanted) if wanted else None
+            )
+        pinned = await self._pinned_selection(record)
+        found: list[BackfillPartition] = [
+            BackfillPartition(
+                key=s.partition_key,
+                index=s.position,
+                status=partition_status(s.status),
+                attempts=s.attempts,
+                skip_reason=skip_reason(domain.SkipReason(s.skip_reason))
+                if s.skip_reason
+                else None,
+            )
+            for s in slots
+        ]
+        unplanned = self._unplanned_status(record)
+        if len(found) <= limit and pinned is not None and (wanted is None or unplanned in wanted):
+            _job, space, resolved = pinned
+            begin = max(record.planned, start + 1)
+            need = limit + 1 - len(found)
+            keys = keys_between(resolved, record.order, space, begin, begin + need)
+            found += [
+                BackfillPartition(
+                    key=k,
+                    index=begin + i,
+                    status=partition_status(unplanned),
+                    attempts=0,
+                    skip_reason=None,
+                )
+                for i, k in enumerate(keys)
+            ]
+        page = found[:limit]
+        edges = [BackfillPartitionEdge(cursor=encode_cursor("pos", p.index), node=p) for p in page]
+        return BackfillPartitionConnection(
+            edges=edges,
+            page_info=_page_info(len(found) > limit, after, [e.cursor for e in edges]),
+        )
+
+    async def backfill_partition_status_ranges(self, pk: int) -> list[PartitionStatusRange]:
+        async with self.database.read() as session:
+            record = await BackfillRepository(session).get(pk)
+            if record is None:
+                return []
+            statuses = await SlotReads(session).statuses(pk)
+        pinned = await self._pinned_selection(record)
+        folded = fold_statuses(
+            ((p, s.value) for p, s in statuses),
+            record.total,
+            self._unplanned_status(record).value,
+        )
+        ranges: list[PartitionStatusRange] = []
+        for r in folded:
+            if pinned is not None:
+                _job, space, resolved = pinned
+                start_key = key_at(resolved, record.order, space, r.start)
+                end_key = key_at(resolved, record.order, space, r.start + r.count - 1)
+            else:
+                start_key = end_key = ""
+            ranges.append(
+                PartitionStatusRange(
+                    status=partition_status(domain.SlotState(r.status)),
+                    start_key=start_key,
+                    end_key=end_key,
+                    start_index=r.start,
+                    count=r.count,
+                )
+            )
+        return ranges
+
+    async def backfill_events(
+        self, pk: int, first: int, after: str | None
+    ) -> BackfillEventConnection:
+        limit = self._limit(first)
+        after_id = _cursor("ev", after)
+        async with self.database.read() as session:
+            records = await EventRepository(session).page(pk, limit + 1, after_id)
+        edges = [
+            BackfillEventEdge(
+                cursor=encode_cursor("ev", r.id),
+                node=BackfillEvent(
+                    kind=event_kind(domain.EventKind(r.kind)),
+                    at=r.at,
+                    actor=r.actor,
+                    message=r.message,
+                ),
+            )
+            for r in records[:limit]
+        ]
+        return BackfillEventConnection(
+            edges=edges,
+            page_info=_page_info(len(records) > limit, after, [e.cursor for e in edges]),
+        )
+
+    async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection:
+        limit = self._limit(first)
+        after_id = _cursor("log", after)
+        async with self.database.read() as session:
+            records = await RunReads(session).logs(pk, limit + 1, after_id)
+        edges = [
+            RunLogEdge(
+                cursor=encode_cursor("log", r.id),
+                node=RunLogLine(at=r.at, level=r.level, message=r.message),
+            )
+            for r in records[:limit]
+        ]
+        return RunLogConnection(
+            edges=edges,
+            page_info=_page_info(len(records) > limit, after, [e.cursor for e in edges]),
+        )
+
+    async def _job_space(self, job_name: str) -> tuple[JobDefinition, KeySpace] | None:
+        job = self.services.definitions.get_job(job_name)
+        if job is None:
+            return None
+        async with self.database.read() as session:
+            space = await key_space_of(job, self.services.clock(), session)
+        return job, space
+
+    async def job_partition_count(self, job: str) -> int:
+        found = await self._job_space(job)
+        return len(found[1]) if found else 0
+
+    async def job_partition_keys(
+        self, job: str, first: int, after: str | None
+    ) -> PartitionKeyConnection:
+        limit = self._limit(first)
+        after_index = _cursor("key", after)
+        found = await self._job_space(job)
+        if found is None:
+            return PartitionKeyConnection(
+                edges=[], page_info=_page_info(False, after, []), total_count=0
+            )
+        _job, space = found
+        start = 0 if after_index is None else after_index + 1
+        keys = space.keys(start, start + limit + 1)
+        edges = [
+            PartitionKeyEdge(cursor=encode_cursor("key", start + i), node=k)
+            for i, k in enumerate(keys[:limit])
+        ]
+        return PartitionKeyConnection(
+            edges=edges,
+            page_info=_page_info(len(keys) > limit, after, [e.cursor for e in edges]),
+            total_count=len(space),
+        )
+
+    async def job_partition_status_ranges(self, job: str) -> list[PartitionStatusRange]:
+        found = await self._job_space(job)
+        if found is None:
+            return []
+        _job, space = found
+        async with self.database.read() as session:
+            latest = await PartitionStateRepository(session).all_of_job(job)
+        known: list[tuple[int, str]] = []
+        for key, state in latest.items():
+            index = space.index_of(key)
+            if index is not None:
+                known.append((index, partition_status_of_run(state).value))
+        known.sort()
+        folded = fold_statuses(known, len(space), PartitionStatus.PENDING.value)
+        return [
+            PartitionStatusRange(
+                status=PartitionStatus(r.status),
+                start_key=space.key_at(r.start),
+                end_key=space.key_at(r.start + r.count - 1),
+                start_index=r.start,
+                count=r.count,
+            )
+            for r in folded
+        ]

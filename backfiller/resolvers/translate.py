@@ -1,0 +1,332 @@
+"""Private records -> public types, and public enums <-> stored states.
+
+Every mapping is exhaustive (``match`` ending in ``assert_never``): a new stored state cannot
+leak into the public contract, nor be forgotten.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import strawberry
+
+from backfiller import domain
+from backfiller.resolvers.ids import backfill_id, run_id
+from backfiller.schema.backfills import (
+    Backfill,
+    BackfillCounts,
+    BackfillTarget,
+    PartitionRange,
+    PartitionSelection,
+    Run,
+)
+from backfiller.schema.common import JSON, Tag
+from backfiller.schema.enums import (
+    BackfillEventKind,
+    BackfillOrder,
+    BackfillStatus,
+    PartitionStatus,
+    Reprocess,
+    RunFailureReason,
+    RunStatus,
+    SkipReason,
+)
+from backfiller.storage.records import BackfillRecord, RunRecord
+
+
+def backfill_status(state: domain.BackfillState) -> BackfillStatus:
+    match state:
+        case domain.BackfillState.REQUESTED:
+            return BackfillStatus.REQUESTED
+        case domain.BackfillState.RUNNING:
+            return BackfillStatus.RUNNING
+        case domain.BackfillState.PAUSED:
+            return BackfillStatus.PAUSED
+        case domain.BackfillState.CANCELING:
+            return BackfillStatus.CANCELING
+        case domain.BackfillState.CANCELED:
+            return BackfillStatus.CANCELED
+        case domain.BackfillState.COMPLETED_SUCCESS:
+            return BackfillStatus.COMPLETED_SUCCESS
+        case domain.BackfillState.COMPLETED_FAILED:
+            return BackfillStatus.COMPLETED_FAILED
+        case domain.BackfillState.FAILED:
+            return BackfillStatus.FAILED
+        case _:
+            assert_never(state)
+
+
+def backfill_state(status: BackfillStatus) -> domain.BackfillState:
+    match status:
+        case BackfillStatus.REQUESTED:
+            return domain.BackfillState.REQUESTED
+        case BackfillStatus.RUNNING:
+            return domain.BackfillState.RUNNING
+        case BackfillStatus.PAUSED:
+            return domain.BackfillState.PAUSED
+        case BackfillStatus.CANCELING:
+            return domain.BackfillState.CANCELING
+        case BackfillStatus.CANCELED:
+            return domain.BackfillState.CANCELED
+        case BackfillStatus.COMPLETED_SUCCESS:
+            return domain.BackfillState.COMPLETED_SUCCESS
+        case BackfillStatus.COMPLETED_FAILED:
+            return domain.BackfillState.COMPLETED_FAILED
+        case BackfillStatus.FAILED:
+            return domain.BackfillState.FAILED
+        case _:
+            assert_never(status)
+
+
+def partition_status(state: domain.SlotState) -> PartitionStatus:
+    match state:
+        case domain.SlotState.PENDING:
+            return PartitionStatus.PENDING
+        case domain.SlotState.QUEUED:
+            return PartitionStatus.QUEUED
+        case domain.SlotState.RUNNING:
+            return PartitionStatus.RUNNING
+        case domain.SlotState.SUCCEEDED:
+            return PartitionStatus.SUCCEEDED
+        case domain.SlotState.FAILED:
+            return PartitionStatus.FAILED
+        case domain.SlotState.CANCELED:
+            return PartitionStatus.CANCELED
+        case domain.SlotState.SKIPPED:
+            return PartitionStatus.SKIPPED
+        case _:
+            assert_never(state)
+
+
+def slot_state(status: PartitionStatus) -> domain.SlotState:
+    match status:
+        case PartitionStatus.PENDING:
+            return domain.SlotState.PENDING
+        case PartitionStatus.QUEUED:
+            return domain.SlotState.QUEUED
+        case PartitionStatus.RUNNING:
+            return domain.SlotState.RUNNING
+        case PartitionStatus.SUCCEEDED:
+            return domain.SlotState.SUCCEEDED
+        case PartitionStatus.FAILED:
+            return domain.SlotState.FAILED
+        case PartitionStatus.CANCELED:
+            return domain.SlotState.CANCELED
+        case PartitionStatus.SKIPPED:
+            return domain.SlotState.SKIPPED
+        case _:
+            assert_never(status)
+
+
+def run_status(state: domain.RunState) -> RunStatus:
+    match state:
+        case domain.RunState.QUEUED:
+            return RunStatus.QUEUED
+        case domain.RunState.RUNNING:
+            return RunStatus.RUNNING
+        case domain.RunState.SUCCESS:
+            return RunStatus.SUCCESS
+        case domain.RunState.FAILED:
+            return RunStatus.FAILED
+        case domain.RunState.CANCELED:
+            return RunStatus.CANCELED
+        case _:
+            assert_never(state)
+
+
+def run_state(status: RunStatus) -> domain.RunState:
+    match status:
+        case RunStatus.QUEUED:
+            return domain.RunState.QUEUED
+        case RunStatus.RUNNING:
+            return domain.RunState.RUNNING
+        case RunStatus.SUCCESS:
+            return domain.RunState.SUCCESS
+        case RunStatus.FAILED:
+            return domain.RunState.FAILED
+        case RunStatus.CANCELED:
+            return domain.RunState.CANCELED
+        case _:
+            assert_never(status)
+
+
+def partition_status_of_run(state: domain.RunState) -> PartitionStatus:
+    """A (job, partition)'s status across backfills, from its latest run."""
+    match state:
+        case domain.RunState.QUEUED:
+            return PartitionStatus.QUEUED
+        case domain.RunState.RUNNING:
+            return PartitionStatus.RUNNING
+        case domain.RunState.SUCCESS:
+            return PartitionStatus.SUCCEEDED
+        case domain.RunState.FAILED:
+            return PartitionStatus.FAILED
+        case domain.RunState.CANCELED:
+            return PartitionStatus.CANCELED
+        case _:
+            assert_never(state)
+
+
+def failure_reason(reason: domain.FailureReason | None) -> RunFailureReason | None:
+    match reason:
+        case None:
+            return None
+        case domain.FailureReason.ERROR:
+            return RunFailureReason.ERROR
+        case domain.FailureReason.TIMEOUT:
+            return RunFailureReason.TIMEOUT
+        case domain.FailureReason.WORKER_LOST:
+            return RunFailureReason.WORKER_LOST
+        case _:
+            assert_never(reason)
+
+
+def reprocess_of(value: Reprocess | None) -> domain.Reprocess:
+    match value:
+        case None | Reprocess.MISSING:
+            return domain.Reprocess.MISSING
+        case Reprocess.FAILED_AND_MISSING:
+            return domain.Reprocess.FAILED_AND_MISSING
+        case Reprocess.ALL:
+            return domain.Reprocess.ALL
+        case _:
+            assert_never(value)
+
+
+def public_reprocess(value: domain.Reprocess) -> Reprocess:
+    match value:
+        case domain.Reprocess.MISSING:
+            return Reprocess.MISSING
+        case domain.Reprocess.FAILED_AND_MISSING:
+            return Reprocess.FAILED_AND_MISSING
+        case domain.Reprocess.ALL:
+            return Reprocess.ALL
+        case _:
+            assert_never(value)
+
+
+def order_of(value: BackfillOrder | None) -> domain.Order:
+    match value:
+        case None | BackfillOrder.OLDEST_FIRST:
+            return domain.Order.OLDEST_FIRST
+        case BackfillOrder.NEWEST_FIRST:
+            return domain.Order.NEWEST_FIRST
+        case _:
+            assert_never(value)
+
+
+def public_order(value: domain.Order) -> BackfillOrder:
+    match value:
+        case domain.Order.OLDEST_FIRST:
+            return BackfillOrder.OLDEST_FIRST
+        case domain.Order.NEWEST_FIRST:
+            return BackfillOrder.NEWEST_FIRST
+        case _:
+            assert_never(value)
+
+
+def skip_reason(value: domain.SkipReason) -> SkipReason:
+    match value:
+        case domain.SkipReason.ALREADY_SUCCEEDED:
+            return SkipReason.ALREADY_SUCCEEDED
+        case domain.SkipReason.ALREADY_FAILED:
+            return SkipReason.ALREADY_FAILED
+        case _:
+            assert_never(value)
+
+
+def event_kind(value: domain.EventKind) -> BackfillEventKind:
+    match value:
+        case domain.EventKind.LAUNCHED:
+            return BackfillEventKind.LAUNCHED
+        case domain.EventKind.STARTED:
+            return BackfillEventKind.STARTED
+        case domain.EventKind.PAUSED:
+            return BackfillEventKind.PAUSED
+        case domain.EventKind.RESUMED:
+            return BackfillEventKind.RESUMED
+        case domain.EventKind.CANCEL_REQUESTED:
+            return BackfillEventKind.CANCEL_REQUESTED
+        case domain.EventKind.CANCELED:
+            return BackfillEventKind.CANCELED
+        case domain.EventKind.RUN_FAILED:
+            return BackfillEventKind.RUN_FAILED
+        case domain.EventKind.RETRIED:
+            return BackfillEventKind.RETRIED
+        case domain.EventKind.COMPLETED:
+            return BackfillEventKind.COMPLETED
+        case domain.EventKind.FAILED:
+            return BackfillEventKind.FAILED
+        case _:
+            assert_never(value)
+
+
+def counts_from_record(record: BackfillRecord) -> BackfillCounts:
+    return BackfillCounts(
+        total=record.total,
+        pending=record.pending,
+        queued=record.queued,
+        running=record.running,
+        succeeded=record.succeeded,
+        failed=record.failed,
+        canceled=record.canceled,
+        skipped=record.skipped,
+    )
+
+
+def selection_from_record(record: BackfillRecord) -> PartitionSelection:
+    match record.selection_kind:
+        case domain.SelectionKind.RANGE:
+            assert record.range_start is not None and record.range_end is not None
+            return PartitionSelection(
+                range=PartitionRange(start=record.range_start, end=record.range_end)
+            )
+        case domain.SelectionKind.KEYS:
+            return PartitionSelection(keys=list(record.keys or []))
+        case domain.SelectionKind.ALL:
+            return PartitionSelection(all=True)
+        case _:
+            assert_never(record.selection_kind)
+
+
+def backfill_from_record(record: BackfillRecord) -> Backfill:
+    return Backfill(
+        id=strawberry.ID(backfill_id(record.id)),
+        title=record.title,
+        description=record.description,
+        target=BackfillTarget(job=record.job_name),
+        partition_selection=selection_from_record(record),
+        status=backfill_status(record.status),
+        error=record.error,
+        reprocess=public_reprocess(record.reprocess),
+        order=public_order(record.order),
+        max_concurrent_runs=record.max_concurrent_runs,
+        run_config=JSON(record.run_config) if record.run_config is not None else None,
+        tags=[Tag(key=k, value=v) for k, v in record.tags],
+        creator=record.creator,
+        created_at=record.created_at,
+        started_at=record.started_at,
+        ended_at=record.ended_at,
+        updated_at=record.updated_at,
+        counts=counts_from_record(record),
+        _pk=record.id,
+        _parent_pk=record.parent_id,
+    )
+
+
+def run_from_record(record: RunRecord) -> Run:
+    return Run(
+        id=strawberry.ID(run_id(record.id)),
+        job=record.job_name,
+        partition_key=record.partition_key,
+        attempt=record.attempt,
+        status=run_status(record.status),
+        failure_reason=failure_reason(record.failure_reason),
+        error_message=record.error_message,
+        queued_at=record.queued_at,
+        started_at=record.started_at,
+        ended_at=record.ended_at,
+        backfill_id=strawberry.ID(backfill_id(record.backfill_id)),
+        _pk=record.id,
+        _backfill_pk=record.backfill_id,
+    )

@@ -1,0 +1,328 @@
+"""Public types of backfills and runs.
+
+These types never hold a storage record. Fields that need more data ask
+``info.context.source`` (a :class:`~backfiller.schema.source.Source`), which the resolvers
+layer implements.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import strawberry
+
+from backfiller.schema.common import JSON, Node, PageInfo, Tag
+from backfiller.schema.enums import (
+    BackfillEventKind,
+    BackfillOrder,
+    BackfillStatus,
+    PartitionStatus,
+    Reprocess,
+    RunFailureReason,
+    RunStatus,
+    SkipReason,
+)
+
+if TYPE_CHECKING:
+    from backfiller.schema.source import Source
+
+MAX_PAGE = 100
+
+
+def source_of(info: strawberry.Info[Any, Any]) -> Source:
+    source: Source = info.context.source
+    return source
+
+
+@strawberry.type(description="What a backfill runs.")
+class BackfillTarget:
+    job: str | None = strawberry.field(description="The job's name, for a job backfill.")
+
+
+@strawberry.type
+class PartitionRange:
+    start: str
+    end: str
+
+
+@strawberry.type(description="The partitions of a backfill, as they were requested.")
+class PartitionSelection:
+    range: PartitionRange | None = None
+    keys: list[str] | None = None
+    all: bool = False
+
+
+@strawberry.type(
+    description="How many partitions of a backfill are in each status. The seven status counts "
+    "always add up to `total`."
+)
+class BackfillCounts:
+    total: int
+    pending: int
+    queued: int
+    running: int
+    succeeded: int
+    failed: int
+    canceled: int
+    skipped: int
+
+    @strawberry.field(
+        description="Partitions in a final status (succeeded, failed, canceled, skipped)."
+    )
+    def done(self) -> int:
+        return self.succeeded + self.failed + self.canceled + self.skipped
+
+    @strawberry.field(description="`done` / `total` as a percentage, 0 to 100.")
+    def percent_done(self) -> float:
+        if self.total == 0:
+            return 100.0
+        return float(round(100.0 * self.done() / self.total, 2))
+
+
+@strawberry.type(description="Consecutive partitions of a backfill that share one status.")
+class PartitionStatusRange:
+    status: PartitionStatus
+    start_key: str
+    end_key: str
+    start_index: int = strawberry.field(
+        description="Position of `startKey` in the backfill's launch order, from 0."
+    )
+    count: int
+
+
+@strawberry.type(description="One partition of a backfill and its latest status there.")
+class BackfillPartition:
+    key: str
+    index: int = strawberry.field(description="Position in the backfill's launch order.")
+    status: PartitionStatus
+    attempts: int
+    skip_reason: SkipReason | None
+
+
+@strawberry.type
+class BackfillPartitionEdge:
+    cursor: str
+    node: BackfillPartition
+
+
+@strawberry.type
+class BackfillPartitionConnection:
+    edges: list[BackfillPartitionEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[BackfillPartition]:
+        return [e.node for e in self.edges]
+
+
+@strawberry.type(description="Something that happened to a backfill, with who made it happen.")
+class BackfillEvent:
+    kind: BackfillEventKind
+    at: datetime
+    actor: str | None
+    message: str | None
+
+
+@strawberry.type
+class BackfillEventEdge:
+    cursor: str
+    node: BackfillEvent
+
+
+@strawberry.type
+class BackfillEventConnection:
+    edges: list[BackfillEventEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[BackfillEvent]:
+        return [e.node for e in self.edges]
+
+
+@strawberry.type(description="A line a run logged.")
+class RunLogLine:
+    at: datetime
+    level: str
+    message: str
+
+
+@strawberry.type
+class RunLogEdge:
+    cursor: str
+    node: RunLogLine
+
+
+@strawberry.type
+class RunLogConnection:
+    edges: list[RunLogEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[RunLogLine]:
+        return [e.node for e in self.edges]
+
+
+@strawberry.type(description="One attempt to run a job for one partition.")
+class Run(Node):
+    id: strawberry.ID
+    job: str
+    partition_key: str
+    attempt: int = strawberry.field(description="1 for the first attempt.")
+    status: RunStatus
+    failure_reason: RunFailureReason | None
+    error_message: str | None = strawberry.field(
+        description="The exception's type and message. The traceback stays on the server."
+    )
+    queued_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    backfill_id: strawberry.ID
+    _pk: strawberry.Private[int]
+    _backfill_pk: strawberry.Private[int]
+
+    @strawberry.field(description="Seconds from start to end (or to now while running).")
+    def duration_seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        from datetime import UTC
+
+        end = self.ended_at or datetime.now(UTC)
+        return round((end - self.started_at).total_seconds(), 3)
+
+    @strawberry.field
+    async def backfill(self, info: strawberry.Info[Any, Any]) -> Backfill:
+        found = await source_of(info).backfill(self._backfill_pk)
+        assert found is not None
+        return found
+
+    @strawberry.field(description="The run's log lines, oldest first.")
+    async def logs(
+        self, info: strawberry.Info[Any, Any], first: int = 100, after: str | None = None
+    ) -> RunLogConnection:
+        return await source_of(info).run_logs(self._pk, first, after)
+
+
+@strawberry.type
+class RunEdge:
+    cursor: str
+    node: Run
+
+
+@strawberry.type
+class RunConnection:
+    edges: list[RunEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[Run]:
+        return [e.node for e in self.edges]
+
+
+@strawberry.type(description="A request to run a target over partitions, and its progress.")
+class Backfill(Node):
+    id: strawberry.ID
+    title: str | None
+    description: str | None
+    target: BackfillTarget
+    partition_selection: PartitionSelection
+    status: BackfillStatus
+    error: str | None = strawberry.field(description="Why the backfill FAILED, if it did.")
+    reprocess: Reprocess
+    order: BackfillOrder
+    max_concurrent_runs: int | None
+    run_config: JSON | None
+    tags: list[Tag]
+    creator: str | None = strawberry.field(
+        description="Who launched it: a token's name, a run, a trigger, or null without auth."
+    )
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    updated_at: datetime
+    counts: BackfillCounts
+    _pk: strawberry.Private[int]
+    _parent_pk: strawberry.Private[int | None]
+
+    @strawberry.field(description="The backfill this one retries, if any.")
+    async def parent(self, info: strawberry.Info[Any, Any]) -> Backfill | None:
+        if self._parent_pk is None:
+            return None
+        return await source_of(info).backfill(self._parent_pk)
+
+    @strawberry.field(description="Backfills launched by `retryBackfill` from this one.")
+    async def retries(self, info: strawberry.Info[Any, Any]) -> list[Backfill]:
+        return await source_of(info).backfill_retries(self._pk)
+
+    @strawberry.field(description="Runs of this backfill, newest first.")
+    async def runs(
+        self,
+        info: strawberry.Info[Any, Any],
+        first: int = 50,
+        after: str | None = None,
+        statuses: list[RunStatus] | None = None,
+    ) -> RunConnection:
+        return await source_of(info).backfill_runs(self._pk, first, after, statuses)
+
+    @strawberry.field(
+        description="Each partition with its status in this backfill, in launch order."
+    )
+    async def partitions(
+        self,
+        info: strawberry.Info[Any, Any],
+        first: int = 100,
+        after: str | None = None,
+        statuses: list[PartitionStatus] | None = None,
+    ) -> BackfillPartitionConnection:
+        return await source_of(info).backfill_partitions(self._pk, first, after, statuses)
+
+    @strawberry.field(
+        description="Partitions folded into ranges of one status, in launch order: a "
+        "100,000-partition backfill is drawn from one small answer."
+    )
+    async def partition_status_ranges(
+        self, info: strawberry.Info[Any, Any]
+    ) -> list[PartitionStatusRange]:
+        return await source_of(info).backfill_partition_status_ranges(self._pk)
+
+    @strawberry.field(description="What happened to this backfill, oldest first.")
+    async def events(
+        self, info: strawberry.Info[Any, Any], first: int = 100, after: str | None = None
+    ) -> BackfillEventConnection:
+        return await source_of(info).backfill_events(self._pk, first, after)
+
+
+@strawberry.type
+class BackfillEdge:
+    cursor: str
+    node: Backfill
+
+
+@strawberry.type
+class BackfillConnection:
+    edges: list[BackfillEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[Backfill]:
+        return [e.node for e in self.edges]
+
+
+@strawberry.type(description="A partition that a backfill would skip, and why.")
+class SkippedPartition:
+    key: str
+    reason: SkipReason
+
+
+@strawberry.type(description="What launching a backfill would do. Nothing was written.")
+class BackfillPreview:
+    job: str
+    total: int = strawberry.field(description="Partitions in the selection.")
+    runs: int = strawberry.field(description="Partitions that would run (total - skipped).")
+    skipped: int
+    first_partitions: list[str] = strawberry.field(
+        description="The first partitions that would run, in launch order (at most 20)."
+    )
+    skipped_partitions: list[SkippedPartition] = strawberry.field(
+        description="The first skipped partitions with their reason (at most 20)."
+    )

@@ -1,0 +1,92 @@
+"""Public inputs: narrow by design. Resolvers translate them into private commands."""
+
+from __future__ import annotations
+
+import strawberry
+
+from backfiller.schema.common import JSON, TagInput
+from backfiller.schema.enums import BackfillOrder, BackfillStatus, Reprocess, RetryInclude
+
+
+@strawberry.input(one_of=True, description="What a backfill runs. Exactly one field.")
+class BackfillTargetInput:
+    job: str | None = strawberry.UNSET
+
+
+@strawberry.input(description="Partitions from `start` to `end`, both included.")
+class PartitionRangeInput:
+    start: str = strawberry.field(description="The first partition key.")
+    end: str = strawberry.field(description="The last partition key (included).")
+
+
+@strawberry.input(one_of=True, description="Which partitions a backfill covers. Exactly one field.")
+class PartitionSelectionInput:
+    range: PartitionRangeInput | None = strawberry.UNSET
+    keys: list[str] | None = strawberry.UNSET
+    all: bool | None = strawberry.field(
+        default=strawberry.UNSET, description="Every partition of the job; must be true."
+    )
+
+
+@strawberry.input(description="A request to run a target over a partition selection.")
+class LaunchBackfillInput:
+    target: BackfillTargetInput
+    partitions: PartitionSelectionInput
+    reprocess: Reprocess | None = strawberry.field(
+        default=None, description="Which partitions run again; MISSING when null."
+    )
+    order: BackfillOrder | None = strawberry.field(
+        default=None, description="Launch order; OLDEST_FIRST when null."
+    )
+    max_concurrent_runs: int | None = strawberry.field(
+        default=None, description="At most this many runs of this backfill at once (1..10000)."
+    )
+    run_config: JSON | None = strawberry.field(
+        default=None, description="Given to every run; validated against the job's config schema."
+    )
+    tags: list[TagInput] | None = None
+    title: str | None = None
+    description: str | None = None
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description="Sending the same key with the same input returns the first backfill and "
+        "creates nothing; the same key with another input is refused "
+        "(IDEMPOTENCY_KEY_REUSED).",
+    )
+
+
+@strawberry.input
+class PauseBackfillInput:
+    id: strawberry.ID
+
+
+@strawberry.input
+class ResumeBackfillInput:
+    id: strawberry.ID
+
+
+@strawberry.input
+class CancelBackfillInput:
+    id: strawberry.ID
+
+
+@strawberry.input
+class RetryBackfillInput:
+    id: strawberry.ID
+    include: list[RetryInclude] | None = strawberry.field(
+        default=None, description="Which partitions run again; [FAILED] when null."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class BackfillFilter:
+    statuses: list[BackfillStatus] | None = None
+    job: str | None = None
+    tag: TagInput | None = None
+
+
+@strawberry.input
+class DynamicPartitionsInput:
+    name: str = strawberry.field(description="The name of the DynamicPartitions definition.")
+    keys: list[str]

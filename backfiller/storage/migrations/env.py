@@ -1,0 +1,29 @@
+"""Alembic environment: runs migrations on a synchronous connection."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+from backfiller.storage.records import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def run_migrations() -> None:
+    url = config.get_main_option("sqlalchemy.url")
+    assert url is not None
+    engine = create_engine(url, poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+run_migrations()

@@ -1,0 +1,396 @@
+"""Repositories: intent-named data functions over one session. They never commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, exists, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backfiller.domain import (
+    BackfillState,
+    EventKind,
+    Order,
+    Reprocess,
+    RunState,
+    SelectionKind,
+    SlotState,
+)
+from backfiller.storage.records import (
+    BackfillEventRecord,
+    BackfillRecord,
+    BackfillTagRecord,
+    DynamicPartitionRecord,
+    PartitionStateRecord,
+    RunLogRecord,
+    RunRecord,
+    SlotRecord,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewBackfill:
+    """Everything needed to insert a backfill: the private command a launch becomes."""
+
+    job_name: str
+    selection_kind: SelectionKind
+    range_start: str | None
+    range_end: str | None
+    keys: list[str] | None
+    partitions_fingerprint: str
+    first_index: int
+    total: int
+    reprocess: Reprocess
+    order: Order
+    max_concurrent_runs: int | None
+    run_config: dict[str, Any] | None
+    tags: list[tuple[str, str]]
+    title: str | None
+    description: str | None
+    idempotency_key: str | None
+    request_fingerprint: str
+    creator: str | None
+    parent_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillQuery:
+    statuses: Sequence[BackfillState] | None = None
+    job_name: str | None = None
+    tag: tuple[str, str] | None = None
+
+
+class BackfillRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, new: NewBackfill, now: datetime) -> BackfillRecord:
+        record = BackfillRecord(
+            job_name=new.job_name,
+            selection_kind=new.selection_kind,
+            range_start=new.range_start,
+            range_end=new.range_end,
+            keys=new.keys,
+            partitions_fingerprint=new.partitions_fingerprint,
+            first_index=new.first_index,
+            reprocess=new.reprocess,
+            order=new.order,
+            max_concurrent_runs=new.max_concurrent_runs,
+            run_config=new.run_config,
+            tags=[[k, v] for k, v in new.tags],
+            title=new.title,
+            description=new.description,
+            idempotency_key=new.idempotency_key,
+            request_fingerprint=new.request_fingerprint,
+            status=BackfillState.REQUESTED,
+            creator=new.creator,
+            parent_id=new.parent_id,
+            created_at=now,
+            updated_at=now,
+            planned=0,
+            total=new.total,
+            pending=new.total,
+            queued=0,
+            running=0,
+            succeeded=0,
+            failed=0,
+            canceled=0,
+            skipped=0,
+            version=0,
+        )
+        self.session.add(record)
+        await self.session.flush()
+        if new.tags:
+            await self.session.execute(
+                insert(BackfillTagRecord),
+                [{"backfill_id": record.id, "key": k, "value": v} for k, v in new.tags],
+            )
+        await EventRepository(self.session).add(
+            record.id, EventKind.LAUNCHED, now, new.creator, None
+        )
+        return record
+
+    async def get(self, pk: int) -> BackfillRecord | None:
+        return await self.session.get(BackfillRecord, pk, populate_existing=True)
+
+    async def get_by_idempotency_key(self, key: str) -> BackfillRecord | None:
+        result = await self.session.execute(
+            select(BackfillRecord).where(BackfillRecord.idempotency_key == key)
+        )
+        return result.scalar_one_or_none()
+
+    async def get_many(self, pks: Iterable[int]) -> dict[int, BackfillRecord]:
+        ids = list(set(pks))
+        if not ids:
+            return {}
+        result = await self.session.execute(
+            select(BackfillRecord).where(BackfillRecord.id.in_(ids))
+        )
+        return {r.id: r for r in result.scalars()}
+
+    async def page(
+        self, query: BackfillQuery, limit: int, before_id: int | None
+    ) -> list[BackfillRecord]:
+        """Newest first; keyset pagination on the id."""
+        stmt = select(BackfillRecord).order_by(BackfillRecord.id.desc()).limit(limit)
+        if before_id is not None:
+            stmt = stmt.where(BackfillRecord.id < before_id)
+        if query.statuses:
+            stmt = stmt.where(BackfillRecord.status.in_(list(query.statuses)))
+        if query.job_name is not None:
+            stmt = stmt.where(BackfillRecord.job_name == query.job_name)
+        if query.tag is not None:
+            key, value = query.tag
+            stmt = stmt.where(
+                exists().where(
+                    and_(
+                        BackfillTagRecord.backfill_id == BackfillRecord.id,
+                        BackfillTagRecord.key == key,
+                        BackfillTagRecord.value == value,
+                    )
+                )
+            )
+        result = await self.session.execute(stmt)
+        return list(result.scalars())
+
+    async def children(self, pk: int) -> list[BackfillRecord]:
+        result = await self.session.execute(
+            select(BackfillRecord).where(BackfillRecord.parent_id == pk).order_by(BackfillRecord.id)
+        )
+        return list(result.scalars())
+
+    async def move(
+        self,
+        pk: int,
+        to: BackfillState,
+        expected: Iterable[BackfillState],
+        now: datetime,
+        **values: Any,
+    ) -> bool:
+        """Conditionally move a backfill to ``to``: only from one of the ``expected`` states.
+
+        Returns whether the row changed; a stale caller changes nothing.
+        """
+        stmt = (
+            update(BackfillRecord)
+            .where(BackfillRecord.id == pk, BackfillRecord.status.in_(list(expected)))
+            .values(status=to, updated_at=now, version=BackfillRecord.version + 1, **values)
+            .execution_options(synchronize_session=False)
+        )
+        result = await self.session.execute(stmt)
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def cancel_idle(self, pk: int, now: datetime) -> bool:
+        """Cancel a backfill at once when nothing of it is queued or running.
+
+        Every partition not yet final is counted canceled, in the same conditional update.
+        """
+        stmt = (
+            update(BackfillRecord)
+            .where(
+                BackfillRecord.id == pk,
+                BackfillRecord.status.in_(
+                    [BackfillState.REQUESTED, BackfillState.PAUSED, BackfillState.CANCELING]
+                ),
+                BackfillRecord.queued == 0,
+                BackfillRecord.running == 0,
+            )
+            .values(
+                status=BackfillState.CANCELED,
+                canceled=BackfillRecord.canceled + BackfillRecord.pending,
+                pending=0,
+                ended_at=now,
+                updated_at=now,
+                version=BackfillRecord.version + 1,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        result = await self.session.execute(stmt)
+        if not result.rowcount:  # type: ignore[attr-defined]
+            return False
+        await self.session.execute(
+            update(SlotRecord)
+            .where(SlotRecord.backfill_id == pk, SlotRecord.status == SlotState.PENDING)
+            .values(status=SlotState.CANCELED, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return True
+
+
+class EventRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(
+        self,
+        backfill_id: int,
+        kind: EventKind,
+        at: datetime,
+        actor: str | None,
+        message: str | None,
+    ) -> None:
+        await self.session.execute(
+            insert(BackfillEventRecord).values(
+                backfill_id=backfill_id, kind=kind.value, at=at, actor=actor, message=message
+            )
+        )
+
+    async def page(
+        self, backfill_id: int, limit: int, after_id: int | None
+    ) -> list[BackfillEventRecord]:
+        stmt = (
+            select(BackfillEventRecord)
+            .where(BackfillEventRecord.backfill_id == backfill_id)
+            .order_by(BackfillEventRecord.id)
+            .limit(limit)
+        )
+        if after_id is not None:
+            stmt = stmt.where(BackfillEventRecord.id > after_id)
+        return list((await self.session.execute(stmt)).scalars())
+
+
+class SlotReads:
+    """Read-only views of a backfill's materialized slots."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def statuses(self, backfill_id: int) -> list[tuple[int, SlotState]]:
+        """(position, status) of every materialized slot, by position."""
+        result = await self.session.execute(
+            select(SlotRecord.position, SlotRecord.status)
+            .where(SlotRecord.backfill_id == backfill_id)
+            .order_by(SlotRecord.position)
+        )
+        return [(int(p), SlotState(s)) for p, s in result.tuples()]
+
+    async def page(
+        self,
+        backfill_id: int,
+        after_position: int,
+        limit: int,
+        statuses: Sequence[SlotState] | None,
+    ) -> list[SlotRecord]:
+        stmt = (
+            select(SlotRecord)
+            .where(SlotRecord.backfill_id == backfill_id, SlotRecord.position > after_position)
+            .order_by(SlotRecord.position)
+            .limit(limit)
+        )
+        if statuses:
+            stmt = stmt.where(SlotRecord.status.in_(list(statuses)))
+        return list((await self.session.execute(stmt)).scalars())
+
+
+class RunReads:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def get(self, pk: int) -> RunRecord | None:
+        return await self.session.get(RunRecord, pk)
+
+    async def page(
+        self,
+        limit: int,
+        before_id: int | None,
+        backfill_id: int | None = None,
+        statuses: Sequence[RunState] | None = None,
+        job_name: str | None = None,
+        partition_key: str | None = None,
+    ) -> list[RunRecord]:
+        """Newest first."""
+        stmt = select(RunRecord).order_by(RunRecord.id.desc()).limit(limit)
+        if backfill_id is not None:
+            stmt = stmt.where(RunRecord.backfill_id == backfill_id)
+        if before_id is not None:
+            stmt = stmt.where(RunRecord.id < before_id)
+        if statuses:
+            stmt = stmt.where(RunRecord.status.in_(list(statuses)))
+        if job_name is not None:
+            stmt = stmt.where(RunRecord.job_name == job_name)
+        if partition_key is not None:
+            stmt = stmt.where(RunRecord.partition_key == partition_key)
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def logs(self, run_id: int, limit: int, after_id: int | None) -> list[RunLogRecord]:
+        stmt = (
+            select(RunLogRecord)
+            .where(RunLogRecord.run_id == run_id)
+            .order_by(RunLogRecord.id)
+            .limit(limit)
+        )
+        if after_id is not None:
+            stmt = stmt.where(RunLogRecord.id > after_id)
+        return list((await self.session.execute(stmt)).scalars())
+
+
+class PartitionStateRepository:
+    """The latest outcome of each (job, partition), across all backfills."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def latest(self, job_name: str, keys: Sequence[str]) -> dict[str, RunState]:
+        found: dict[str, RunState] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            result = await self.session.execute(
+                select(PartitionStateRecord.partition_key, PartitionStateRecord.status).where(
+                    PartitionStateRecord.job_name == job_name,
+                    PartitionStateRecord.partition_key.in_(chunk),
+                )
+            )
+            found.update({k: RunState(s) for k, s in result.tuples()})
+        return found
+
+    async def all_of_job(
+        self, job_name: str, statuses: Sequence[RunState] | None = None
+    ) -> dict[str, RunState]:
+        stmt = select(PartitionStateRecord.partition_key, PartitionStateRecord.status).where(
+            PartitionStateRecord.job_name == job_name
+        )
+        if statuses:
+            stmt = stmt.where(PartitionStateRecord.status.in_(list(statuses)))
+        result = await self.session.execute(stmt)
+        return {k: RunState(s) for k, s in result.tuples()}
+
+
+class DynamicPartitionRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def keys(self, name: str) -> list[str]:
+        result = await self.session.execute(
+            select(DynamicPartitionRecord.key)
+            .where(DynamicPartitionRecord.name == name)
+            .order_by(DynamicPartitionRecord.id)
+        )
+        return list(result.scalars())
+
+    async def add(self, name: str, keys: Sequence[str], now: datetime) -> int:
+        """Add the keys not there yet, in the given order; returns how many were new."""
+        existing = set(await self.keys(name))
+        fresh = [k for k in dict.fromkeys(keys) if k not in existing]
+        if fresh:
+            await self.session.execute(
+                insert(DynamicPartitionRecord),
+                [{"name": name, "key": k, "created_at": now} for k in fresh],
+            )
+        return len(fresh)
+
+    async def delete(self, name: str, keys: Sequence[str]) -> int:
+        result = await self.session.execute(
+            delete(DynamicPartitionRecord).where(
+                DynamicPartitionRecord.name == name, DynamicPartitionRecord.key.in_(list(keys))
+            )
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def count(self, name: str) -> int:
+        result = await self.session.execute(
+            select(func.count()).where(DynamicPartitionRecord.name == name)
+        )
+        return int(result.scalar_one())

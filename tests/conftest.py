@@ -1,0 +1,115 @@
+"""Shared fixtures: a real database (SQLite, or PostgreSQL when
+``BACKFILLER_TEST_DATABASE_URL`` is set), services, schema execution and live servers."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from backfiller.config import Settings
+from backfiller.definitions.loading import Definitions
+from backfiller.examples.quickstart import definitions as example_definitions
+from backfiller.storage import Database
+from backfiller.storage.migrations import upgrade_database
+from backfiller.storage.records import Base
+from tests.support import FrozenClock, GraphQLRunner
+
+PG_ENV = "BACKFILLER_TEST_DATABASE_URL"
+
+
+def pytest_report_header() -> str:
+    url = os.environ.get(PG_ENV)
+    return f"backfiller test database: {'PostgreSQL ' + url if url else 'SQLite'}"
+
+
+@pytest.fixture(scope="session")
+def pg_template_url() -> Iterator[str | None]:
+    """A fresh PostgreSQL database for this test session (dropped at the end)."""
+    base = os.environ.get(PG_ENV)
+    if not base:
+        yield None
+        return
+    parsed = make_url(base).set(drivername="postgresql+psycopg")
+    name = f"bf_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(parsed, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = parsed.set(database=name).render_as_string(hide_password=False)
+    upgrade_database(url)
+    yield url
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def _truncate_postgres(url: str) -> None:
+    engine = create_engine(url)
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture
+def database_url(tmp_path: Path, pg_template_url: str | None) -> str:
+    """A migrated, empty database for one test."""
+    if pg_template_url is not None:
+        _truncate_postgres(pg_template_url)
+        return pg_template_url
+    url = f"sqlite:///{tmp_path / 'backfiller.db'}"
+    upgrade_database(url)
+    return url
+
+
+@pytest.fixture
+def is_postgres(pg_template_url: str | None) -> bool:
+    return pg_template_url is not None
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    db = Database(database_url)
+    yield db
+    await db.dispose()
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock(datetime(2026, 6, 15, 12, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def definitions() -> Definitions:
+    return example_definitions
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings()
+
+
+@pytest.fixture
+def gql(
+    database: Database, definitions: Definitions, settings: Settings, clock: FrozenClock
+) -> GraphQLRunner:
+    """Run GraphQL operations through ``schema.execute`` against the real database."""
+    return GraphQLRunner(database, definitions, settings, clock)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    for item in items:
+        if "acceptance" in str(item.fspath):
+            item.add_marker(pytest.mark.acceptance)
