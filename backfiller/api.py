@@ -104,14 +104,19 @@ class Mutation:
 def build_schema(settings: Settings | None = None) -> PublicSchema:
     """The public v1 schema, with its protective extensions."""
     settings = settings or Settings()
+    depth, tokens, aliases = (
+        settings.max_query_depth,
+        settings.max_query_tokens,
+        settings.max_aliases,
+    )
     protective: list[Any] = [
-        QueryDepthLimiter(max_depth=settings.max_query_depth),
-        MaxTokensLimiter(max_token_count=settings.max_query_tokens),
-        MaxAliasesLimiter(max_alias_count=settings.max_aliases),
-        ParserCache(maxsize=512),
-        ValidationCache(maxsize=512),
-        MaskUnexpectedErrors,
+        lambda: QueryDepthLimiter(max_depth=depth),
+        lambda: MaxTokensLimiter(max_token_count=tokens),
+        lambda: MaxAliasesLimiter(max_alias_count=aliases),
     ]
+    if settings.graphql_cache:
+        protective += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
+    protective.append(MaskUnexpectedErrors)
     return PublicSchema(
         query=Query,
         mutation=Mutation,

@@ -23,6 +23,7 @@ class Settings:
     max_query_tokens: int = 5_000
     max_aliases: int = 30
     max_body_bytes: int = 1024 * 1024
+    graphql_cache: bool = True
     public_url: str | None = None
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
 

@@ -265,7 +265,7 @@ class SlotReads:
             .where(SlotRecord.backfill_id == backfill_id)
             .order_by(SlotRecord.position)
         )
-        return [(int(p), SlotState(s)) for p, s in result.tuples()]
+        return [(int(p), SlotState(s)) for p, s in result.all()]
 
     async def page(
         self,
@@ -343,7 +343,7 @@ class PartitionStateRepository:
                     PartitionStateRecord.partition_key.in_(chunk),
                 )
             )
-            found.update({k: RunState(s) for k, s in result.tuples()})
+            found.update({k: RunState(s) for k, s in result.all()})
         return found
 
     async def all_of_job(
@@ -355,7 +355,7 @@ class PartitionStateRepository:
         if statuses:
             stmt = stmt.where(PartitionStateRecord.status.in_(list(statuses)))
         result = await self.session.execute(stmt)
-        return {k: RunState(s) for k, s in result.tuples()}
+        return {k: RunState(s) for k, s in result.all()}
 
 
 class DynamicPartitionRepository:
