@@ -193,7 +193,12 @@ class BackfillRepository:
             .where(
                 BackfillRecord.id == pk,
                 BackfillRecord.status.in_(
-                    [BackfillState.REQUESTED, BackfillState.PAUSED, BackfillState.CANCELING]
+                    [
+                        BackfillState.REQUESTED,
+                        BackfillState.RUNNING,
+                        BackfillState.PAUSED,
+                        BackfillState.CANCELING,
+                    ]
                 ),
                 BackfillRecord.queued == 0,
                 BackfillRecord.running == 0,
