@@ -171,6 +171,8 @@ class SlotRecord(Base):
     partition_key: Mapped[str] = mapped_column(String(200))
     status: Mapped[SlotState]
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Attempts lost with a daemon that died: they do not count against the retry policy.
+    free_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     skip_reason: Mapped[str | None] = mapped_column(String(64))
     next_attempt_at: Mapped[datetime | None]
     updated_at: Mapped[datetime]
@@ -208,6 +210,7 @@ class RunRecord(Base):
         UniqueConstraint("slot_id", "attempt"),
         Index("ix_runs_backfill_id_id", "backfill_id", "id"),
         Index("ix_runs_status_id", "status", "id"),
+        Index("ix_runs_lease_owner_status", "lease_owner", "status"),
         # Never two active runs of one (job, partition), across all backfills.
         Index(
             "uq_runs_active_partition",
