@@ -3,6 +3,16 @@
 The public Python API is what ``__all__`` lists; everything else may change in any release.
 """
 
+from backfiller.client import (
+    AsyncClient,
+    BackfillerAPIError,
+    BackfillerAuthError,
+    BackfillerConnectionError,
+    BackfillerError,
+    BackfillerTransportError,
+    BackfillerUserError,
+    Client,
+)
 from backfiller.definitions.jobs import JobDefinition, RetryPolicy, RunContext, job
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
 from backfiller.definitions.partitions import (
@@ -15,10 +25,33 @@ from backfiller.definitions.partitions import (
     TimePartitions,
     WeeklyPartitions,
 )
+from backfiller.definitions.requests import (
+    AllPartitions,
+    BackfillRequest,
+    PartitionKeys,
+    PartitionRange,
+)
+from backfiller.definitions.triggers import (
+    PartitionStatuses,
+    SkipReason,
+    TriggerContext,
+    TriggerDefinition,
+    trigger,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AllPartitions",
+    "AsyncClient",
+    "BackfillRequest",
+    "BackfillerAPIError",
+    "BackfillerAuthError",
+    "BackfillerConnectionError",
+    "BackfillerError",
+    "BackfillerTransportError",
+    "BackfillerUserError",
+    "Client",
     "DailyPartitions",
     "Definitions",
     "DefinitionsError",
@@ -26,13 +59,20 @@ __all__ = [
     "HourlyPartitions",
     "JobDefinition",
     "MonthlyPartitions",
+    "PartitionKeys",
+    "PartitionRange",
+    "PartitionStatuses",
     "PartitionsDefinition",
     "RetryPolicy",
     "RunContext",
+    "SkipReason",
     "StaticPartitions",
     "TimePartitions",
+    "TriggerContext",
+    "TriggerDefinition",
     "WeeklyPartitions",
     "__version__",
     "job",
     "load_definitions",
+    "trigger",
 ]

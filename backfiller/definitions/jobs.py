@@ -15,7 +15,7 @@ import jsonschema
 from backfiller.definitions.partitions import PartitionsDefinition
 
 if TYPE_CHECKING:
-    Client = Any  # replaced by backfiller.client.Client once the client lands
+    from backfiller.client import Client
 
 JOB_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,199}$")
 

@@ -1,0 +1,356 @@
+"""What each client method sends and how its answer is read, shared by the sync and async
+clients: only the transport differs between them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import httpx
+
+from backfiller.client import _parse
+from backfiller.client.errors import (
+    BackfillerAPIError,
+    BackfillerAuthError,
+    BackfillerUserError,
+    UserErrorDetail,
+)
+from backfiller.client.types import (
+    Backfill,
+    BackfillStatus,
+    Job,
+    PartitionStatusRange,
+    Preview,
+    Run,
+    RunStatus,
+    Trigger,
+    TriggerEvaluation,
+)
+from backfiller.definitions.requests import BackfillRequest
+
+T = TypeVar("T")
+Json = Mapping[str, Any]
+
+RetryInclude = Literal["FAILED", "CANCELED", "NOT_RUN"]
+AUTH_CODES = frozenset({"UNAUTHENTICATED", "FORBIDDEN"})
+MAX_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One operation to send, and how to read its ``data``."""
+
+    operation: str
+    variables: Mapping[str, Any]
+    read: Callable[[Json], T]
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+
+
+def endpoint_of(url: str) -> str:
+    """``{url}/graphql/v1``, unless ``url`` already names a GraphQL endpoint."""
+    base = url.rstrip("/")
+    if base.endswith("/graphql/v1"):
+        return base
+    return f"{base}/graphql/v1"
+
+
+def request_headers(
+    token: str | None, headers: Mapping[str, str] | None, version: str
+) -> dict[str, str]:
+    found = {"User-Agent": f"backfiller-python/{version}", "Accept": "application/json"}
+    if token:
+        found["Authorization"] = f"Bearer {token}"
+    found.update(headers or {})
+    return found
+
+
+def read_response(operation: str, response: httpx.Response) -> Json:
+    """The ``data`` of a GraphQL answer, or the transport exception that fits."""
+    request_id = response.headers.get("x-request-id")
+    status = response.status_code
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    errors = body.get("errors") if isinstance(body, dict) else None
+    messages = [str(e.get("message", e)) for e in errors or [] if isinstance(e, dict)]
+    codes = [
+        str((e.get("extensions") or {}).get("code"))
+        for e in errors or []
+        if isinstance(e, dict) and (e.get("extensions") or {}).get("code")
+    ]
+    detail = "; ".join(messages)
+    if status in (401, 403) or AUTH_CODES.intersection(codes):
+        raise BackfillerAuthError(
+            f"{operation}: the server refused the credentials (HTTP {status})"
+            + (f": {detail}" if detail else ""),
+            status_code=status,
+            messages=messages,
+            codes=codes,
+            request_id=request_id,
+        )
+    if status >= 400 and not (status < 500 and errors):
+        raise BackfillerAPIError(
+            f"{operation}: HTTP {status}" + (f": {detail}" if detail else ""),
+            status_code=status,
+            messages=messages,
+            codes=codes,
+            request_id=request_id,
+        )
+    if not isinstance(body, dict):
+        raise BackfillerAPIError(
+            f"{operation}: the answer is not a JSON object (HTTP {status})",
+            status_code=status,
+            request_id=request_id,
+        )
+    if errors:
+        raise BackfillerAPIError(
+            f"{operation}: {detail or 'the server reported errors'}",
+            status_code=status,
+            messages=messages,
+            codes=codes,
+            request_id=request_id,
+        )
+    data = body.get("data")
+    if not isinstance(data, dict):
+        raise BackfillerAPIError(
+            f"{operation}: the answer has no data", status_code=status, request_id=request_id
+        )
+    return data
+
+
+def read_data(call: Call[T], data: Json) -> T:
+    """Apply ``call.read``; an answer of an unexpected shape is a transport problem."""
+    try:
+        return call.read(data)
+    except BackfillerUserError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BackfillerAPIError(
+            f"{call.operation}: unexpected answer ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def _payload(operation: str, data: Json, field: str) -> Json:
+    payload: Json = data[field]
+    errors = payload.get("userErrors") or []
+    if errors:
+        raise BackfillerUserError(operation, [_parse.user_error(e) for e in errors])
+    return payload
+
+
+def not_found(operation: str, backfill_id: str) -> BackfillerUserError:
+    return BackfillerUserError(
+        operation,
+        [UserErrorDetail("BACKFILL_NOT_FOUND", ("id",), f"no backfill has id {backfill_id!r}")],
+    )
+
+
+def _backfill_payload(operation: str, field: str) -> Callable[[Json], Backfill]:
+    def read(data: Json) -> Backfill:
+        return _parse.backfill(_payload(operation, data, field)["backfill"])
+
+    return read
+
+
+def check_page_size(page_size: int) -> int:
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise ValueError(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
+    return page_size
+
+
+def api_version() -> Call[str]:
+    return Call("PyApiVersion", {}, lambda d: str(d["apiVersion"]))
+
+
+def launch_backfill(request: BackfillRequest) -> Call[Backfill]:
+    if not isinstance(request, BackfillRequest):
+        raise TypeError("launch_backfill takes a backfiller.BackfillRequest")
+    return Call(
+        "PyLaunchBackfill",
+        {"input": request.as_graphql_input()},
+        _backfill_payload("PyLaunchBackfill", "launchBackfill"),
+    )
+
+
+def preview_backfill(request: BackfillRequest) -> Call[Preview]:
+    if not isinstance(request, BackfillRequest):
+        raise TypeError("preview_backfill takes a backfiller.BackfillRequest")
+
+    def read(data: Json) -> Preview:
+        return _parse.preview(_payload("PyPreviewBackfill", data, "previewBackfill")["preview"])
+
+    return Call("PyPreviewBackfill", {"input": request.as_graphql_input()}, read)
+
+
+def get_backfill(backfill_id: str) -> Call[Backfill | None]:
+    def read(data: Json) -> Backfill | None:
+        found = data["backfill"]
+        return _parse.backfill(found) if found else None
+
+    return Call("PyGetBackfill", {"id": backfill_id}, read)
+
+
+def backfills_page(
+    statuses: Iterable[BackfillStatus | str] | None,
+    job: str | None,
+    tag: tuple[str, str] | None,
+    first: int,
+    after: str | None,
+) -> Call[Page[Backfill]]:
+    filter: dict[str, Any] = {}
+    if statuses is not None:
+        filter["statuses"] = [BackfillStatus(s).value for s in statuses]
+    if job is not None:
+        filter["job"] = job
+    if tag is not None:
+        filter["tag"] = {"key": tag[0], "value": tag[1]}
+
+    def read(data: Json) -> Page[Backfill]:
+        connection = data["backfills"]
+        info = connection["pageInfo"]
+        return Page(
+            [_parse.backfill(e["node"]) for e in connection["edges"]],
+            info["endCursor"] if info["hasNextPage"] else None,
+        )
+
+    return Call(
+        "PyListBackfills",
+        {"first": first, "after": after, "filter": filter or None},
+        read,
+    )
+
+
+def steer_backfill(verb: Literal["Pause", "Resume", "Cancel"], backfill_id: str) -> Call[Backfill]:
+    operation = f"Py{verb}Backfill"
+    field = f"{verb.lower()}Backfill"
+    return Call(operation, {"id": backfill_id}, _backfill_payload(operation, field))
+
+
+def retry_backfill(
+    backfill_id: str, include: Sequence[RetryInclude], idempotency_key: str | None
+) -> Call[Backfill]:
+    return Call(
+        "PyRetryBackfill",
+        {
+            "input": {
+                "id": backfill_id,
+                "include": list(include),
+                "idempotencyKey": idempotency_key,
+            }
+        },
+        _backfill_payload("PyRetryBackfill", "retryBackfill"),
+    )
+
+
+def runs_page(
+    backfill_id: str,
+    statuses: Iterable[RunStatus | str] | None,
+    first: int,
+    after: str | None,
+) -> Call[Page[Run]]:
+    def read(data: Json) -> Page[Run]:
+        found = data["backfill"]
+        if found is None:
+            raise not_found("PyBackfillRuns", backfill_id)
+        connection = found["runs"]
+        info = connection["pageInfo"]
+        return Page(
+            [_parse.run(e["node"]) for e in connection["edges"]],
+            info["endCursor"] if info["hasNextPage"] else None,
+        )
+
+    return Call(
+        "PyBackfillRuns",
+        {
+            "id": backfill_id,
+            "first": first,
+            "after": after,
+            "statuses": [RunStatus(s).value for s in statuses] if statuses is not None else None,
+        },
+        read,
+    )
+
+
+def partition_status_ranges(backfill_id: str) -> Call[list[PartitionStatusRange]]:
+    def read(data: Json) -> list[PartitionStatusRange]:
+        found = data["backfill"]
+        if found is None:
+            raise not_found("PyPartitionStatusRanges", backfill_id)
+        return [_parse.status_range(r) for r in found["partitionStatusRanges"]]
+
+    return Call("PyPartitionStatusRanges", {"id": backfill_id}, read)
+
+
+def jobs() -> Call[list[Job]]:
+    return Call("PyJobs", {}, lambda d: [_parse.job(j) for j in d["jobs"]])
+
+
+def job(name: str) -> Call[Job | None]:
+    return Call("PyJob", {"name": name}, lambda d: _parse.job(d["job"]) if d["job"] else None)
+
+
+def dynamic_partitions(verb: Literal["Add", "Delete"], name: str, keys: Sequence[str]) -> Call[int]:
+    if isinstance(keys, str):
+        raise TypeError("keys must be a list of partition keys, not one string")
+    operation = f"Py{verb}DynamicPartitions"
+    field = f"{verb.lower()}DynamicPartitions"
+
+    def read(data: Json) -> int:
+        return int(_payload(operation, data, field)["keysChanged"])
+
+    return Call(operation, {"input": {"name": name, "keys": list(keys)}}, read)
+
+
+def evaluate_trigger(name: str, dry_run: bool) -> Call[TriggerEvaluation]:
+    def read(data: Json) -> TriggerEvaluation:
+        payload = _payload("PyEvaluateTrigger", data, "evaluateTrigger")
+        return _parse.trigger_evaluation(payload["evaluation"])
+
+    return Call("PyEvaluateTrigger", {"input": {"name": name, "dryRun": dry_run}}, read)
+
+
+def set_trigger_enabled(name: str, enabled: bool) -> Call[Trigger]:
+    def read(data: Json) -> Trigger:
+        payload = _payload("PySetTriggerEnabled", data, "setTriggerEnabled")
+        return _parse.trigger(payload["trigger"])
+
+    return Call("PySetTriggerEnabled", {"input": {"name": name, "enabled": enabled}}, read)
+
+
+def triggers() -> Call[list[Trigger]]:
+    return Call("PyTriggers", {}, lambda d: [_parse.trigger(t) for t in d["triggers"]])
+
+
+def trigger(name: str) -> Call[Trigger | None]:
+    return Call(
+        "PyTrigger",
+        {"name": name},
+        lambda d: _parse.trigger(d["trigger"]) if d["trigger"] else None,
+    )
+
+
+def trigger_evaluations_page(
+    name: str, first: int, after: str | None
+) -> Call[Page[TriggerEvaluation]]:
+    def read(data: Json) -> Page[TriggerEvaluation]:
+        found = data["trigger"]
+        if found is None:
+            raise BackfillerUserError(
+                "PyTriggerEvaluations",
+                [UserErrorDetail("TRIGGER_NOT_FOUND", ("name",), f"no trigger named {name!r}")],
+            )
+        connection = found["evaluations"]
+        info = connection["pageInfo"]
+        return Page(
+            [_parse.trigger_evaluation(e["node"]) for e in connection["edges"]],
+            info["endCursor"] if info["hasNextPage"] else None,
+        )
+
+    return Call("PyTriggerEvaluations", {"name": name, "first": first, "after": after}, read)

@@ -1,0 +1,230 @@
+"""JSON answers of the public API -> the client's frozen types."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, cast
+
+from backfiller.client.errors import UserErrorDetail
+from backfiller.client.types import (
+    Backfill,
+    BackfillCounts,
+    BackfillStatus,
+    Job,
+    PartitionsInfo,
+    PartitionStatus,
+    PartitionStatusRange,
+    Preview,
+    Run,
+    RunStatus,
+    SkippedPartition,
+    Trigger,
+    TriggerEvaluation,
+    TriggerOutcome,
+    TriggerRequestResult,
+)
+from backfiller.definitions.requests import (
+    AllPartitions,
+    BackfillRequest,
+    Order,
+    PartitionKeys,
+    PartitionRange,
+    PartitionSelection,
+    Reprocess,
+)
+
+Json = Mapping[str, Any]
+
+
+def when(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def required_when(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def frozen_json(value: Any) -> Any:
+    """Read-only copy of a JSON value (mappings become read-only, lists tuples)."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: frozen_json(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(frozen_json(v) for v in value)
+    return value
+
+
+def tags(values: list[Json]) -> Mapping[str, str]:
+    return MappingProxyType({str(t["key"]): str(t["value"]) for t in values})
+
+
+def user_error(value: Json) -> UserErrorDetail:
+    field = value.get("field")
+    return UserErrorDetail(
+        code=str(value["code"]),
+        field=tuple(str(f) for f in field) if field is not None else None,
+        message=str(value["message"]),
+    )
+
+
+def selection(value: Json) -> PartitionSelection:
+    if value.get("range"):
+        return PartitionRange(value["range"]["start"], value["range"]["end"])
+    if value.get("keys") is not None:
+        return PartitionKeys(value["keys"])
+    return AllPartitions()
+
+
+def backfill(value: Json) -> Backfill:
+    c = value["counts"]
+    parent = value.get("parent")
+    config = value.get("runConfig")
+    return Backfill(
+        id=value["id"],
+        job=value["target"]["job"],
+        partitions=selection(value["partitionSelection"]),
+        status=BackfillStatus(value["status"]),
+        counts=BackfillCounts(
+            total=c["total"],
+            pending=c["pending"],
+            queued=c["queued"],
+            running=c["running"],
+            succeeded=c["succeeded"],
+            failed=c["failed"],
+            canceled=c["canceled"],
+            skipped=c["skipped"],
+        ),
+        reprocess=cast(Reprocess, value["reprocess"]),
+        order=cast(Order, value["order"]),
+        max_concurrent_runs=value.get("maxConcurrentRuns"),
+        run_config=frozen_json(config) if config is not None else None,
+        tags=tags(value["tags"]),
+        title=value.get("title"),
+        description=value.get("description"),
+        error=value.get("error"),
+        creator=value.get("creator"),
+        parent_id=parent["id"] if parent else None,
+        created_at=required_when(value["createdAt"]),
+        started_at=when(value.get("startedAt")),
+        ended_at=when(value.get("endedAt")),
+        updated_at=required_when(value["updatedAt"]),
+    )
+
+
+def preview(value: Json) -> Preview:
+    return Preview(
+        job=value["job"],
+        total=value["total"],
+        runs=value["runs"],
+        skipped=value["skipped"],
+        first_partitions=tuple(value["firstPartitions"]),
+        skipped_partitions=tuple(
+            SkippedPartition(key=s["key"], reason=s["reason"]) for s in value["skippedPartitions"]
+        ),
+    )
+
+
+def run(value: Json) -> Run:
+    return Run(
+        id=value["id"],
+        backfill_id=value["backfillId"],
+        job=value["job"],
+        partition_key=value["partitionKey"],
+        attempt=value["attempt"],
+        status=RunStatus(value["status"]),
+        failure_reason=value.get("failureReason"),
+        error_message=value.get("errorMessage"),
+        queued_at=required_when(value["queuedAt"]),
+        started_at=when(value.get("startedAt")),
+        ended_at=when(value.get("endedAt")),
+        duration_seconds=value.get("durationSeconds"),
+    )
+
+
+def status_range(value: Json) -> PartitionStatusRange:
+    return PartitionStatusRange(
+        status=PartitionStatus(value["status"]),
+        start_key=value["startKey"],
+        end_key=value["endKey"],
+        start_index=value["startIndex"],
+        count=value["count"],
+    )
+
+
+def job(value: Json) -> Job:
+    p = value["partitions"]
+    schema = value.get("configSchema")
+    return Job(
+        name=value["name"],
+        description=value.get("description"),
+        partitions=PartitionsInfo(
+            kind=p["kind"],
+            cadence=p.get("cadence"),
+            start=when(p.get("start")),
+            end=when(p.get("end")),
+            timezone=p.get("timezone"),
+            cron=p.get("cron"),
+            key_format=p.get("keyFormat"),
+            dynamic_name=p.get("dynamicName"),
+            count=p["count"],
+        ),
+        max_concurrent_runs=value.get("maxConcurrentRuns"),
+        timeout_seconds=value.get("timeoutSeconds"),
+        max_retries=value["retryPolicy"]["maxRetries"],
+        retry_delay_seconds=value["retryPolicy"]["delaySeconds"],
+        config_schema=frozen_json(schema) if schema is not None else None,
+        tags=tags(value["tags"]),
+    )
+
+
+def request(value: Json) -> BackfillRequest:
+    config = value.get("runConfig")
+    return BackfillRequest(
+        job=value["target"]["job"],
+        partitions=selection(value["partitionSelection"]),
+        reprocess=cast(Reprocess, value["reprocess"]),
+        order=cast(Order, value["order"]),
+        max_concurrent_runs=value.get("maxConcurrentRuns"),
+        run_config=dict(config) if config is not None else None,
+        tags=tags(value["tags"]),
+        title=value.get("title"),
+        description=value.get("description"),
+        idempotency_key=value.get("idempotencyKey"),
+    )
+
+
+def trigger_evaluation(value: Json) -> TriggerEvaluation:
+    return TriggerEvaluation(
+        id=value["id"],
+        trigger=value["trigger"],
+        outcome=TriggerOutcome(value["outcome"]),
+        dry_run=value["dryRun"],
+        skip_reason=value.get("skipReason"),
+        error_message=value.get("errorMessage"),
+        duration_seconds=value["durationSeconds"],
+        actor=value.get("actor"),
+        evaluated_at=required_when(value["evaluatedAt"]),
+        backfills=tuple(backfill(b) for b in value["backfills"]),
+        requests=tuple(
+            TriggerRequestResult(
+                request=request(r),
+                preview=preview(r["preview"]) if r.get("preview") else None,
+                backfill_id=r["backfill"]["id"] if r.get("backfill") else None,
+                errors=tuple(user_error(e) for e in r["userErrors"]),
+            )
+            for r in value["requests"]
+        ),
+    )
+
+
+def trigger(value: Json) -> Trigger:
+    last = value.get("lastEvaluation")
+    return Trigger(
+        name=value["name"],
+        description=value.get("description"),
+        enabled=value["enabled"],
+        interval_seconds=value.get("intervalSeconds"),
+        timeout_seconds=value["timeoutSeconds"],
+        last_evaluation=trigger_evaluation(last) if last else None,
+    )
