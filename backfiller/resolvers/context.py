@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from backfiller.config import Settings
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.loading import Definitions
 from backfiller.definitions.partitions import KeySpace, PartitionsKind
+from backfiller.resolvers.access import Principal, RateLimiter
 from backfiller.storage import Database
 from backfiller.storage.repositories import DynamicPartitionRepository
 
@@ -35,6 +37,9 @@ class Services:
     definitions: Definitions
     settings: Settings
     clock: Callable[[], datetime] = utc_now
+    # Stored selections pinned to key spaces, by (backfill id, key space size): a small LRU.
+    pinned_selections: OrderedDict[tuple[int, int], Any] = field(default_factory=OrderedDict)
+    rate_limiter: RateLimiter = field(default_factory=RateLimiter)
 
 
 @dataclass
@@ -46,6 +51,8 @@ class Context:
     actor: str | None = None
     request_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    principal: Principal | None = None
+    """Who asks; None is refused by every field (deny by default)."""
 
     @property
     def database(self) -> Database:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from backfiller import domain
@@ -79,8 +78,6 @@ def _cursor(kind: str, after: str | None) -> int | None:
 class StorageSource:
     """Loads what public types ask for. One per request."""
 
-    _pinned: OrderedDict[tuple[int, int], ResolvedSelection] = OrderedDict()
-
     def __init__(self, services: Services) -> None:
         self.services = services
 
@@ -135,7 +132,8 @@ class StorageSource:
         async with self.database.read() as session:
             space = await key_space_of(job, record.created_at, session)
         cache_key = (record.id, len(space))
-        resolved = self._pinned.get(cache_key)
+        pinned = self.services.pinned_selections
+        resolved = pinned.get(cache_key)
         if resolved is None:
             selection = Selection(
                 record.selection_kind,
@@ -147,9 +145,9 @@ class StorageSource:
                 resolved = pin_stored_selection(selection, record.total, job.partitions, space)
             except SelectionProblem:
                 return None
-            self._pinned[cache_key] = resolved
-            if len(self._pinned) > 256:
-                self._pinned.popitem(last=False)
+            pinned[cache_key] = resolved
+            if len(pinned) > 256:
+                pinned.popitem(last=False)
         return job, space, resolved
 
     @staticmethod

@@ -359,7 +359,8 @@ def brute_starts(cadence: str, zone: str, lo: int, hi: int, param: int) -> list[
         elif cadence == "weekly":
             period = ((d.toordinal() - 1 - param) // 7,)
         else:
-            period = (d.year, d.month) if d.day >= param else (d.year, d.month - 1)
+            months = d.year * 12 + d.month - 1 - (0 if d.day >= param else 1)
+            period = (months,)
         if last_period is not None and period > last_period and x >= lo:
             out.append(x)
         if last_period is None or period > last_period:
