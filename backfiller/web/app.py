@@ -20,6 +20,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.resolvers.source import StorageSource
+from backfiller.web.rest import RestApi
 
 logger = logging.getLogger("backfiller.web")
 
@@ -177,6 +178,7 @@ def create_app(services: Services) -> ASGIApp:
         WebSocketRoute("/graphql", graphql),
         Route("/healthz", health),
         Route("/", index),
+        RestApi(graphql, services.settings.max_page_size).mount(),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
