@@ -65,24 +65,29 @@ class BodyLimit:
                     await _too_large(scope, receive, send, self.max_bytes)
                     return
         seen = 0
+        refused = False
 
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, refused
             message = await receive()
-            if message["type"] == "http.request":
+            if message["type"] == "http.request" and not refused:
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise _BodyTooLarge
+                    # Answer now; the application sees a client that went away.
+                    refused = True
+                    await _too_large(scope, receive, send, self.max_bytes)
+                    return {"type": "http.disconnect"}
             return message
 
+        async def guarded_send(message: Message) -> None:
+            if not refused:
+                await send(message)
+
         try:
-            await self.app(scope, limited, send)
-        except _BodyTooLarge:
-            await _too_large(scope, receive, send, self.max_bytes)
-
-
-class _BodyTooLarge(Exception):
-    pass
+            await self.app(scope, limited, guarded_send)
+        except Exception:
+            if not refused:
+                raise
 
 
 async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
