@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -95,7 +96,7 @@ class LiveProcess:
         self.args = args
         full_env = {**os.environ, **(env or {})}
         full_env.setdefault("PYTHONPATH", str(REPO))
-        self.log_path = (cwd or REPO) / f".proc-{os.getpid()}-{time.monotonic_ns()}.log"
+        self.log_path = Path(tempfile.mkstemp(prefix="backfiller-proc-", suffix=".log")[1])
         self.log = open(self.log_path, "w")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "backfiller", *args],
@@ -144,8 +145,14 @@ class LiveServer(LiveProcess):
         ]
         if definitions:
             args += ["--definitions", definitions]
+        if auth is not None and (command == "serve" or auth != "none"):
+            args += ["--auth", auth]
         super().__init__(args + (extra or []), env=env, cwd=cwd)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
 
     def wait_ready(self, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
