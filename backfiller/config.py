@@ -37,6 +37,7 @@ class Settings:
                 env.get("BACKFILLER_MAX_PARTITIONS_PER_BACKFILL", "5000000")
             ),
             public_url=env.get("BACKFILLER_PUBLIC_URL") or None,
+            graphql_cache=env.get("BACKFILLER_GRAPHQL_CACHE", "1") not in ("0", "false", "no"),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(base, **given)  # type: ignore[arg-type]
