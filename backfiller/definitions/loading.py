@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import sysconfig
 import traceback
+from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,15 +76,12 @@ def load_definitions(target: str) -> Definitions:
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
             raise DefinitionsError(f"no module named {module_name!r}") from None
-        raise DefinitionsError(
-            f"importing {module_name!r} failed: {exc}\n{traceback.format_exc(limit=-3)}"
-        ) from None
+        raise DefinitionsError(f"importing {module_name!r} failed{_where(exc)}: {exc}") from None
     except DefinitionsError as exc:
-        raise DefinitionsError(f"{module_name!r}: {exc}") from None
+        raise DefinitionsError(f"{module_name!r}{_where(exc)}: {exc}") from None
     except Exception as exc:
         raise DefinitionsError(
-            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}\n"
-            f"{traceback.format_exc(limit=-3)}"
+            f"importing {module_name!r} failed{_where(exc)}: {type(exc).__name__}: {exc}"
         ) from None
     try:
         value = getattr(module, attribute)
@@ -91,3 +90,19 @@ def load_definitions(target: str) -> Definitions:
     if not isinstance(value, Definitions):
         raise DefinitionsError(f"{target} is a {type(value).__name__}, not backfiller.Definitions")
     return value
+
+
+def _where(exc: BaseException) -> str:
+    """Where in the user's code ``exc`` was raised: the last frame outside Backfiller, the
+    standard library and installed packages."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    skipped = (
+        str(Path(__file__).resolve().parent.parent),
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["purelib"],
+        "<frozen",
+    )
+    for frame in reversed(frames):
+        if not frame.filename.startswith(skipped):
+            return f" at {frame.filename}:{frame.lineno}"
+    return ""

@@ -1,0 +1,3 @@
+"""An attribute that is not a Definitions."""
+
+definitions = {"jobs": []}
