@@ -288,3 +288,7 @@ class DaemonLeaseRecord(Base):
     owner: Mapped[str] = mapped_column(String(200), primary_key=True)
     heartbeat_at: Mapped[datetime]
     started_at: Mapped[datetime]
+
+
+# Access-control records live in their own module; importing it registers them on Base.
+from backfiller.storage import auth_records as _auth_records  # noqa: E402, F401
