@@ -146,7 +146,7 @@ class TriggerContext:
         """Which partitions of ``job`` succeeded, failed or never ran (read-only).
 
         Raises:
-            KeyError: When no job of that name is defined.
+            LookupError: When no job of that name is defined.
         """
         return self._partition_reader(job)
 

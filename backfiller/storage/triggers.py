@@ -1,0 +1,197 @@
+"""Repositories of triggers: their state and their evaluations. They never commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backfiller.storage.trigger_records import (
+    TriggerEvaluationRecord,
+    TriggerOutcome,
+    TriggerStateRecord,
+)
+
+
+class TriggerStateRepository:
+    """The persisted state of triggers: enabled, cursor, schedule."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def get(self, name: str) -> TriggerStateRecord | None:
+        return await self.session.get(TriggerStateRecord, name, populate_existing=True)
+
+    async def get_many(self, names: Sequence[str]) -> dict[str, TriggerStateRecord]:
+        if not names:
+            return {}
+        result = await self.session.execute(
+            select(TriggerStateRecord).where(TriggerStateRecord.name.in_(list(names)))
+        )
+        return {r.name: r for r in result.scalars()}
+
+    async def ensure(
+        self, name: str, interval_seconds: float | None, now: datetime
+    ) -> TriggerStateRecord:
+        """The state of ``name``, inserted first when missing (safe under concurrency).
+
+        A new trigger with an interval is due at once.
+        """
+        values: dict[str, Any] = {
+            "name": name,
+            "enabled": True,
+            "cursor": None,
+            "cursor_version": 0,
+            "interval_seconds": interval_seconds,
+            "next_evaluation_at": now if interval_seconds is not None else None,
+            "last_evaluation_at": None,
+            "updated_at": now,
+        }
+        dialect = self.session.get_bind().dialect.name
+        insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+        await self.session.execute(
+            insert(TriggerStateRecord).values(**values).on_conflict_do_nothing()
+        )
+        found = await self.get(name)
+        assert found is not None
+        return found
+
+    async def set_enabled(self, name: str, enabled: bool, now: datetime) -> None:
+        await self.session.execute(
+            update(TriggerStateRecord)
+            .where(TriggerStateRecord.name == name)
+            .values(enabled=enabled, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+
+    async def set_interval(
+        self, name: str, interval_seconds: float | None, next_at: datetime | None, now: datetime
+    ) -> None:
+        """Follow a changed interval in the definitions."""
+        await self.session.execute(
+            update(TriggerStateRecord)
+            .where(TriggerStateRecord.name == name)
+            .values(interval_seconds=interval_seconds, next_evaluation_at=next_at, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+
+    async def claim_due(
+        self, name: str, expected_next: datetime | None, next_at: datetime, now: datetime
+    ) -> bool:
+        """Move the next evaluation time forward, only if nobody else did: the winner
+        evaluates. Returns whether this caller won."""
+        condition = (
+            TriggerStateRecord.next_evaluation_at.is_(None)
+            if expected_next is None
+            else TriggerStateRecord.next_evaluation_at == expected_next
+        )
+        result = await self.session.execute(
+            update(TriggerStateRecord)
+            .where(TriggerStateRecord.name == name, TriggerStateRecord.enabled.is_(True), condition)
+            .values(next_evaluation_at=next_at, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def save_cursor(
+        self, name: str, expected_version: int, cursor: str | None, now: datetime
+    ) -> bool:
+        """Write the cursor only over the version the evaluation read. Returns whether it did."""
+        result = await self.session.execute(
+            update(TriggerStateRecord)
+            .where(
+                TriggerStateRecord.name == name,
+                TriggerStateRecord.cursor_version == expected_version,
+            )
+            .values(
+                cursor=cursor,
+                cursor_version=TriggerStateRecord.cursor_version + 1,
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def mark_evaluated(self, name: str, at: datetime) -> None:
+        await self.session.execute(
+            update(TriggerStateRecord)
+            .where(TriggerStateRecord.name == name)
+            .values(last_evaluation_at=at)
+            .execution_options(synchronize_session=False)
+        )
+
+
+class TriggerEvaluationRepository:
+    """Every evaluation of every trigger, newest first."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(
+        self,
+        *,
+        trigger_name: str,
+        outcome: TriggerOutcome,
+        started_at: datetime,
+        evaluated_at: datetime,
+        duration_seconds: float,
+        actor: str | None,
+        dry_run: bool,
+        skip_reason: str | None = None,
+        error_message: str | None = None,
+        error_traceback: str | None = None,
+        backfill_ids: Sequence[int] = (),
+        requests: Sequence[dict[str, Any]] = (),
+    ) -> TriggerEvaluationRecord:
+        record = TriggerEvaluationRecord(
+            trigger_name=trigger_name,
+            outcome=outcome,
+            skip_reason=skip_reason,
+            error_message=error_message,
+            error_traceback=error_traceback,
+            started_at=started_at,
+            evaluated_at=evaluated_at,
+            duration_seconds=duration_seconds,
+            actor=actor,
+            dry_run=dry_run,
+            backfill_ids=list(backfill_ids),
+            requests=list(requests),
+        )
+        self.session.add(record)
+        await self.session.flush()
+        return record
+
+    async def get(self, pk: int) -> TriggerEvaluationRecord | None:
+        return await self.session.get(TriggerEvaluationRecord, pk)
+
+    async def page(
+        self, trigger_name: str, limit: int, before_id: int | None
+    ) -> list[TriggerEvaluationRecord]:
+        stmt = (
+            select(TriggerEvaluationRecord)
+            .where(TriggerEvaluationRecord.trigger_name == trigger_name)
+            .order_by(TriggerEvaluationRecord.id.desc())
+            .limit(limit)
+        )
+        if before_id is not None:
+            stmt = stmt.where(TriggerEvaluationRecord.id < before_id)
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def latest(self, names: Sequence[str]) -> dict[str, TriggerEvaluationRecord]:
+        """The newest evaluation of each named trigger that has one."""
+        if not names:
+            return {}
+        newest = (
+            select(func.max(TriggerEvaluationRecord.id))
+            .where(TriggerEvaluationRecord.trigger_name.in_(list(names)))
+            .group_by(TriggerEvaluationRecord.trigger_name)
+        )
+        result = await self.session.execute(
+            select(TriggerEvaluationRecord).where(TriggerEvaluationRecord.id.in_(newest))
+        )
+        return {r.trigger_name: r for r in result.scalars()}
