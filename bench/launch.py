@@ -69,6 +69,8 @@ def start_server(database: Path, cache: bool) -> Server:
     help_text = subprocess.run([*args[:4], "--help"], capture_output=True, text=True, env=env)
     if "--auth" in help_text.stdout:
         args += ["--auth", "none"]
+    if "--rate-limit" in help_text.stdout:
+        args += ["--rate-limit", "0"]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
