@@ -85,10 +85,7 @@ async def tick_triggers(services: Services) -> TriggerTickReport:
             case _:
                 report.lost_claims += 1
     results = await asyncio.gather(
-        *(
-            evaluate_trigger_now(services, d, actor=DAEMON_ACTOR, dry_run=False)
-            for d in due
-        ),
+        *(evaluate_trigger_now(services, d, actor=DAEMON_ACTOR, dry_run=False) for d in due),
         return_exceptions=True,
     )
     for definition, result in zip(due, results, strict=True):
@@ -96,9 +93,7 @@ async def tick_triggers(services: Services) -> TriggerTickReport:
             if not isinstance(result, Exception):
                 raise result
             report.errors += 1
-            logger.error(
-                "evaluating trigger %s failed", definition.name, exc_info=result
-            )
+            logger.error("evaluating trigger %s failed", definition.name, exc_info=result)
         else:
             report.evaluated[definition.name] = result.outcome
     return report

@@ -1,0 +1,105 @@
+"""Schedules the daemon's tasks. It only schedules: the work is in the ticks.
+
+Each task is an async callable without arguments, registered with an interval::
+
+    daemon.loop.every(30.0, "triggers", lambda: evaluate_triggers(daemon.database, ...))
+
+That one line is all it takes to add a periodic task (trigger evaluation, cleanups, ...).
+An interval of 0 runs the task on every pass of the loop. A pass runs the due tasks in the
+order they were registered, one at a time, so tasks never run concurrently with each other.
+After a pass in which no task reported work (a falsy result, or a ``TickReport`` whose
+``busy`` is False), the loop sleeps until the next task is due, at most ``idle_seconds``, or
+until :meth:`Loop.wake` is called (thread-safe: the launcher calls it when runs report).
+
+A task that raises is logged and retried after an exponential back-off (1 s, 2 s, ... 30 s);
+the other tasks keep running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+logger = logging.getLogger("backfiller.daemon")
+
+Task = Callable[[], Awaitable[object]]
+
+MAX_BACKOFF_SECONDS = 30.0
+
+
+@dataclass
+class _Entry:
+    name: str
+    seconds: float
+    task: Task
+    next_at: float = 0.0
+    failures: int = 0
+
+
+class Loop:
+    def __init__(self, idle_seconds: float = 0.2) -> None:
+        self.idle_seconds = idle_seconds
+        self._entries: list[_Entry] = []
+        self._event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def every(self, seconds: float, name: str, task: Task) -> None:
+        """Run ``task`` every ``seconds`` (0: on every pass of the loop)."""
+        self._entries.append(_Entry(name, seconds, task))
+
+    def wake(self) -> None:
+        """Start the next pass now. Safe to call from any thread."""
+        loop, event = self._loop, self._event
+        if loop is None or event is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(event.set)
+
+    async def run_once(self) -> bool:
+        """One pass over the due tasks; whether any of them did something."""
+        busy = False
+        for entry in self._entries:
+            now = time.monotonic()
+            if entry.next_at > now:
+                continue
+            try:
+                result = await entry.task()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                entry.failures += 1
+                delay = min(MAX_BACKOFF_SECONDS, 2.0 ** (entry.failures - 1))
+                logger.exception("daemon task %r failed; next try in %.0f s", entry.name, delay)
+                entry.next_at = time.monotonic() + delay
+                continue
+            entry.failures = 0
+            entry.next_at = now + entry.seconds
+            busy = busy or bool(getattr(result, "busy", result))
+        return busy
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Pass over the tasks until ``stop`` is set."""
+        self._loop = asyncio.get_running_loop()
+        self._event = asyncio.Event()
+        while not stop.is_set():
+            self._event.clear()
+            busy = await self.run_once()
+            if busy or stop.is_set():
+                await asyncio.sleep(0)
+                continue
+            now = time.monotonic()
+            due = min((e.next_at for e in self._entries if e.seconds > 0), default=now + 1)
+            timeout = max(0.0, min(self.idle_seconds, due - now))
+            waiter = asyncio.ensure_future(self._event.wait())
+            stopper = asyncio.ensure_future(stop.wait())
+            try:
+                await asyncio.wait(
+                    {waiter, stopper}, timeout=timeout, return_when="FIRST_COMPLETED"
+                )
+            finally:
+                waiter.cancel()
+                stopper.cancel()

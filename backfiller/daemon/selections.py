@@ -1,0 +1,78 @@
+"""Pinning a stored selection to its key space, cached per backfill.
+
+Time and static partitions are pure, so a backfill's pinned selection never changes and is kept
+until the backfill ends; dynamic partitions live in the database and are pinned again after a
+few seconds, so a deleted key makes the backfill FAILED instead of shifting its positions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from backfiller.definitions.jobs import JobDefinition
+from backfiller.definitions.partitions import KeySpace, PartitionsKind
+from backfiller.planning import ResolvedSelection, Selection, SelectionProblem, pin_stored_selection
+from backfiller.storage import Database
+from backfiller.storage.records import BackfillRecord
+from backfiller.storage.repositories import DynamicPartitionRepository
+
+DYNAMIC_TTL_SECONDS = 5.0
+MAX_CACHED = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedSelection:
+    space: KeySpace
+    resolved: ResolvedSelection
+    fingerprint: str
+
+
+class SelectionCache:
+    def __init__(self) -> None:
+        self._cache: OrderedDict[int, tuple[float, PinnedSelection]] = OrderedDict()
+
+    async def pin(
+        self, database: Database, job: JobDefinition, record: BackfillRecord
+    ) -> PinnedSelection | str:
+        """The backfill's selection pinned to its job's keys, or why that is impossible."""
+        fingerprint = job.partitions.fingerprint()
+        cached = self._cache.get(record.id)
+        if cached is not None:
+            at, pinned = cached
+            fresh = (
+                job.partitions.kind is not PartitionsKind.DYNAMIC
+                or time.monotonic() - at < DYNAMIC_TTL_SECONDS
+            )
+            if fresh and pinned.fingerprint == fingerprint:
+                self._cache.move_to_end(record.id)
+                return pinned
+        partitions = job.partitions
+        if partitions.kind is PartitionsKind.DYNAMIC:
+            name = partitions.describe().dynamic_name
+            assert name is not None
+            async with database.read() as session:
+                keys = await DynamicPartitionRepository(session).keys(name)
+            space = partitions.key_space(record.created_at, keys)
+        else:
+            space = partitions.key_space(record.created_at)
+        selection = Selection(
+            record.selection_kind,
+            record.range_start,
+            record.range_end,
+            tuple(record.keys) if record.keys is not None else None,
+        )
+        try:
+            resolved = pin_stored_selection(selection, record.total, partitions, space)
+        except SelectionProblem as problem:
+            return f"the partitions of the backfill vanished: {problem.message}"
+        pinned = PinnedSelection(space, resolved, fingerprint)
+        self._cache[record.id] = (time.monotonic(), pinned)
+        self._cache.move_to_end(record.id)
+        while len(self._cache) > MAX_CACHED:
+            self._cache.popitem(last=False)
+        return pinned
+
+    def forget(self, backfill_id: int) -> None:
+        self._cache.pop(backfill_id, None)

@@ -1,0 +1,204 @@
+"""The daemon: its ticks registered on a :class:`~backfiller.daemon.loop.Loop`, and a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from backfiller.daemon import ticks
+from backfiller.daemon.loop import Loop
+from backfiller.daemon.ticks import DaemonState, Limits, TickReport
+from backfiller.definitions.loading import Definitions
+from backfiller.launchers.base import Launcher, LauncherEvent, RunFinished, RunLogs, RunStarted
+from backfiller.storage import Database
+from backfiller.storage.execution import ExecutionRepository
+
+logger = logging.getLogger("backfiller.daemon")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    """How one daemon behaves.
+
+    Args:
+        max_runs: runs this daemon keeps active at once (default: the launcher's capacity).
+        plan_window: slots materialized ahead of launching, per backfill.
+        lease_timeout_seconds: a daemon silent for this long is considered gone.
+        heartbeat_seconds: how often the lease (and running runs' heartbeats) are renewed.
+        shutdown_grace_seconds: on stop, how long runs in flight may finish before their
+            workers are stopped and the runs are requeued.
+    """
+
+    max_runs: int | None = None
+    plan_window: int = ticks.PLAN_WINDOW
+    lease_timeout_seconds: float = 30.0
+    heartbeat_seconds: float = 2.0
+    plan_seconds: float = 0.25
+    steer_seconds: float = 0.5
+    shutdown_grace_seconds: float = 10.0
+
+
+class Daemon:
+    def __init__(
+        self,
+        database: Database,
+        definitions: Definitions,
+        launcher: Launcher,
+        settings: DaemonSettings | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.database = database
+        self.definitions = definitions
+        self.launcher = launcher
+        self.settings = settings or DaemonSettings()
+        self.clock = clock
+        self.state = DaemonState(
+            limits=Limits(max_runs=self.settings.max_runs),
+            plan_window=self.settings.plan_window,
+            lease_timeout=timedelta(seconds=self.settings.lease_timeout_seconds),
+        )
+        self.totals = TickReport()
+        self._unwritten: list[LauncherEvent] = []
+        self._claiming = True
+        s = self.settings
+        self.loop = Loop()
+        self.loop.every(0, "results", self.write_results)
+        self.loop.every(s.plan_seconds, "plan", self.plan)
+        self.loop.every(0, "launch", self.launch)
+        self.loop.every(s.steer_seconds, "steer", self.steer)
+        self.loop.every(s.steer_seconds, "complete", self.complete)
+        self.loop.every(s.heartbeat_seconds, "lease", self.lease)
+
+    @property
+    def owner(self) -> str:
+        return self.state.owner
+
+    def _count(self, report: TickReport) -> TickReport:
+        self.totals = self.totals + report
+        return report
+
+    async def write_results(self) -> TickReport:
+        batch = self._unwritten + self.launcher.poll()
+        self._unwritten = []
+        if not batch:
+            return TickReport()
+        try:
+            report = await ticks.record_results(
+                self.database, self.definitions, self.clock, self.launcher, self.state, batch
+            )
+        except BaseException:
+            self._unwritten = batch + self._unwritten
+            raise
+        return self._count(report)
+
+    async def plan(self) -> TickReport:
+        return self._count(
+            await ticks.plan_backfills(self.database, self.definitions, self.clock, self.state)
+        )
+
+    async def launch(self) -> TickReport:
+        if not self._claiming:
+            return TickReport()
+        return self._count(
+            await ticks.launch_runs(
+                self.database, self.definitions, self.clock, self.launcher, self.state
+            )
+        )
+
+    async def steer(self) -> TickReport:
+        return self._count(
+            await ticks.steer_backfills(self.database, self.clock, self.launcher, self.state)
+        )
+
+    async def complete(self) -> TickReport:
+        return self._count(await ticks.complete_backfills(self.database, self.clock))
+
+    async def lease(self) -> TickReport:
+        report = await ticks.heartbeat_and_recover(
+            self.database, self.definitions, self.clock, self.state
+        )
+        report += await self._requeue_orphans()
+        return self._count(report)
+
+    async def _requeue_orphans(self) -> TickReport:
+        """Runs leased to this daemon that its launcher does not know: requeue them."""
+        known = set(self.launcher.active())
+        self._unwritten += self.launcher.poll()
+        known |= {e.run_id for e in self._unwritten}
+        async with self.database.read() as session:
+            mine = await ExecutionRepository(session).runs_of_owner(self.owner)
+        orphans = [r for r in mine if r not in known]
+        if not orphans:
+            return TickReport()
+        logger.warning("requeueing %d runs this daemon lost track of", len(orphans))
+        from backfiller.domain import FailureReason, RunState
+        from backfiller.storage.execution import RunEnd
+
+        now = self.clock()
+        ends = [
+            RunEnd(
+                r,
+                now,
+                RunState.FAILED,
+                FailureReason.WORKER_LOST,
+                "lost track of the run",
+                counts_as_attempt=False,
+            )
+            for r in orphans
+        ]
+        async with self.database.write() as session:
+            outcomes = await ExecutionRepository(session).record_results(
+                self.owner, now, ends=ends, retry_rules=ticks.retry_rules(self.definitions)
+            )
+        return TickReport(lost=outcomes.failed, retried=outcomes.retried)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set, then stop cleanly (see :meth:`shutdown`)."""
+        self.state.started_at = self.clock()
+        self.launcher.set_notify(self.loop.wake)
+        logger.info("daemon %s started", self.owner)
+        try:
+            await self.lease()
+            await self.loop.run(stop)
+        finally:
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
+        """Stop claiming; let runs in flight finish for a grace period; requeue the rest."""
+        self._claiming = False
+        deadline = time.monotonic() + self.settings.shutdown_grace_seconds
+        try:
+            while self.launcher.active() and time.monotonic() < deadline:
+                await self.write_results()
+                await self.steer()
+                await asyncio.sleep(0.05)
+            await self.write_results()
+        except Exception:
+            logger.exception("could not write the last results")
+        leftovers = self.launcher.close(timeout=self.settings.shutdown_grace_seconds)
+        events: list[LauncherEvent] = [
+            e for e in self._unwritten if isinstance(e, RunStarted | RunLogs)
+        ]
+        events += [e for e in self._unwritten if isinstance(e, RunFinished)]
+        del leftovers  # requeued below, as lost with the daemon (no retry budget used)
+        try:
+            if events:
+                await ticks.record_results(
+                    self.database, self.definitions, self.clock, self.launcher, self.state, events
+                )
+            await ticks.requeue_runs_of(
+                self.database, self.definitions, self.clock, self.owner, "the daemon stopped"
+            )
+            async with self.database.write() as session:
+                await ExecutionRepository(session).drop_lease(self.owner)
+        except Exception:
+            logger.exception("could not requeue this daemon's runs; another daemon will")
+        logger.info("daemon %s stopped", self.owner)

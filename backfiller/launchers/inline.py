@@ -1,0 +1,136 @@
+"""A launcher that runs jobs in the calling process, for tests and for trying things out.
+
+Tasks run when :meth:`InlineLauncher.poll` is called (so a daemon tick that polls drives
+them), one after the other, in submission order. With ``hold=True`` runs are reported started
+but do not run until :meth:`release`: a test can then pause, cancel or lose them mid-flight.
+No timeouts and no isolation: a job that hangs hangs the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+from backfiller.definitions.jobs import RunContext
+from backfiller.definitions.loading import Definitions
+from backfiller.launchers.base import (
+    LauncherEvent,
+    LogLine,
+    Outcome,
+    RunFinished,
+    RunLogs,
+    RunStarted,
+    RunTask,
+)
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[LogLine] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        at = datetime.fromtimestamp(record.created, UTC)
+        self.lines.append(LogLine(at, record.levelname, record.getMessage()))
+
+
+class InlineLauncher:
+    def __init__(self, definitions: Definitions, max_active: int = 16, hold: bool = False) -> None:
+        self.definitions = definitions
+        self.max_active = max_active
+        self.hold = hold
+        self.tasks: dict[int, RunTask] = {}
+        self.started: set[int] = set()
+        self.events: list[LauncherEvent] = []
+        self.submitted: list[RunTask] = []
+
+    @property
+    def capacity(self) -> int:
+        return max(0, self.max_active - len(self.tasks))
+
+    def submit(self, tasks: Iterable[RunTask]) -> None:
+        for task in tasks:
+            self.tasks[task.run_id] = task
+            self.submitted.append(task)
+
+    def cancel(self, run_ids: Iterable[int]) -> None:
+        for run_id in run_ids:
+            if self.tasks.pop(run_id, None) is not None:
+                self.started.discard(run_id)
+                self.events.append(RunFinished(run_id, _now(), Outcome.CANCELED, "canceled"))
+
+    def lose(self, run_ids: Iterable[int]) -> None:
+        """Report runs as if their worker died."""
+        for run_id in run_ids:
+            if self.tasks.pop(run_id, None) is not None:
+                self.started.discard(run_id)
+                self.events.append(
+                    RunFinished(run_id, _now(), Outcome.WORKER_LOST, "the worker process died")
+                )
+
+    def release(self) -> None:
+        self.hold = False
+
+    def poll(self) -> list[LauncherEvent]:
+        for run_id, task in list(self.tasks.items()):
+            if run_id not in self.started:
+                self.started.add(run_id)
+                self.events.append(RunStarted(run_id, _now(), "inline"))
+            if not self.hold:
+                self.events += self._execute(task)
+                del self.tasks[run_id]
+                self.started.discard(run_id)
+        events, self.events = self.events, []
+        return events
+
+    def active(self) -> dict[int, RunTask]:
+        return dict(self.tasks)
+
+    def set_notify(self, callback: Callable[[], None] | None) -> None:
+        return None
+
+    def close(self, timeout: float = 10.0) -> list[LauncherEvent]:
+        lost: list[LauncherEvent] = [
+            RunFinished(r, _now(), Outcome.WORKER_LOST, "the daemon stopped") for r in self.tasks
+        ]
+        self.tasks.clear()
+        return lost
+
+    def _execute(self, task: RunTask) -> list[LauncherEvent]:
+        job = self.definitions.get_job(task.job_name)
+        if job is None:
+            return [RunFinished(task.run_id, _now(), Outcome.ERROR, "job not defined")]
+        collect = _Collect()
+        log = logging.Logger(f"backfiller.run.{task.job_name}", logging.DEBUG)
+        log.addHandler(collect)
+        log.propagate = False
+        context = RunContext(
+            job_name=task.job_name,
+            partition_key=task.partition_key,
+            partition_start=task.partition_start,
+            partition_end=task.partition_end,
+            run_id=f"run_{task.run_id}",
+            attempt=task.attempt,
+            run_config=dict(task.run_config),
+            tags=dict(task.tags),
+            backfill_id=f"bf_{task.backfill_id}",
+            log=log,
+        )
+        outcome, message, trace = Outcome.SUCCESS, None, None
+        try:
+            job(context)
+        except Exception as exc:
+            outcome, message = Outcome.ERROR, f"{type(exc).__name__}: {exc}"
+            trace = "".join(traceback.format_exception(exc))
+            log.error("run failed: %s", message)
+        events: list[LauncherEvent] = []
+        if collect.lines:
+            events.append(RunLogs(task.run_id, tuple(collect.lines)))
+        events.append(RunFinished(task.run_id, _now(), outcome, message, trace, "inline"))
+        return events
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
