@@ -1,0 +1,151 @@
+// The shell: a hash router, the connection banner, and the sign-in redirect.
+import { AuthRequired, events, getToken, graphql, isOnline, setToken } from "./api.js";
+import { buildHash, errorBox, h, parseQuery, replace } from "./dom.js";
+import * as backfillPage from "./pages/backfill.js";
+import * as backfillsPage from "./pages/backfills.js";
+import * as jobsPage from "./pages/jobs.js";
+import * as launchPage from "./pages/launch.js";
+import * as signinPage from "./pages/signin.js";
+import * as triggersPage from "./pages/triggers.js";
+
+const ROUTES = [
+  { pattern: /^\/?$/, page: backfillsPage, nav: "backfills" },
+  { pattern: /^\/backfills$/, page: backfillsPage, nav: "backfills" },
+  { pattern: /^\/backfills\/([^/]+)$/, page: backfillPage, nav: "backfills" },
+  { pattern: /^\/launch$/, page: launchPage, nav: "launch" },
+  { pattern: /^\/jobs$/, page: jobsPage, nav: "jobs" },
+  { pattern: /^\/triggers$/, page: triggersPage, nav: "triggers" },
+  { pattern: /^\/signin$/, page: signinPage, nav: null },
+];
+
+const main = document.getElementById("main");
+const banner = document.getElementById("banner");
+const session = document.getElementById("session");
+let cleanup = null;
+let renderCount = 0;
+
+function currentRoute() {
+  const raw = location.hash.replace(/^#/, "") || "/";
+  const [path, query = ""] = raw.split("?");
+  for (const route of ROUTES) {
+    const match = route.pattern.exec(path);
+    if (match) return { route, params: match.slice(1).map(decodeURIComponent), query: parseQuery(query), path };
+  }
+  return { route: null, params: [], query: {}, path };
+}
+
+async function render() {
+  const generation = ++renderCount;
+  if (cleanup) {
+    try {
+      cleanup();
+    } catch {
+      /* a page's cleanup must not stop the next page */
+    }
+    cleanup = null;
+  }
+  const { route, params, query, path } = currentRoute();
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    if (route && link.dataset.nav === route.nav) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const root = h("div", { class: "page-body" });
+  replace(main, root);
+  if (!route) {
+    document.title = "Not found · Backfiller";
+    replace(root, h("h1", {}, "Page not found"), h("p", {}, "No page at ", h("code", {}, path), ". ", h("a", { href: "#/backfills" }, "Go to backfills"), "."));
+    return;
+  }
+  document.title = `${route.page.title} · Backfiller`;
+  try {
+    const result = await route.page.render(root, { params, query });
+    if (generation !== renderCount) {
+      if (typeof result === "function") result();
+      return;
+    }
+    cleanup = typeof result === "function" ? result : null;
+  } catch (error) {
+    if (generation !== renderCount) return;
+    if (error instanceof AuthRequired) return; // the sign-in redirect is on its way
+    root.append(errorBox(error, "This page could not load."));
+  }
+}
+
+function navigated() {
+  render().then(() => {
+    if (renderCount > 1) main.focus({ preventScroll: true });
+  });
+}
+
+// --- the connection banner: shown while the server is unreachable ----------------------------
+
+let healthTimer = null;
+let hideTimer = null;
+
+function showBanner(text, tone) {
+  clearTimeout(hideTimer);
+  banner.className = `banner banner-${tone}`;
+  banner.textContent = text;
+  banner.hidden = false;
+}
+
+function checkHealth() {
+  clearTimeout(healthTimer);
+  healthTimer = setTimeout(async () => {
+    try {
+      await graphql("UiApiVersion");
+    } catch {
+      /* still down: the next check is scheduled below */
+    }
+    if (!isOnline()) checkHealth();
+  }, 2000);
+}
+
+events.addEventListener("connection", (event) => {
+  if (!event.detail.online) {
+    showBanner(`Connection lost: ${event.detail.reason}. Retrying…`, "warning");
+    checkHealth();
+  } else {
+    clearTimeout(healthTimer);
+    showBanner("Reconnected.", "success");
+    hideTimer = setTimeout(() => {
+      banner.hidden = true;
+    }, 2500);
+  }
+});
+
+// --- sign-in: the API answered 401 ----------------------------------------------------------
+
+events.addEventListener("unauthorized", () => {
+  const { route } = currentRoute();
+  if (route && route.page === signinPage) return;
+  const next = location.hash || "#/backfills";
+  location.hash = buildHash("/signin", { next });
+});
+
+function renderSession() {
+  if (getToken()) {
+    replace(
+      session,
+      h(
+        "button",
+        {
+          type: "button",
+          class: "btn btn-ghost btn-small",
+          onclick: () => {
+            setToken(null);
+            location.hash = "#/backfills";
+          },
+        },
+        "Sign out",
+      ),
+    );
+  } else {
+    replace(session);
+  }
+}
+
+events.addEventListener("token", renderSession);
+window.addEventListener("hashchange", navigated);
+renderSession();
+navigated();

@@ -1,0 +1,477 @@
+// One backfill: progress, the partition strip, steering buttons, runs, logs and events.
+import { graphql, randomId } from "../api.js";
+import { buildHash, errorBox, formatNumber, formatTime, h, replace, throttle, timeAgo } from "../dom.js";
+import { liveState, watch } from "../live.js";
+import { jobKeyResolver, runsTable, showPartition } from "../runs.js";
+import { TERMINAL_STATUSES, backfillBadge, backfillStatusLabel, countChips, progressBar } from "../status.js";
+import { PartitionStrip } from "../strip.js";
+import { backfillName } from "./backfills.js";
+
+export const title = "Backfill";
+
+const RUN_STATUSES = ["QUEUED", "RUNNING", "SUCCESS", "FAILED", "CANCELED"];
+const RETRY_CHOICES = [
+  { value: "FAILED", label: "failed partitions", include: ["FAILED"] },
+  { value: "FAILED_CANCELED", label: "failed and canceled", include: ["FAILED", "CANCELED"] },
+  { value: "ALL", label: "everything not succeeded", include: ["FAILED", "CANCELED", "NOT_RUN"] },
+];
+
+function selectionText(selection) {
+  if (selection.all) return "All partitions";
+  if (selection.range) return `${selection.range.start} → ${selection.range.end}`;
+  if (selection.keys) {
+    const shown = selection.keys.slice(0, 5).join(", ");
+    return selection.keys.length > 5 ? `${shown} … (${formatNumber(selection.keys.length)} keys)` : shown;
+  }
+  return "–";
+}
+
+function fact(label, value) {
+  return h("div", {}, h("dt", {}, label), h("dd", {}, value ?? h("span", { class: "muted" }, "–")));
+}
+
+const EVENT_TONES = {
+  LAUNCHED: "info",
+  STARTED: "running",
+  PAUSED: "warning",
+  RESUMED: "running",
+  CANCEL_REQUESTED: "warning",
+  CANCELED: "neutral",
+  RUN_FAILED: "danger",
+  RETRIED: "info",
+  COMPLETED: "success",
+  FAILED: "danger",
+};
+
+export async function render(root, { params }) {
+  const id = params[0];
+  let backfill = null;
+  let stripLoadedAfterEnd = false;
+  let runFilter = "";
+  let runsPaged = false;
+  let eventsCursor = null;
+
+  const header = h("div", { class: "page-header" });
+  const alertArea = h("div");
+  const actions = h("div", { class: "actions", role: "group", "aria-label": "Steer this backfill" });
+  const progressCard = h("section", { class: "card", "aria-labelledby": "progress-title" });
+  const detailsCard = h("section", { class: "card", "aria-labelledby": "details-title" });
+  const partitionPanel = h("div", { class: "partition-panel", hidden: true, "aria-live": "polite" });
+  const runsBody = h("div");
+  const runsMore = h("div", { class: "table-footer" });
+  const eventsList = h("ol", { class: "timeline" });
+  const eventsMore = h("div", { class: "table-footer" });
+  const liveIndicator = h("span", { class: "live-indicator", dataset: { mode: "polling" } }, "Updating");
+
+  let strip = null;
+  const stripHolder = h("div", { class: "strip-holder" }, h("p", { class: "muted" }, "Loading partitions…"));
+  const stripTiming = h("p", { class: "muted small strip-timing" });
+
+  const runStatusSelect = h(
+    "select",
+    {
+      id: "runs-status",
+      onchange: (e) => {
+        runFilter = e.target.value;
+        loadRuns();
+      },
+    },
+    h("option", { value: "" }, "All statuses"),
+    RUN_STATUSES.map((s) => h("option", { value: s }, s === "SUCCESS" ? "Success" : s[0] + s.slice(1).toLowerCase())),
+  );
+
+  replace(
+    root,
+    h("nav", { class: "breadcrumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/backfills" }, "Backfills"), h("span", { "aria-hidden": "true" }, "/"), h("span", { class: "mono" }, id)),
+    header,
+    alertArea,
+    actions,
+    h("div", { class: "grid grid-2" }, progressCard, detailsCard),
+    h(
+      "section",
+      { class: "card", "aria-labelledby": "partitions-title" },
+      h("div", { class: "card-header" }, h("h2", { id: "partitions-title" }, "Partitions"), stripTiming),
+      stripHolder,
+      partitionPanel,
+    ),
+    h(
+      "div",
+      { class: "grid grid-wide-narrow" },
+      h(
+        "section",
+        { class: "card card-flush", "aria-labelledby": "runs-title" },
+        h(
+          "div",
+          { class: "card-header card-header-padded" },
+          h("h2", { id: "runs-title" }, "Runs"),
+          h("div", { class: "field field-inline" }, h("label", { for: "runs-status" }, "Status"), runStatusSelect),
+        ),
+        runsBody,
+        runsMore,
+      ),
+      h(
+        "section",
+        { class: "card", "aria-labelledby": "events-title" },
+        h("div", { class: "card-header" }, h("h2", { id: "events-title" }, "Events")),
+        eventsList,
+        eventsMore,
+      ),
+    ),
+  );
+
+  // --- steering buttons ----------------------------------------------------------------------
+
+  function actionButton({ name, label, busyLabel, variant, run, enabled, confirmLabel }) {
+    const error = h("span", { class: "action-error", role: "alert", id: `${name}-error` });
+    const button = h("button", {
+      type: "button",
+      class: `btn ${variant}`,
+      dataset: { action: name },
+      "aria-describedby": `${name}-error`,
+    }, label);
+    let armed = false;
+    let disarmTimer = null;
+    button.disabled = !enabled;
+    button.addEventListener("click", async () => {
+      if (confirmLabel && !armed) {
+        armed = true;
+        button.textContent = confirmLabel;
+        button.classList.add("btn-armed");
+        disarmTimer = setTimeout(() => {
+          armed = false;
+          button.textContent = label;
+          button.classList.remove("btn-armed");
+        }, 5000);
+        return;
+      }
+      clearTimeout(disarmTimer);
+      armed = false;
+      button.classList.remove("btn-armed");
+      button.disabled = true;
+      button.setAttribute("aria-busy", "true");
+      button.textContent = busyLabel;
+      error.textContent = "";
+      try {
+        const userErrors = await run();
+        if (userErrors.length) error.textContent = userErrors.map((e) => e.message).join(" ");
+      } catch (e) {
+        error.textContent = e.message;
+      } finally {
+        button.removeAttribute("aria-busy");
+        button.textContent = label;
+        button.disabled = false;
+        await refreshHeader().catch(() => {});
+      }
+    });
+    return { element: h("div", { class: "action" }, button, error), button };
+  }
+
+  async function steer(operation, field) {
+    const data = await graphql(operation, { id });
+    return data[field].userErrors;
+  }
+
+  const retryChoice = h(
+    "select",
+    { id: "retry-include", "aria-label": "Which partitions to retry" },
+    RETRY_CHOICES.map((c) => h("option", { value: c.value }, c.label)),
+  );
+  const retryKey = randomId();
+  let buttons = null;
+
+  function renderActions() {
+    const status = backfill.status;
+    const terminal = TERMINAL_STATUSES.has(status);
+    const pause = actionButton({
+      name: "pause",
+      label: "Pause",
+      busyLabel: "Pausing…",
+      variant: "btn-secondary",
+      enabled: status === "REQUESTED" || status === "RUNNING",
+      run: () => steer("UiPauseBackfill", "pauseBackfill"),
+    });
+    const resume = actionButton({
+      name: "resume",
+      label: "Resume",
+      busyLabel: "Resuming…",
+      variant: "btn-secondary",
+      enabled: status === "PAUSED",
+      run: () => steer("UiResumeBackfill", "resumeBackfill"),
+    });
+    const cancel = actionButton({
+      name: "cancel",
+      label: "Cancel",
+      busyLabel: "Canceling…",
+      confirmLabel: "Confirm cancel",
+      variant: "btn-danger",
+      enabled: !terminal && status !== "CANCELING",
+      run: () => steer("UiCancelBackfill", "cancelBackfill"),
+    });
+    const retry = actionButton({
+      name: "retry",
+      label: "Retry",
+      busyLabel: "Retrying…",
+      variant: "btn-primary",
+      enabled: terminal,
+      run: async () => {
+        const choice = RETRY_CHOICES.find((c) => c.value === retryChoice.value) || RETRY_CHOICES[0];
+        const data = await graphql("UiRetryBackfill", {
+          id,
+          include: choice.include,
+          idempotencyKey: `${retryKey}-${choice.value}`,
+        });
+        const payload = data.retryBackfill;
+        if (payload.backfill) location.hash = `#/backfills/${encodeURIComponent(payload.backfill.id)}`;
+        return payload.userErrors;
+      },
+    });
+    buttons = { pause, resume, cancel, retry };
+    replace(
+      actions,
+      pause.element,
+      resume.element,
+      cancel.element,
+      h("div", { class: "action action-retry" }, retry.button, retryChoice, retry.element.querySelector(".action-error")),
+      h("div", { class: "actions-end" }, liveIndicator),
+    );
+  }
+
+  function updateActionStates() {
+    if (!buttons) return renderActions();
+    const status = backfill.status;
+    const terminal = TERMINAL_STATUSES.has(status);
+    const wanted = {
+      pause: status === "REQUESTED" || status === "RUNNING",
+      resume: status === "PAUSED",
+      cancel: !terminal && status !== "CANCELING",
+      retry: terminal,
+    };
+    for (const [name, enabled] of Object.entries(wanted)) {
+      const button = buttons[name].button;
+      if (button.getAttribute("aria-busy") === "true") continue;
+      button.disabled = !enabled;
+    }
+  }
+
+  // --- header, progress, details -------------------------------------------------------------
+
+  function renderHeader() {
+    const b = backfill;
+    document.title = `${backfillName(b)} · Backfiller`;
+    replace(
+      header,
+      h(
+        "div",
+        {},
+        h("h1", {}, backfillName(b), " ", backfillBadge(b.status)),
+        h(
+          "p",
+          { class: "lede" },
+          "Job ",
+          h("a", { href: buildHash("/backfills", { job: b.target.job }), class: "mono" }, b.target.job ?? "?"),
+          " · created ",
+          timeAgo(b.createdAt),
+          b.creator ? ` by ${b.creator}` : "",
+        ),
+      ),
+    );
+    replace(alertArea, b.error ? h("div", { class: "alert alert-error", role: "alert" }, h("strong", {}, "Failed: "), b.error) : null);
+    replace(
+      progressCard,
+      h("div", { class: "card-header" }, h("h2", { id: "progress-title" }, "Progress")),
+      progressBar(b.counts),
+      countChips(b.counts),
+    );
+    replace(
+      detailsCard,
+      h("div", { class: "card-header" }, h("h2", { id: "details-title" }, "Details")),
+      h(
+        "dl",
+        { class: "facts" },
+        fact("Status", backfillStatusLabel(b.status)),
+        fact("Selection", selectionText(b.partitionSelection)),
+        fact("Reprocess", b.reprocess.replaceAll("_", " ").toLowerCase()),
+        fact("Order", b.order === "NEWEST_FIRST" ? "newest first" : "oldest first"),
+        fact("Max concurrent runs", b.maxConcurrentRuns ? String(b.maxConcurrentRuns) : "job default"),
+        fact("Created", formatTime(b.createdAt)),
+        fact("Started", b.startedAt ? formatTime(b.startedAt) : null),
+        fact("Ended", b.endedAt ? formatTime(b.endedAt) : null),
+        fact("Creator", b.creator),
+        fact("Tags", b.tags.length ? h("span", { class: "tags" }, b.tags.map((t) => h("span", { class: "tag" }, `${t.key}=${t.value}`))) : null),
+        b.parent ? fact("Retry of", h("a", { href: `#/backfills/${encodeURIComponent(b.parent.id)}` }, backfillName({ ...b.parent, target: b.target }))) : null,
+        b.retries.length
+          ? fact("Retried as", h("span", { class: "tags" }, b.retries.map((r) => h("a", { href: `#/backfills/${encodeURIComponent(r.id)}` }, r.title || r.id))))
+          : null,
+        b.description ? fact("Description", b.description) : null,
+        b.runConfig ? fact("Run config", h("pre", { class: "code" }, JSON.stringify(b.runConfig, null, 2))) : null,
+      ),
+    );
+    updateActionStates();
+  }
+
+  async function refreshHeader() {
+    const data = await graphql("UiBackfill", { id });
+    if (!data.backfill) throw new Error(`No backfill ${id}.`);
+    backfill = data.backfill;
+    renderHeader();
+  }
+
+  // --- the strip -----------------------------------------------------------------------------
+
+  async function loadStrip() {
+    const started = performance.now();
+    const data = await graphql("UiBackfillStrip", { id });
+    if (!data.backfill) return;
+    const fetched = performance.now();
+    if (!strip) {
+      strip = new PartitionStrip({
+        label: `Status of the ${formatNumber(data.backfill.counts.total)} partitions of this backfill`,
+        resolveKey: jobKeyResolver(backfill.target.job),
+        onSelect: (selection) =>
+          showPartition(partitionPanel, backfill.target.job, selection, {
+            currentBackfill: id,
+            onUnknownKey: (runStatus) => {
+              runStatusSelect.value = runStatus;
+              runFilter = runStatus;
+              loadRuns();
+              runsBody.scrollIntoView({ block: "start" });
+            },
+          }),
+      });
+      replace(stripHolder, strip.element);
+    }
+    strip.setRanges(data.backfill.partitionStatusRanges, data.backfill.counts.total);
+    const drawn = performance.now();
+    stripTiming.textContent = `${formatNumber(data.backfill.counts.total)} partitions in ${formatNumber(data.backfill.partitionStatusRanges.length)} ranges · loaded in ${Math.round(fetched - started)} ms, drawn in ${Math.round(drawn - fetched)} ms`;
+    stripHolder.dataset.ready = "true";
+    if (backfill && TERMINAL_STATUSES.has(backfill.status)) stripLoadedAfterEnd = true;
+  }
+
+  // --- runs and events -----------------------------------------------------------------------
+
+  let runsAfter = null;
+  async function loadRuns({ more = false } = {}) {
+    if (!more) {
+      runsAfter = null;
+      runsPaged = false;
+    }
+    const data = await graphql("UiBackfillRuns", {
+      id,
+      first: 25,
+      after: runsAfter,
+      statuses: runFilter ? [runFilter] : null,
+    });
+    const connection = data.backfill?.runs;
+    if (!connection) return;
+    const rows = connection.nodes;
+    if (more) {
+      const table = runsBody.querySelector("tbody");
+      const fresh = runsTable(rows).querySelector("tbody");
+      if (table) table.append(...fresh.children);
+    } else if (rows.length) {
+      replace(runsBody, runsTable(rows, { caption: "Runs of this backfill" }));
+    } else {
+      replace(runsBody, h("p", { class: "empty-inline muted" }, runFilter ? "No run in this status." : "No run yet."));
+    }
+    runsAfter = connection.pageInfo.endCursor;
+    replace(
+      runsMore,
+      connection.pageInfo.hasNextPage
+        ? h(
+            "button",
+            {
+              type: "button",
+              class: "btn btn-secondary btn-small",
+              onclick: () => {
+                runsPaged = true;
+                loadRuns({ more: true });
+              },
+            },
+            "Load more runs",
+          )
+        : null,
+    );
+  }
+
+  async function loadEvents() {
+    for (let page = 0; page < 10; page++) {
+      const data = await graphql("UiBackfillEvents", { id, first: 50, after: eventsCursor });
+      const connection = data.backfill?.events;
+      if (!connection) return;
+      for (const event of connection.nodes) {
+        eventsList.append(
+          h(
+            "li",
+            { class: `timeline-item tone-${EVENT_TONES[event.kind] || "neutral"}`, dataset: { kind: event.kind } },
+            h("span", { class: "timeline-dot", "aria-hidden": "true" }),
+            h(
+              "div",
+              { class: "timeline-content" },
+              h("div", { class: "timeline-title" }, h("strong", {}, event.kind.replaceAll("_", " ").toLowerCase()), event.actor ? h("span", { class: "muted" }, ` by ${event.actor}`) : null),
+              event.message ? h("div", { class: "timeline-message" }, event.message) : null,
+              h("div", { class: "muted small" }, formatTime(event.at)),
+            ),
+          ),
+        );
+      }
+      if (connection.pageInfo.endCursor) eventsCursor = connection.pageInfo.endCursor;
+      if (!connection.pageInfo.hasNextPage) break;
+    }
+    replace(eventsMore, eventsList.children.length ? null : h("p", { class: "muted" }, "No event yet."));
+  }
+
+  // --- first load and live updates -----------------------------------------------------------
+
+  try {
+    await refreshHeader();
+  } catch (error) {
+    replace(root, h("nav", { class: "breadcrumbs" }, h("a", { href: "#/backfills" }, "Backfills")), errorBox(error, "Could not load this backfill."));
+    return undefined;
+  }
+  renderActions();
+  await Promise.all([
+    loadStrip().catch((error) => replace(stripHolder, errorBox(error, "Could not load partitions."))),
+    loadRuns().catch((error) => replace(runsBody, errorBox(error, "Could not load runs."))),
+    loadEvents().catch((error) => replace(eventsList, errorBox(error, "Could not load events."))),
+  ]);
+
+  const refreshDetails = throttle(() => {
+    Promise.all([loadStrip(), runsPaged ? null : loadRuns(), loadEvents()]).catch(() => {});
+  }, 1000);
+
+  async function refresh() {
+    await refreshHeader();
+    await loadStrip();
+    await Promise.all([runsPaged ? null : loadRuns(), loadEvents()]);
+  }
+
+  const onMode = (event) => {
+    liveIndicator.dataset.mode = event.detail.mode;
+    liveIndicator.textContent = event.detail.mode === "live" ? "Live" : "Updating";
+    liveIndicator.title = event.detail.mode === "live" ? "Updates arrive through a subscription" : "Updates by polling";
+  };
+  liveState.addEventListener("mode", onMode);
+
+  const stop = watch({
+    subscription: "UiBackfillProgress",
+    variables: { id },
+    interval: 1500,
+    refresh,
+    until: () => TERMINAL_STATUSES.has(backfill.status) && stripLoadedAfterEnd,
+    onEvent: (data) => {
+      const progress = data && Object.values(data)[0];
+      if (progress && progress.status) {
+        backfill = { ...backfill, ...progress, counts: { ...backfill.counts, ...(progress.counts || {}) } };
+        renderHeader();
+      }
+      refreshDetails();
+      if (progress && TERMINAL_STATUSES.has(progress.status)) refreshHeader().catch(() => {});
+    },
+  });
+
+  return () => {
+    stop();
+    liveState.removeEventListener("mode", onMode);
+    if (strip) strip.destroy();
+  };
+}

@@ -1,0 +1,512 @@
+// Launch: the form, a live preview from previewBackfill, and one idempotency key per form load
+// so that a double click (or a retried request) launches exactly one backfill.
+import { graphql, randomId } from "../api.js";
+import { debounce, errorBox, formatNumber, h, replace } from "../dom.js";
+
+export const title = "Launch a backfill";
+
+const REPROCESS = [
+  { value: "MISSING", label: "Missing only", help: "Partitions that never ran. Anything that succeeded or failed before is skipped." },
+  { value: "FAILED_AND_MISSING", label: "Failed and missing", help: "Partitions that never ran or whose latest run failed." },
+  { value: "ALL", label: "Everything", help: "Every selected partition runs again, whatever ran before." },
+];
+
+const SKIP_REASONS = {
+  ALREADY_SUCCEEDED: "already succeeded",
+  ALREADY_FAILED: "already failed (choose “Failed and missing” to run them)",
+};
+
+export function partitionsSummary(p) {
+  if (!p) return "";
+  const count = `${formatNumber(p.count)} partition${p.count === 1 ? "" : "s"}`;
+  if (p.kind === "TIME") {
+    const cadence = p.cadence === "cron" ? `cron ${p.cron}` : p.cadence;
+    const from = p.start ? ` from ${p.start.slice(0, 16).replace("T", " ")}` : "";
+    const to = p.end ? ` to ${p.end.slice(0, 16).replace("T", " ")}` : "";
+    return `${cadence}${from}${to} (${p.timezone}) · ${count}`;
+  }
+  if (p.kind === "STATIC") return `static list · ${count}`;
+  return `dynamic “${p.dynamicName}” · ${count}`;
+}
+
+function field(id, label, control, { help, optional } = {}) {
+  return h(
+    "div",
+    { class: "field", dataset: { field: id } },
+    h("label", { for: id }, label, optional ? h("span", { class: "optional" }, " (optional)") : null),
+    control,
+    help ? h("p", { class: "help", id: `${id}-help` }, help) : null,
+    h("p", { class: "field-error", id: `${id}-error`, hidden: true }),
+  );
+}
+
+export async function render(root, { query }) {
+  const idempotencyKey = randomId();
+  let jobs = [];
+  let job = null; // UiJobForLaunch
+  let inFlight = false;
+  let previewSeq = 0;
+  let lastPreview = null;
+
+  // --- controls ------------------------------------------------------------------------------
+  const jobSelect = h("select", { id: "launch-job", name: "job", required: true }, h("option", { value: "" }, "Loading jobs…"));
+  const jobInfo = h("p", { class: "help", id: "launch-job-help" });
+  jobSelect.setAttribute("aria-describedby", "launch-job-help launch-job-error");
+
+  const mode = (value, label) =>
+    h(
+      "label",
+      { class: "choice" },
+      h("input", { type: "radio", name: "mode", value, id: `launch-mode-${value}` }),
+      label,
+    );
+  const modeGroup = h(
+    "fieldset",
+    { class: "fieldset", id: "launch-partitions" },
+    h("legend", {}, "Partitions"),
+    h("div", { class: "choices", role: "presentation" }, mode("range", "A range"), mode("keys", "A list of keys"), mode("all", "All partitions")),
+  );
+  const keysList = h("datalist", { id: "launch-key-options" });
+  const startInput = h("input", { id: "launch-start", name: "start", list: "launch-key-options", autocomplete: "off", spellcheck: "false", class: "mono" });
+  const endInput = h("input", { id: "launch-end", name: "end", list: "launch-key-options", autocomplete: "off", spellcheck: "false", class: "mono" });
+  const rangeFields = h(
+    "div",
+    { class: "row", dataset: { mode: "range" } },
+    field("launch-start", "First partition", startInput),
+    field("launch-end", "Last partition (included)", endInput),
+    keysList,
+  );
+  const keysInput = h("textarea", { id: "launch-keys", name: "keys", rows: "4", spellcheck: "false", class: "mono", placeholder: "one key per line, or separated by commas" });
+  const keysFields = h("div", { dataset: { mode: "keys" } }, field("launch-keys", "Partition keys", keysInput));
+  const allNote = h("p", { class: "help", dataset: { mode: "all" } }, "Every partition the job has now.");
+  const partitionsError = h("p", { class: "field-error", id: "launch-partitions-error", hidden: true });
+  modeGroup.append(rangeFields, keysFields, allNote, partitionsError);
+
+  const reprocessGroup = h(
+    "fieldset",
+    { class: "fieldset", id: "launch-reprocess" },
+    h("legend", {}, "Reprocess"),
+    h(
+      "div",
+      { class: "choices choices-stacked" },
+      REPROCESS.map((r) =>
+        h(
+          "label",
+          { class: "choice choice-described" },
+          h("input", { type: "radio", name: "reprocess", value: r.value, id: `launch-reprocess-${r.value}` }),
+          h("span", {}, h("strong", {}, r.label), h("span", { class: "help" }, r.help)),
+        ),
+      ),
+    ),
+    h("p", { class: "field-error", id: "launch-reprocess-error", hidden: true }),
+  );
+
+  const orderSelect = h(
+    "select",
+    { id: "launch-order", name: "order" },
+    h("option", { value: "OLDEST_FIRST" }, "Oldest first"),
+    h("option", { value: "NEWEST_FIRST" }, "Newest first"),
+  );
+  const maxInput = h("input", { id: "launch-max-concurrent", name: "maxConcurrentRuns", type: "number", min: "1", max: "10000", step: "1", inputmode: "numeric" });
+  const titleInput = h("input", { id: "launch-title", name: "title", maxlength: "500" });
+  const descriptionInput = h("textarea", { id: "launch-description", name: "description", rows: "2" });
+  const configInput = h("textarea", { id: "launch-run-config", name: "runConfig", rows: "4", spellcheck: "false", class: "mono", placeholder: "{}" });
+  const configSchema = h("details", { class: "schema", hidden: true }, h("summary", {}, "Config schema of this job"), h("pre", { class: "code" }));
+
+  const tagRows = h("div", { class: "tag-rows" });
+  let tagCount = 0;
+  function addTag(key = "", value = "") {
+    tagCount += 1;
+    const n = tagCount;
+    const keyInput = h("input", { id: `launch-tag-key-${n}`, class: "tag-key", value: key, "aria-label": `Tag ${n} key`, placeholder: "key" });
+    const valueInput = h("input", { id: `launch-tag-value-${n}`, class: "tag-value", value, "aria-label": `Tag ${n} value`, placeholder: "value" });
+    const row = h(
+      "div",
+      { class: "tag-row" },
+      keyInput,
+      h("span", { "aria-hidden": "true" }, "="),
+      valueInput,
+      h(
+        "button",
+        {
+          type: "button",
+          class: "btn btn-ghost btn-small",
+          "aria-label": `Remove tag ${n}`,
+          onclick: () => {
+            row.remove();
+            schedulePreview();
+          },
+        },
+        "Remove",
+      ),
+    );
+    tagRows.append(row);
+    return keyInput;
+  }
+  const tagsGroup = h(
+    "fieldset",
+    { class: "fieldset", id: "launch-tags" },
+    h("legend", {}, "Tags ", h("span", { class: "optional" }, "(optional)")),
+    tagRows,
+    h("button", { type: "button", class: "btn btn-secondary btn-small", onclick: () => addTag().focus() }, "Add a tag"),
+    h("p", { class: "field-error", id: "launch-tags-error", hidden: true }),
+  );
+
+  const submit = h("button", { type: "submit", class: "btn btn-primary btn-large", id: "launch-submit" }, "Launch backfill");
+  const formError = h("div", { id: "launch-form-error", role: "alert" });
+  const preview = h("div", { class: "preview", id: "launch-preview", "aria-live": "polite", "aria-atomic": "true" }, h("p", { class: "muted" }, "Choose a job and partitions to see what would run."));
+
+  const form = h(
+    "form",
+    { class: "form", id: "launch-form", novalidate: true, "aria-labelledby": "launch-title-h" },
+    field("launch-job", "Job", jobSelect),
+    jobInfo,
+    modeGroup,
+    reprocessGroup,
+    h(
+      "div",
+      { class: "row" },
+      field("launch-order", "Order", orderSelect),
+      field("launch-max-concurrent", "Max concurrent runs", maxInput, { optional: true }),
+    ),
+    field("launch-title", "Title", titleInput, { optional: true }),
+    field("launch-description", "Description", descriptionInput, { optional: true }),
+    tagsGroup,
+    field("launch-run-config", "Run config (JSON)", configInput, { optional: true, help: "Given to every run, checked against the job's config schema." }),
+    configSchema,
+    formError,
+    h("div", { class: "form-actions" }, submit, h("span", { class: "muted small" }, "Launching twice from this form creates one backfill.")),
+  );
+
+  replace(
+    root,
+    h("div", { class: "page-header" }, h("div", {}, h("h1", { id: "launch-title-h" }, "Launch a backfill"), h("p", { class: "lede" }, "See exactly what will run before you press the button."))),
+    h(
+      "div",
+      { class: "launch-layout" },
+      h("section", { class: "card" }, form),
+      h("aside", { class: "card preview-card", "aria-labelledby": "preview-title" }, h("h2", { id: "preview-title" }, "Preview"), preview),
+    ),
+  );
+
+  // --- state -> input ------------------------------------------------------------------------
+
+  const selectedMode = () => form.querySelector("input[name=mode]:checked")?.value || "range";
+  const selectedReprocess = () => form.querySelector("input[name=reprocess]:checked")?.value || "MISSING";
+
+  function showMode() {
+    const current = selectedMode();
+    for (const el of modeGroup.querySelectorAll("[data-mode]")) el.hidden = el.dataset.mode !== current;
+  }
+
+  function clearErrors() {
+    for (const el of form.querySelectorAll(".field-error")) {
+      el.hidden = true;
+      el.textContent = "";
+    }
+    for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+    replace(formError);
+  }
+
+  function showError(controlId, message) {
+    const error = document.getElementById(`${controlId}-error`);
+    const control = document.getElementById(controlId);
+    if (control) {
+      control.setAttribute("aria-invalid", "true");
+      const describedBy = new Set((control.getAttribute("aria-describedby") || "").split(" ").filter(Boolean));
+      describedBy.add(`${controlId}-error`);
+      control.setAttribute("aria-describedby", [...describedBy].join(" "));
+    }
+    if (error) {
+      error.textContent = error.textContent ? `${error.textContent} ${message}` : message;
+      error.hidden = false;
+    } else {
+      formError.append(h("div", { class: "alert alert-error" }, message));
+    }
+  }
+
+  /** Where a userError's `field` path points in this form. */
+  function controlOf(path) {
+    if (!path || !path.length) return null;
+    const [head, second] = path;
+    switch (head) {
+      case "target":
+        return "launch-job";
+      case "partitions":
+        if (second === "range") return path[2] === "end" ? "launch-end" : "launch-start";
+        if (second === "keys") return "launch-keys";
+        return "launch-partitions";
+      case "reprocess":
+        return "launch-reprocess";
+      case "order":
+        return "launch-order";
+      case "maxConcurrentRuns":
+        return "launch-max-concurrent";
+      case "runConfig":
+        return "launch-run-config";
+      case "tags":
+        return "launch-tags";
+      case "title":
+        return "launch-title";
+      case "description":
+        return "launch-description";
+      default:
+        return null;
+    }
+  }
+
+  function showUserErrors(userErrors) {
+    for (const e of userErrors) {
+      const control = controlOf(e.field);
+      if (control) showError(control, e.message);
+      else formError.append(h("div", { class: "alert alert-error", dataset: { code: e.code } }, e.message));
+    }
+  }
+
+  /** The LaunchBackfillInput of the form, or null with errors shown. */
+  function buildInput() {
+    const problems = [];
+    const input = { target: { job: jobSelect.value } };
+    if (!jobSelect.value) problems.push(["launch-job", "Choose a job."]);
+    const m = selectedMode();
+    if (m === "range") {
+      const start = startInput.value.trim();
+      const end = endInput.value.trim();
+      if (!start) problems.push(["launch-start", "Give the first partition."]);
+      if (!end) problems.push(["launch-end", "Give the last partition."]);
+      input.partitions = { range: { start, end } };
+    } else if (m === "keys") {
+      const keys = keysInput.value
+        .split(/[\n,]/)
+        .map((k) => k.trim())
+        .filter(Boolean);
+      if (!keys.length) problems.push(["launch-keys", "Give at least one key."]);
+      input.partitions = { keys };
+    } else {
+      input.partitions = { all: true };
+    }
+    input.reprocess = selectedReprocess();
+    input.order = orderSelect.value;
+    if (maxInput.value.trim()) {
+      const value = Number(maxInput.value);
+      if (!Number.isInteger(value) || value < 1 || value > 10000) problems.push(["launch-max-concurrent", "A whole number from 1 to 10,000."]);
+      else input.maxConcurrentRuns = value;
+    }
+    const tags = [];
+    for (const row of tagRows.querySelectorAll(".tag-row")) {
+      const key = row.querySelector(".tag-key").value.trim();
+      const value = row.querySelector(".tag-value").value.trim();
+      if (!key && !value) continue;
+      if (!key) problems.push(["launch-tags", "Every tag needs a key."]);
+      tags.push({ key, value });
+    }
+    if (tags.length) input.tags = tags;
+    if (titleInput.value.trim()) input.title = titleInput.value.trim();
+    if (descriptionInput.value.trim()) input.description = descriptionInput.value.trim();
+    const config = configInput.value.trim();
+    if (config) {
+      try {
+        input.runConfig = JSON.parse(config);
+      } catch (error) {
+        problems.push(["launch-run-config", `Not valid JSON: ${error.message}`]);
+      }
+    }
+    return { input, problems };
+  }
+
+  // --- preview -------------------------------------------------------------------------------
+
+  function renderPreview(result) {
+    const p = result.preview;
+    lastPreview = p;
+    if (!p) {
+      submit.textContent = "Launch backfill";
+      replace(preview, h("p", { class: "muted" }, "Fix the highlighted fields to see a preview."));
+      return;
+    }
+    const reasons = {};
+    for (const s of p.skippedPartitions) reasons[s.reason] = (reasons[s.reason] || 0) + 1;
+    const reasonText = Object.keys(reasons).map((r) => SKIP_REASONS[r] || r.toLowerCase());
+    const headline = `${formatNumber(p.runs)} run${p.runs === 1 ? "" : "s"}`;
+    const skipped = p.skipped
+      ? `, ${formatNumber(p.skipped)} skipped because ${reasonText.length ? reasonText.join(" or ") : "they ran before"}`
+      : ", nothing skipped";
+    submit.textContent = p.runs ? `Launch ${headline}` : "Launch backfill";
+    replace(
+      preview,
+      h("p", { class: "preview-headline", id: "preview-summary" }, h("strong", {}, headline), skipped, "."),
+      h(
+        "dl",
+        { class: "facts facts-inline" },
+        h("div", {}, h("dt", {}, "Selected"), h("dd", {}, formatNumber(p.total))),
+        h("div", {}, h("dt", {}, "Will run"), h("dd", { dataset: { previewRuns: String(p.runs) } }, formatNumber(p.runs))),
+        h("div", {}, h("dt", {}, "Skipped"), h("dd", {}, formatNumber(p.skipped))),
+      ),
+      p.firstPartitions.length
+        ? h(
+            "div",
+            {},
+            h("h3", {}, p.runs > p.firstPartitions.length ? `First ${p.firstPartitions.length} to run` : "Will run"),
+            h("ul", { class: "key-list" }, p.firstPartitions.map((k) => h("li", { class: "mono" }, k))),
+          )
+        : null,
+      p.skippedPartitions.length
+        ? h(
+            "div",
+            {},
+            h("h3", {}, p.skipped > p.skippedPartitions.length ? `First ${p.skippedPartitions.length} skipped` : "Skipped"),
+            h(
+              "ul",
+              { class: "key-list" },
+              p.skippedPartitions.map((s) => h("li", {}, h("span", { class: "mono" }, s.key), h("span", { class: "muted" }, ` ${SKIP_REASONS[s.reason] ? s.reason.replace("ALREADY_", "already ").toLowerCase() : s.reason}`))),
+            ),
+          )
+        : null,
+    );
+  }
+
+  async function runPreview() {
+    clearErrors();
+    const { input, problems } = buildInput();
+    if (problems.length) {
+      for (const [control, message] of problems) showError(control, message);
+      renderPreview({ preview: null });
+      return;
+    }
+    const seq = ++previewSeq;
+    preview.setAttribute("aria-busy", "true");
+    try {
+      const data = await graphql("UiPreviewBackfill", { input });
+      if (seq !== previewSeq) return;
+      const result = data.previewBackfill;
+      showUserErrors(result.userErrors);
+      renderPreview(result);
+    } catch (error) {
+      if (seq !== previewSeq) return;
+      replace(preview, errorBox(error, "No preview."));
+    } finally {
+      if (seq === previewSeq) preview.removeAttribute("aria-busy");
+    }
+  }
+  const schedulePreview = debounce(runPreview, 300);
+
+  // --- job choice ----------------------------------------------------------------------------
+
+  async function chooseJob(name, { keepValues = false } = {}) {
+    job = null;
+    replace(jobInfo);
+    configSchema.hidden = true;
+    if (!name) return;
+    const data = await graphql("UiJobForLaunch", { name });
+    job = data.job;
+    if (!job) {
+      showError("launch-job", `No job named ${name}.`);
+      return;
+    }
+    const p = job.partitions;
+    replace(jobInfo, job.description ? `${job.description} ` : "", h("span", { class: "muted" }, partitionsSummary(p)));
+    replace(keysList, p.keys.nodes.map((k) => h("option", { value: k })));
+    const ranges = job.partitionStatusRanges;
+    if (!keepValues && ranges.length) {
+      startInput.value = ranges[0].startKey;
+      endInput.value = ranges[ranges.length - 1].endKey;
+    }
+    maxInput.placeholder = job.maxConcurrentRuns ? `job default: ${job.maxConcurrentRuns}` : "no limit";
+    if (job.configSchema) {
+      configSchema.hidden = false;
+      configSchema.querySelector("pre").textContent = JSON.stringify(job.configSchema, null, 2);
+    }
+  }
+
+  // --- events --------------------------------------------------------------------------------
+
+  form.addEventListener("input", (event) => {
+    if (event.target === jobSelect) return;
+    if (event.target.name === "mode") showMode();
+    schedulePreview();
+  });
+  form.addEventListener("change", (event) => {
+    if (event.target.name === "mode") showMode();
+  });
+  jobSelect.addEventListener("change", async () => {
+    history.replaceState(null, "", `#/launch?job=${encodeURIComponent(jobSelect.value)}`);
+    try {
+      await chooseJob(jobSelect.value);
+    } catch (error) {
+      replace(jobInfo, errorBox(error, "Could not load the job."));
+    }
+    schedulePreview();
+  });
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (inFlight) return;
+    schedulePreview.cancel();
+    clearErrors();
+    const { input, problems } = buildInput();
+    if (problems.length) {
+      for (const [control, message] of problems) showError(control, message);
+      document.getElementById(problems[0][0])?.focus();
+      return;
+    }
+    inFlight = true;
+    submit.disabled = true;
+    submit.setAttribute("aria-busy", "true");
+    const label = submit.textContent;
+    submit.textContent = "Launching…";
+    try {
+      const data = await graphql("UiLaunchBackfill", { input: { ...input, idempotencyKey } });
+      const payload = data.launchBackfill;
+      if (payload.backfill) {
+        location.hash = `#/backfills/${encodeURIComponent(payload.backfill.id)}`;
+        return;
+      }
+      showUserErrors(payload.userErrors);
+      const firstInvalid = form.querySelector("[aria-invalid=true]");
+      if (firstInvalid) firstInvalid.focus();
+    } catch (error) {
+      formError.append(errorBox(error, "The backfill was not launched."));
+    } finally {
+      inFlight = false;
+      submit.disabled = false;
+      submit.removeAttribute("aria-busy");
+      if (submit.textContent === "Launching…") submit.textContent = label;
+    }
+  });
+
+  // --- initial values ------------------------------------------------------------------------
+
+  const initialMode = ["range", "keys", "all"].includes(query.mode) ? query.mode : "range";
+  form.querySelector(`#launch-mode-${initialMode}`).checked = true;
+  const initialReprocess = REPROCESS.some((r) => r.value === query.reprocess) ? query.reprocess : "MISSING";
+  form.querySelector(`#launch-reprocess-${initialReprocess}`).checked = true;
+  if (query.order === "NEWEST_FIRST") orderSelect.value = "NEWEST_FIRST";
+  if (query.title) titleInput.value = query.title;
+  if (query.keys) keysInput.value = query.keys.split(",").join("\n");
+  showMode();
+
+  try {
+    const data = await graphql("UiJobNames");
+    jobs = data.jobs.map((j) => j.name).sort();
+  } catch (error) {
+    replace(preview, errorBox(error, "Could not load jobs."));
+    return undefined;
+  }
+  replace(
+    jobSelect,
+    h("option", { value: "" }, "Choose a job…"),
+    jobs.map((name) => h("option", { value: name }, name)),
+  );
+  if (query.job && jobs.includes(query.job)) {
+    jobSelect.value = query.job;
+    try {
+      await chooseJob(query.job);
+    } catch (error) {
+      replace(jobInfo, errorBox(error, "Could not load the job."));
+    }
+    if (query.start) startInput.value = query.start;
+    if (query.end) endInput.value = query.end;
+    runPreview();
+  }
+  return () => schedulePreview.cancel();
+}

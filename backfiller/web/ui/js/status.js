@@ -1,0 +1,179 @@
+// Statuses: labels, colours (shared by CSS classes and the canvas strip), badges, progress bar.
+import { formatNumber, formatPercent, h } from "./dom.js";
+
+export const BACKFILL_STATUSES = [
+  "REQUESTED",
+  "RUNNING",
+  "PAUSED",
+  "CANCELING",
+  "CANCELED",
+  "COMPLETED_SUCCESS",
+  "COMPLETED_FAILED",
+  "FAILED",
+];
+
+const BACKFILL_LABELS = {
+  REQUESTED: "Requested",
+  RUNNING: "Running",
+  PAUSED: "Paused",
+  CANCELING: "Canceling",
+  CANCELED: "Canceled",
+  COMPLETED_SUCCESS: "Succeeded",
+  COMPLETED_FAILED: "Completed with failures",
+  FAILED: "Failed",
+};
+
+const BACKFILL_TONES = {
+  REQUESTED: "info",
+  RUNNING: "running",
+  PAUSED: "warning",
+  CANCELING: "warning",
+  CANCELED: "neutral",
+  COMPLETED_SUCCESS: "success",
+  COMPLETED_FAILED: "danger",
+  FAILED: "danger",
+};
+
+export const ACTIVE_STATUSES = new Set(["REQUESTED", "RUNNING", "PAUSED", "CANCELING"]);
+export const TERMINAL_STATUSES = new Set([
+  "CANCELED",
+  "COMPLETED_SUCCESS",
+  "COMPLETED_FAILED",
+  "FAILED",
+]);
+
+export function backfillStatusLabel(status) {
+  return BACKFILL_LABELS[status] || status;
+}
+
+export function backfillBadge(status) {
+  return h(
+    "span",
+    { class: `badge badge-${BACKFILL_TONES[status] || "neutral"}`, dataset: { status } },
+    backfillStatusLabel(status),
+  );
+}
+
+// Partition statuses, in the order they are shown; colours must match app.css (--st-*).
+export const PARTITION_STATUSES = [
+  "SUCCEEDED",
+  "FAILED",
+  "RUNNING",
+  "QUEUED",
+  "CANCELED",
+  "SKIPPED",
+  "PENDING",
+];
+
+export const PARTITION_COLORS = {
+  SUCCEEDED: "#1f9d55",
+  FAILED: "#d64545",
+  RUNNING: "#2f6fde",
+  QUEUED: "#8fb3f0",
+  CANCELED: "#7b8494",
+  SKIPPED: "#c4cbd6",
+  PENDING: "#e6e9ef",
+};
+
+export const PARTITION_LABELS = {
+  SUCCEEDED: "Succeeded",
+  FAILED: "Failed",
+  RUNNING: "Running",
+  QUEUED: "Queued",
+  CANCELED: "Canceled",
+  SKIPPED: "Skipped",
+  PENDING: "Pending",
+};
+
+const RUN_TONES = {
+  QUEUED: "info",
+  RUNNING: "running",
+  SUCCESS: "success",
+  FAILED: "danger",
+  CANCELED: "neutral",
+};
+
+export function runBadge(status) {
+  const label = status === "SUCCESS" ? "Success" : status[0] + status.slice(1).toLowerCase();
+  return h("span", { class: `badge badge-${RUN_TONES[status] || "neutral"}` }, label);
+}
+
+export function partitionBadge(status) {
+  return h(
+    "span",
+    { class: "badge badge-plain" },
+    h("span", { class: `swatch st-${status.toLowerCase()}`, "aria-hidden": "true" }),
+    PARTITION_LABELS[status] || status,
+  );
+}
+
+const COUNT_KEYS = [
+  ["succeeded", "SUCCEEDED"],
+  ["failed", "FAILED"],
+  ["canceled", "CANCELED"],
+  ["skipped", "SKIPPED"],
+  ["running", "RUNNING"],
+  ["queued", "QUEUED"],
+  ["pending", "PENDING"],
+];
+
+/**
+ * A progress bar that says how far along it is: stacked segments per status, the percentage
+ * done, and "done / total" counts.
+ */
+export function progressBar(counts, { compact = false } = {}) {
+  const total = counts.total || 0;
+  const track = h("div", { class: "progress-track", "aria-hidden": "true" });
+  if (total > 0) {
+    for (const [key, status] of COUNT_KEYS) {
+      const value = counts[key] || 0;
+      if (!value || status === "PENDING") continue;
+      track.append(
+        h("span", {
+          class: `progress-seg st-${status.toLowerCase()}`,
+          style: { width: `${(100 * value) / total}%` },
+        }),
+      );
+    }
+  }
+  const percent = formatPercent(counts.percentDone);
+  const summary = `${percent} · ${formatNumber(counts.done)} of ${formatNumber(total)} done`;
+  const details = COUNT_KEYS.filter(([key]) => counts[key])
+    .map(([key]) => `${formatNumber(counts[key])} ${key}`)
+    .join(", ");
+  return h(
+    "div",
+    {
+      class: compact ? "progress progress-compact" : "progress",
+      role: "progressbar",
+      "aria-valuemin": "0",
+      "aria-valuemax": "100",
+      "aria-valuenow": String(Math.round(counts.percentDone || 0)),
+      "aria-valuetext": `${summary}${details ? ` (${details})` : ""}`,
+    },
+    h(
+      "div",
+      { class: "progress-label" },
+      h("span", { class: "progress-percent" }, percent),
+      h("span", { class: "progress-counts" }, `${formatNumber(counts.done)} / ${formatNumber(total)}`),
+    ),
+    track,
+    compact ? null : h("div", { class: "progress-details" }, details || "nothing planned yet"),
+  );
+}
+
+/** A row of count chips, one per partition status. */
+export function countChips(counts) {
+  return h(
+    "dl",
+    { class: "count-chips" },
+    COUNT_KEYS.map(([key, status]) =>
+      h(
+        "div",
+        { class: "count-chip", dataset: { count: key } },
+        h("dt", {}, h("span", { class: `swatch st-${status.toLowerCase()}`, "aria-hidden": "true" }), PARTITION_LABELS[status]),
+        h("dd", {}, formatNumber(counts[key] || 0)),
+      ),
+    ),
+  );
+}
