@@ -1,28 +1,181 @@
-"""The root typer application; each module registers its commands on it."""
+"""The Starlette application: the versioned GraphQL API, health, and the UI."""
 
 from __future__ import annotations
 
-import typer
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
 
-app = typer.Typer(
-    name="backfiller",
-    help="Launch, run and watch backfills.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-db_app = typer.Typer(help="Manage the database.", no_args_is_help=True)
-schema_app = typer.Typer(help="The public GraphQL schema.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-app.add_typer(schema_app, name="schema")
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+from backfiller.api import API_VERSION, build_schema
+from backfiller.resolvers.context import Context, Services
+from backfiller.resolvers.source import StorageSource
+from backfiller.web.rest import RestApi
+from backfiller.web.ui_routes import ui_routes
+
+logger = logging.getLogger("backfiller.web")
 
 
-def main() -> None:
-    # Importing registers the commands.
-    from backfiller.cli import (
-        client,  # noqa: F401
-        daemon,  # noqa: F401
-        server,  # noqa: F401
+class PublicGraphQL(GraphQL[Context, None]):
+    """Strawberry's ASGI view with our per-request context."""
+
+    def __init__(self, services: Services, **kwargs: Any) -> None:
+        super().__init__(build_schema(services.settings), **kwargs)
+        self.services = services
+
+    async def get_context(
+        self, request: Request | WebSocket, response: Response | WebSocket
+    ) -> Context:
+        request_id = request.scope.get("state", {}).get("request_id") or uuid.uuid4().hex
+        return Context(
+            services=self.services,
+            source=StorageSource(self.services),
+            actor=None,
+            request_id=request_id,
+        )
+
+
+class BodyLimit:
+    """413 for request bodies over the limit, whether announced or streamed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.max_bytes
+                except ValueError:
+                    too_big = True
+                if too_big:
+                    await _too_large(scope, receive, send, self.max_bytes)
+                    return
+        seen = 0
+        refused = False
+
+        async def limited() -> Message:
+            nonlocal seen, refused
+            message = await receive()
+            if message["type"] == "http.request" and not refused:
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    # Answer now; the application sees a client that went away.
+                    refused = True
+                    await _too_large(scope, receive, send, self.max_bytes)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            if not refused:
+                await send(message)
+
+        try:
+            await self.app(scope, limited, guarded_send)
+        except Exception:
+            if not refused:
+                raise
+
+
+async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+    response = JSONResponse(
+        {
+            "errors": [
+                {
+                    "message": f"request body larger than {limit} bytes",
+                    "extensions": {"code": "PAYLOAD_TOO_LARGE"},
+                }
+            ]
+        },
+        status_code=413,
+    )
+    await response(scope, receive, send)
+
+
+class RequestId:
+    """Give every request an id, echo it in ``X-Request-ID``, and mask uncaught errors."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        request_id = uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            logger.exception("unhandled error in request %s", request_id)
+            if scope["type"] != "http" or started:
+                raise
+            response = JSONResponse(
+                {
+                    "errors": [
+                        {
+                            "message": "Internal server error.",
+                            "extensions": {"code": "INTERNAL_ERROR", "requestId": request_id},
+                        }
+                    ]
+                },
+                status_code=500,
+            )
+            await response(scope, receive, send_with_id)
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"status": "ok", "apiVersion": API_VERSION})
+
+
+def create_app(services: Services) -> ASGIApp:
+    """The whole web application around one set of services."""
+    graphql = PublicGraphQL(
+        services,
+        graphql_ide="graphiql",
+        allow_queries_via_get=True,
+        subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
     )
 
-    app()
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await services.database.dispose()
+
+    routes = [
+        Route("/graphql/v1", graphql, methods=["GET", "POST"]),
+        WebSocketRoute("/graphql/v1", graphql),
+        Route("/graphql", graphql, methods=["GET", "POST"]),
+        WebSocketRoute("/graphql", graphql),
+        Route("/healthz", health),
+        *ui_routes(),
+        RestApi(graphql, services.settings.max_page_size).mount(),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.services = services
+    return RequestId(BodyLimit(app, services.settings.max_body_bytes))
