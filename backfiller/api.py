@@ -16,11 +16,20 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 
 from backfiller.config import Settings
+from backfiller.resolvers import admin as admin_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
-from backfiller.resolvers import triggers as trigger_resolvers
+from backfiller.resolvers.auth import Authorize
 from backfiller.resolvers.errors import MaskUnexpectedErrors
 from backfiller.resolvers.ids import parse_backfill_id, parse_run_id
+from backfiller.resolvers.limits import QueryCostLimiter
+from backfiller.schema.admin import (
+    ApiTokenConnection,
+    AuditEntryConnection,
+    Caller,
+    CreateApiTokenPayload,
+    RevokeApiTokenPayload,
+)
 from backfiller.schema.backfills import Backfill, BackfillConnection, Run, RunConnection
 from backfiller.schema.common import Node
 from backfiller.schema.jobs import Job
@@ -32,12 +41,6 @@ from backfiller.schema.payloads import (
     PreviewBackfillPayload,
     ResumeBackfillPayload,
     RetryBackfillPayload,
-)
-from backfiller.schema.triggers import (
-    EvaluateTriggerPayload,
-    SetTriggerEnabledPayload,
-    Trigger,
-    TriggerEvaluation,
 )
 
 API_VERSION = "v1"
@@ -62,11 +65,17 @@ class Query:
     runs: RunConnection = strawberry.field(
         resolver=job_resolvers.list_runs, description="Runs of every backfill, newest first."
     )
-    triggers: list[Trigger] = strawberry.field(
-        resolver=trigger_resolvers.list_triggers, description="Every trigger, by name."
+
+    me: Caller = strawberry.field(
+        resolver=admin_resolvers.me, description="Who is asking: the token of this request."
     )
-    trigger: Trigger | None = strawberry.field(
-        resolver=trigger_resolvers.get_trigger, description="A trigger by name."
+    api_tokens: ApiTokenConnection = strawberry.field(
+        resolver=admin_resolvers.list_api_tokens,
+        description="API tokens, oldest first; active ones unless `includeRevoked`. Admin only.",
+    )
+    audit_log: AuditEntryConnection = strawberry.field(
+        resolver=admin_resolvers.list_audit_entries,
+        description="Every mutation (who, what, when, outcome), newest first. Admin only.",
     )
 
     @strawberry.field(description="Any object by its opaque id.")
@@ -75,8 +84,6 @@ class Query:
             return await backfill_resolvers.get_backfill(info, id)
         if parse_run_id(id) is not None:
             return await job_resolvers.get_run(info, id)
-        if trigger_resolvers.parse_evaluation_id(id) is not None:
-            return await trigger_resolvers.get_trigger_evaluation(info, id)
         return None
 
 
@@ -114,25 +121,24 @@ class Mutation:
         resolver=job_resolvers.delete_dynamic_partitions,
         description="Delete keys from a dynamic partitions definition.",
     )
-    evaluate_trigger: EvaluateTriggerPayload = strawberry.mutation(
-        resolver=trigger_resolvers.evaluate_trigger,
-        description="Evaluate a trigger now and launch what it returns (nothing with "
-        "`dryRun`). Every evaluation is recorded; a failing trigger is an evaluation with "
-        "outcome FAILED.",
+    create_api_token: CreateApiTokenPayload = strawberry.mutation(
+        resolver=admin_resolvers.create_api_token,
+        description="Create an API token; its secret is in the payload, once. Admin only.",
     )
-    set_trigger_enabled: SetTriggerEnabledPayload = strawberry.mutation(
-        resolver=trigger_resolvers.set_trigger_enabled,
-        description="Turn the daemon's interval evaluation of a trigger on or off.",
+    revoke_api_token: RevokeApiTokenPayload = strawberry.mutation(
+        resolver=admin_resolvers.revoke_api_token,
+        description="Revoke an API token at once. Admin only.",
     )
 
 
 def build_schema(settings: Settings | None = None) -> PublicSchema:
     """The public v1 schema, with its protective extensions."""
     settings = settings or Settings()
-    depth, tokens, aliases = (
+    depth, tokens, aliases, cost = (
         settings.max_query_depth,
         settings.max_query_tokens,
         settings.max_aliases,
+        settings.max_query_cost,
     )
     protective: list[Any] = [
         lambda: QueryDepthLimiter(max_depth=depth),
@@ -141,11 +147,12 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
     ]
     if settings.graphql_cache:
         protective += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
+    protective += [lambda: QueryCostLimiter(max_cost=cost), Authorize]
     protective.append(MaskUnexpectedErrors)
     return PublicSchema(
         query=Query,
         mutation=Mutation,
-        types=[Backfill, Run, TriggerEvaluation],
+        types=[Backfill, Run],
         config=StrawberryConfig(disable_field_suggestions=False),
         extensions=protective,
     )

@@ -26,6 +26,12 @@ class Settings:
     graphql_cache: bool = True
     public_url: str | None = None
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
+    # Access control: "token" (every request needs a token) or "none" (loopback only).
+    auth_mode: str = "token"
+    insecure_no_auth: bool = False
+    max_query_cost: int = 20_000
+    launch_rate_limit: int = 120
+    rate_limit_window_seconds: float = 60.0
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from backfiller.api import build_schema
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
+from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal
 from backfiller.resolvers.context import Context, Services
 from backfiller.resolvers.source import StorageSource
 from backfiller.storage import Database
@@ -45,6 +46,8 @@ class GraphQLRunner:
     settings: Settings
     clock: FrozenClock
     actor: str | None = None
+    principal: Principal | None = ANONYMOUS_ADMIN
+    """Who asks; every field is refused without one (set None to test that)."""
     services: Services = field(init=False)
 
     def __post_init__(self) -> None:
@@ -62,6 +65,7 @@ class GraphQLRunner:
             source=StorageSource(self.services),
             actor=self.actor,
             request_id="test",
+            principal=self.principal,
         )
 
     async def raw(self, query: str, variables: dict[str, Any] | None = None) -> Any:
@@ -131,6 +135,7 @@ class LiveServer(LiveProcess):
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
         command: str = "serve",
+        auth: str | None = "none",
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

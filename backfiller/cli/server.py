@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +38,47 @@ DatabaseOption = Annotated[
 ]
 HostOption = Annotated[str, typer.Option("--host", help="Address to bind.")]
 PortOption = Annotated[int, typer.Option("--port", help="Port to bind.")]
+AuthOption = Annotated[
+    str,
+    typer.Option(
+        "--auth",
+        envvar="BACKFILLER_AUTH",
+        help="token: every API request needs `Authorization: Bearer <token>` (create tokens "
+        "with `backfiller token create`); none: no authentication, allowed only on a "
+        "loopback address.",
+    ),
+]
+InsecureNoAuthOption = Annotated[
+    bool,
+    typer.Option(
+        "--insecure-no-auth",
+        help="Allow --auth none on a non-loopback address: anyone who can reach the port "
+        "can launch and cancel backfills.",
+    ),
+]
+CorsOriginOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--cors-origin",
+        help="A browser origin (https://host:port) allowed to call the API from its pages; "
+        "repeat for more. None by default.",
+    ),
+]
+MaxPartitionsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-partitions-per-backfill",
+        help="Refuse backfills over more partitions than this (RANGE_TOO_LARGE).",
+    ),
+]
+RateLimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--rate-limit",
+        help="Launches (and, apart, trigger evaluations) a token may make per minute; "
+        "0 for no limit. Per server process.",
+    ),
+]
 
 
 def fail(message: str, code: int = EXIT_CONFIG) -> typer.Exit:
@@ -93,14 +135,55 @@ def serve(
     database: DatabaseOption = None,
     host: HostOption = "127.0.0.1",
     port: PortOption = 8000,
+    auth: AuthOption = "token",
+    insecure_no_auth: InsecureNoAuthOption = False,
+    cors_origin: CorsOriginOption = None,
+    max_partitions_per_backfill: MaxPartitionsOption = None,
+    rate_limit: RateLimitOption = None,
 ) -> None:
     """Serve the public API (and the UI) over HTTP."""
     configure_logging()
+    settings = Settings.from_env(
+        host=host,
+        port=port,
+        auth_mode=auth,
+        insecure_no_auth=insecure_no_auth,
+        cors_origins=tuple(cors_origin) if cors_origin else None,
+        max_partitions_per_backfill=max_partitions_per_backfill,
+        launch_rate_limit=rate_limit,
+    )
+    check_access_settings(settings)
     target = definitions or EXAMPLE_DEFINITIONS
     defs = definitions_or_exit(target)
     url = prepare_database(database)
-    settings = Settings.from_env(database_url=url, definitions=target, host=host, port=port)
+    settings = replace(settings, database_url=url, definitions=target)
     asyncio.run(run_server(defs, settings))
+
+
+def check_access_settings(settings: Settings) -> None:
+    """Refuse to start with settings that would expose the API to anyone."""
+    from backfiller.web.auth import is_loopback
+
+    if settings.auth_mode not in ("token", "none"):
+        raise fail(f"--auth must be 'token' or 'none', not {settings.auth_mode!r}")
+    if settings.auth_mode == "none" and not is_loopback(settings.host):
+        if not settings.insecure_no_auth:
+            raise fail(
+                f"refusing to serve without authentication on {settings.host}, which other "
+                "machines can reach: use --auth token (and `backfiller token create`), bind "
+                "127.0.0.1, or pass --insecure-no-auth if you really mean it"
+            )
+        logging.getLogger("backfiller").warning(
+            "serving WITHOUT authentication on %s: anyone who reaches it is an admin",
+            settings.host,
+        )
+    for origin in settings.cors_origins:
+        if origin == "*" or not origin.startswith(("http://", "https://")):
+            raise fail(f"--cors-origin takes an origin like https://host:port, not {origin!r}")
+    if settings.max_partitions_per_backfill < 1:
+        raise fail("--max-partitions-per-backfill must be at least 1")
+    if settings.launch_rate_limit < 0:
+        raise fail("--rate-limit must be 0 (no limit) or more")
 
 
 async def run_server(defs: Definitions, settings: Settings) -> None:
@@ -110,6 +193,7 @@ async def run_server(defs: Definitions, settings: Settings) -> None:
     from backfiller.storage import Database
     from backfiller.web.app import create_app
 
+    check_access_settings(settings)
     services = Services(
         database=Database(settings.database_url), definitions=defs, settings=settings
     )

@@ -53,6 +53,8 @@ class Context:
     extra: dict[str, Any] = field(default_factory=dict)
     principal: Principal | None = None
     """Who asks; None is refused by every field (deny by default)."""
+    connection_params: dict[str, Any] | None = None
+    """The ``connection_init`` payload of a WebSocket (where browsers put their token)."""
 
     @property
     def database(self) -> Database:

@@ -10,18 +10,18 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types.unset import UNSET, UnsetType
 
 from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
-from backfiller.resolvers.source import StorageSource
+from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.rest import RestApi
-from backfiller.web.ui_routes import ui_routes
 
 logger = logging.getLogger("backfiller.web")
 
@@ -37,12 +37,14 @@ class PublicGraphQL(GraphQL[Context, None]):
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
         request_id = request.scope.get("state", {}).get("request_id") or uuid.uuid4().hex
-        return Context(
-            services=self.services,
-            source=StorageSource(self.services),
-            actor=None,
-            request_id=request_id,
-        )
+        # The principal comes from the gate (backfiller.web.auth); the actor is its token's
+        # name, with the run of an `X-Backfiller-Run-Id` header when a job launches.
+        return request_context(self.services, request.scope, request_id)
+
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        await accept_websocket(context)
+        accepted: UnsetType = UNSET
+        return accepted
 
 
 class BodyLimit:
@@ -153,6 +155,16 @@ async def health(request: Request) -> Response:
     return JSONResponse({"status": "ok", "apiVersion": API_VERSION})
 
 
+INDEX_HTML = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Backfiller</title></head><body><h1>Backfiller</h1>
+<p>The API is at <a href="/graphql/v1">/graphql/v1</a> (GraphiQL in a browser).</p>
+</body></html>"""
+
+
+async def index(request: Request) -> Response:
+    return HTMLResponse(INDEX_HTML)
+
+
 def create_app(services: Services) -> ASGIApp:
     """The whole web application around one set of services."""
     graphql = PublicGraphQL(
@@ -173,9 +185,9 @@ def create_app(services: Services) -> ASGIApp:
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
         Route("/healthz", health),
-        *ui_routes(),
+        Route("/", index),
         RestApi(graphql, services.settings.max_page_size).mount(),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
-    return RequestId(BodyLimit(app, services.settings.max_body_bytes))
+    return RequestId(secure(BodyLimit(app, services.settings.max_body_bytes), services))

@@ -1,0 +1,203 @@
+"""Server-side token commands: create, list and revoke API tokens, against the database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import typer
+
+from backfiller.cli.app import app
+from backfiller.cli.server import DatabaseOption, fail, prepare_database
+
+token_app = typer.Typer(
+    help="Manage API tokens (server side: talks to the database, not to the API).",
+    no_args_is_help=True,
+)
+app.add_typer(token_app, name="token")
+
+ROLES = ("viewer", "operator", "admin")
+DURATION = re.compile(r"^(\d+)([mhdw])$")
+UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_expiry(text: str, now: datetime) -> datetime:
+    """``30d``, ``12h``, ``90m``, ``2w``, or an ISO 8601 time (UTC when it names no zone)."""
+    match = DURATION.match(text.strip())
+    if match:
+        amount, unit = int(match.group(1)), match.group(2)
+        if amount <= 0:
+            raise ValueError("the duration must be positive")
+        return now + timedelta(**{UNITS[unit]: amount})
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is neither a duration (30d, 12h) nor an ISO time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    if when <= now:
+        raise ValueError("the expiry is in the past")
+    return when
+
+
+@token_app.command("create")
+def token_create(
+    name: Annotated[str, typer.Option("--name", help="A name people recognize, e.g. ci-nightly.")],
+    role: Annotated[
+        str, typer.Option("--role", help="viewer (reads), operator (launches) or admin.")
+    ] = "viewer",
+    expires: Annotated[
+        str | None,
+        typer.Option("--expires", help="A duration (30d, 12h, 90m, 2w) or an ISO 8601 time."),
+    ] = None,
+    database: DatabaseOption = None,
+    output_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Create a token and print it, once: only its hash is stored."""
+    from backfiller.storage.auth import NewToken, TokenNameTaken
+    from backfiller.storage.auth_records import Role
+
+    if role not in ROLES:
+        raise fail(f"--role must be one of {', '.join(ROLES)}, not {role!r}")
+    name = name.strip()
+    if not name or len(name) > 200 or any(ord(c) < 32 for c in name):
+        raise fail("--name must be 1 to 200 printable characters")
+    now = datetime.now(UTC)
+    try:
+        expires_at = parse_expiry(expires, now) if expires else None
+    except ValueError as exc:
+        raise fail(f"--expires: {exc}") from None
+    url = prepare_database(database)
+    new = NewToken(name=name, role=Role(role), expires_at=expires_at, created_by="cli")
+    try:
+        record_id, secret = asyncio.run(_create(url, new, now))
+    except TokenNameTaken:
+        raise fail(f"an active token is already named {name!r}; revoke it first") from None
+    if output_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "id": f"tok_{record_id}",
+                    "name": name,
+                    "role": role,
+                    "expiresAt": expires_at.isoformat() if expires_at else None,
+                    "token": secret,
+                }
+            )
+        )
+        return
+    typer.echo(secret)
+    until = f", expires {expires_at.isoformat()}" if expires_at else ""
+    typer.echo(
+        f"created token tok_{record_id} {name!r} ({role}{until}). It is shown only now: "
+        "send it as `Authorization: Bearer <token>`.",
+        err=True,
+    )
+
+
+async def _create(url: str, new: object, now: datetime) -> tuple[int, str]:
+    from backfiller.storage import Database
+    from backfiller.storage.auth import NewToken, TokenRepository
+
+    assert isinstance(new, NewToken)
+    db = Database(url)
+    try:
+        async with db.write() as session:
+            record, secret = await TokenRepository(session).add(new, now)
+            return record.id, secret
+    finally:
+        await db.dispose()
+
+
+@token_app.command("list")
+def token_list(
+    database: DatabaseOption = None,
+    include_revoked: Annotated[bool, typer.Option("--all", help="Include revoked tokens.")] = False,
+    output_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """List tokens (never their secrets)."""
+    url = prepare_database(database)
+    rows = asyncio.run(_list(url, include_revoked))
+    now = datetime.now(UTC)
+    for row in rows:
+        state = "active"
+        if row["revokedAt"]:
+            state = "revoked"
+        elif row["expiresAt"] and datetime.fromisoformat(str(row["expiresAt"])) <= now:
+            state = "expired"
+        row["state"] = state
+        if output_json:
+            typer.echo(json.dumps(row))
+        else:
+            typer.echo(
+                f"{row['id']:<10} {row['name']:<30} {row['role']:<9} {state:<8} "
+                f"{row['hint']}...  created {row['createdAt']}"
+                + (f"  expires {row['expiresAt']}" if row["expiresAt"] else "")
+            )
+
+
+async def _list(url: str, include_revoked: bool) -> list[dict[str, object]]:
+    from backfiller.storage import Database
+    from backfiller.storage.auth import TokenRepository
+
+    db = Database(url)
+    found: list[dict[str, object]] = []
+    try:
+        async with db.read() as session:
+            after: int | None = None
+            while True:
+                page = await TokenRepository(session).page(500, after, include_revoked)
+                for r in page:
+                    found.append(
+                        {
+                            "id": f"tok_{r.id}",
+                            "name": r.name,
+                            "role": r.role.value,
+                            "hint": r.hint,
+                            "createdAt": r.created_at.isoformat(),
+                            "expiresAt": r.expires_at.isoformat() if r.expires_at else None,
+                            "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None,
+                            "lastUsedAt": r.last_used_at.isoformat() if r.last_used_at else None,
+                        }
+                    )
+                if len(page) < 500:
+                    return found
+                after = page[-1].id
+    finally:
+        await db.dispose()
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token: Annotated[str, typer.Argument(help="The token's id (tok_12) or its name.")],
+    database: DatabaseOption = None,
+) -> None:
+    """Revoke a token at once: requests with it get 401 from now on."""
+    url = prepare_database(database)
+    revoked = asyncio.run(_revoke(url, token, datetime.now(UTC)))
+    if revoked is None:
+        raise fail(f"no active token has id or name {token!r}", code=1)
+    typer.echo(f"revoked {revoked}")
+
+
+async def _revoke(url: str, token: str, now: datetime) -> str | None:
+    from backfiller.resolvers.ids import parse_id
+    from backfiller.storage import Database
+    from backfiller.storage.auth import TokenRepository
+
+    db = Database(url)
+    try:
+        async with db.write() as session:
+            repo = TokenRepository(session)
+            pk = parse_id(token, "tok_")
+            record = await repo.get(pk) if pk is not None else None
+            if record is None or record.revoked_at is not None:
+                record = await repo.active_by_name(token)
+            if record is None or not await repo.revoke(record.id, now):
+                return None
+            return f"tok_{record.id} {record.name!r}"
+    finally:
+        await db.dispose()

@@ -1,0 +1,255 @@
+"""Resolvers of API tokens, the caller and the audit log (admin only, but for `me`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import assert_never
+
+import strawberry
+from sqlalchemy.exc import IntegrityError
+
+from backfiller.resolvers.commands import user_error
+from backfiller.resolvers.context import Info, PublicError, check_page_size
+from backfiller.resolvers.ids import decode_cursor, encode_cursor, parse_id
+from backfiller.schema.admin import (
+    ApiToken,
+    ApiTokenConnection,
+    ApiTokenEdge,
+    ApiTokenRole,
+    AuditEntry,
+    AuditEntryConnection,
+    AuditEntryEdge,
+    AuditOutcome,
+    Caller,
+    CreateApiTokenInput,
+    CreateApiTokenPayload,
+    RevokeApiTokenInput,
+    RevokeApiTokenPayload,
+)
+from backfiller.schema.common import PageInfo, UserError, UserErrorCode
+from backfiller.storage.auth import AuditRepository, NewToken, TokenNameTaken, TokenRepository
+from backfiller.storage.auth_records import ApiTokenRecord, AuditRecord, Role
+from backfiller.storage.auth_records import AuditOutcome as StoredOutcome
+
+TOKEN_PREFIX = "tok_"
+AUDIT_PREFIX = "audit_"
+MAX_TOKEN_NAME = 200
+
+
+def api_token_role(role: Role) -> ApiTokenRole:
+    match role:
+        case Role.VIEWER:
+            return ApiTokenRole.VIEWER
+        case Role.OPERATOR:
+            return ApiTokenRole.OPERATOR
+        case Role.ADMIN:
+            return ApiTokenRole.ADMIN
+        case _:
+            assert_never(role)
+
+
+def stored_role(role: ApiTokenRole) -> Role:
+    match role:
+        case ApiTokenRole.VIEWER:
+            return Role.VIEWER
+        case ApiTokenRole.OPERATOR:
+            return Role.OPERATOR
+        case ApiTokenRole.ADMIN:
+            return Role.ADMIN
+        case _:
+            assert_never(role)
+
+
+def audit_outcome(outcome: StoredOutcome) -> AuditOutcome:
+    match outcome:
+        case StoredOutcome.SUCCEEDED:
+            return AuditOutcome.SUCCEEDED
+        case StoredOutcome.REJECTED:
+            return AuditOutcome.REJECTED
+        case StoredOutcome.DENIED:
+            return AuditOutcome.DENIED
+        case StoredOutcome.FAILED:
+            return AuditOutcome.FAILED
+        case _:
+            assert_never(outcome)
+
+
+def api_token_from_record(record: ApiTokenRecord, now: datetime) -> ApiToken:
+    expired = record.expires_at is not None and record.expires_at <= now
+    return ApiToken(
+        id=strawberry.ID(f"{TOKEN_PREFIX}{record.id}"),
+        name=record.name,
+        role=api_token_role(record.role),
+        hint=record.hint,
+        created_at=record.created_at,
+        created_by=record.created_by,
+        expires_at=record.expires_at,
+        revoked_at=record.revoked_at,
+        last_used_at=record.last_used_at,
+        _active=record.revoked_at is None and not expired,
+    )
+
+
+def _codes(raw: list[object]) -> list[UserErrorCode]:
+    return [UserErrorCode[c] for c in raw if isinstance(c, str) and c in UserErrorCode.__members__]
+
+
+def audit_entry_from_record(record: AuditRecord) -> AuditEntry:
+    role = Role(record.role) if record.role in {r.value for r in Role} else None
+    return AuditEntry(
+        id=strawberry.ID(f"{AUDIT_PREFIX}{record.id}"),
+        at=record.at,
+        actor=record.actor,
+        role=api_token_role(role) if role is not None else None,
+        operation=record.operation,
+        subject=record.subject,
+        outcome=audit_outcome(record.outcome),
+        codes=_codes(record.codes),
+        message=record.message,
+        request_id=record.request_id,
+    )
+
+
+def me(info: Info) -> Caller:
+    principal = info.context.principal
+    assert principal is not None  # the field needs a role
+    return Caller(
+        name=principal.name,
+        role=api_token_role(principal.role),
+        authenticated=principal.authenticated,
+    )
+
+
+def _name_errors(name: str) -> list[UserError]:
+    if not name.strip() or len(name) > MAX_TOKEN_NAME or name != name.strip():
+        return [
+            user_error(
+                UserErrorCode.INVALID_ARGUMENT,
+                f"a token name is 1 to {MAX_TOKEN_NAME} characters, without surrounding spaces",
+                ["name"],
+            )
+        ]
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return [
+            user_error(
+                UserErrorCode.INVALID_ARGUMENT,
+                "a token name must not contain control characters",
+                ["name"],
+            )
+        ]
+    return []
+
+
+async def create_api_token(info: Info, input: CreateApiTokenInput) -> CreateApiTokenPayload:
+    ctx = info.context
+    errors = _name_errors(input.name)
+    now = ctx.now()
+    if input.expires_at is not None:
+        if input.expires_at.tzinfo is None:
+            errors.append(
+                user_error(UserErrorCode.INVALID_ARGUMENT, "must have a time zone", ["expiresAt"])
+            )
+        elif input.expires_at <= now:
+            errors.append(
+                user_error(UserErrorCode.INVALID_ARGUMENT, "must be in the future", ["expiresAt"])
+            )
+    if errors:
+        return CreateApiTokenPayload(token=None, secret=None, user_errors=errors)
+    new = NewToken(
+        name=input.name,
+        role=stored_role(input.role),
+        expires_at=input.expires_at,
+        created_by=ctx.actor,
+    )
+    try:
+        async with ctx.database.write() as session:
+            record, secret = await TokenRepository(session).add(new, now)
+    except (TokenNameTaken, IntegrityError):
+        return CreateApiTokenPayload(
+            token=None,
+            secret=None,
+            user_errors=[
+                user_error(
+                    UserErrorCode.INVALID_ARGUMENT,
+                    f"an active token is already named {input.name!r}",
+                    ["name"],
+                )
+            ],
+        )
+    return CreateApiTokenPayload(
+        token=api_token_from_record(record, now), secret=secret, user_errors=[]
+    )
+
+
+async def revoke_api_token(info: Info, input: RevokeApiTokenInput) -> RevokeApiTokenPayload:
+    ctx = info.context
+    pk = parse_id(input.id, TOKEN_PREFIX)
+    not_found = user_error(UserErrorCode.NOT_FOUND, f"no token has id {input.id!r}", ["id"])
+    if pk is None:
+        return RevokeApiTokenPayload(token=None, user_errors=[not_found])
+    now = ctx.now()
+    async with ctx.database.write() as session:
+        repo = TokenRepository(session)
+        await repo.revoke(pk, now)  # revoking a revoked token changes nothing and is fine
+        record = await repo.get(pk)
+    if record is None:
+        return RevokeApiTokenPayload(token=None, user_errors=[not_found])
+    return RevokeApiTokenPayload(token=api_token_from_record(record, now), user_errors=[])
+
+
+def _after(kind: str, after: str | None) -> int | None:
+    try:
+        return decode_cursor(kind, after)
+    except ValueError:
+        raise PublicError("`after` is not a cursor of this list") from None
+
+
+async def list_api_tokens(
+    info: Info, first: int = 50, after: str | None = None, include_revoked: bool = False
+) -> ApiTokenConnection:
+    ctx = info.context
+    limit = check_page_size(first, ctx.services.settings)
+    after_id = _after("tok", after)
+    async with ctx.database.read() as session:
+        records = await TokenRepository(session).page(limit + 1, after_id, include_revoked)
+    now = ctx.now()
+    edges = [
+        ApiTokenEdge(cursor=encode_cursor("tok", r.id), node=api_token_from_record(r, now))
+        for r in records[:limit]
+    ]
+    return ApiTokenConnection(
+        edges=edges,
+        page_info=PageInfo(
+            has_next_page=len(records) > limit,
+            has_previous_page=after is not None,
+            start_cursor=edges[0].cursor if edges else None,
+            end_cursor=edges[-1].cursor if edges else None,
+        ),
+    )
+
+
+async def list_audit_entries(
+    info: Info,
+    first: int = 50,
+    after: str | None = None,
+    actor: str | None = None,
+    operation: str | None = None,
+) -> AuditEntryConnection:
+    ctx = info.context
+    limit = check_page_size(first, ctx.services.settings)
+    before_id = _after("audit", after)
+    async with ctx.database.read() as session:
+        records = await AuditRepository(session).page(limit + 1, before_id, actor, operation)
+    edges = [
+        AuditEntryEdge(cursor=encode_cursor("audit", r.id), node=audit_entry_from_record(r))
+        for r in records[:limit]
+    ]
+    return AuditEntryConnection(
+        edges=edges,
+        page_info=PageInfo(
+            has_next_page=len(records) > limit,
+            has_previous_page=after is not None,
+            start_cursor=edges[0].cursor if edges else None,
+            end_cursor=edges[-1].cursor if edges else None,
+        ),
+    )

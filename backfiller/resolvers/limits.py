@@ -1,0 +1,173 @@
+"""A node-count cost limit on connections, so one request cannot ask for millions of objects.
+
+The estimate multiplies down the tree: ``backfills(first: 100) { runs(first: 100) }`` may
+return 100 backfills and 100 x 100 runs, a cost of 10,100. A connection is a field whose type
+is named ``...Connection`` and that takes ``first``; without ``first`` its default counts.
+Other lists count as one (they are small or bounded by the definitions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLField,
+    GraphQLInterfaceType,
+    GraphQLObjectType,
+    GraphQLSchema,
+    InlineFragmentNode,
+    IntValueNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    VariableNode,
+    get_named_type,
+)
+from strawberry.extensions import SchemaExtension
+
+from backfiller.resolvers.context import PublicError
+
+MAX_FRAGMENT_DEPTH = 50
+
+
+class QueryCostLimiter(SchemaExtension):
+    """Refuse, before executing anything, an operation whose estimated node count is too big."""
+
+    def __init__(self, max_cost: int) -> None:
+        self.max_cost = max_cost
+
+    def on_execute(self) -> Iterator[None]:
+        context = self.execution_context
+        document = context.graphql_document
+        if document is not None and self.max_cost > 0:
+            cost = estimate_cost(
+                context.schema._schema, document, context.operation_name, context.variables or {}
+            )
+            if cost > self.max_cost:
+                raise PublicError(
+                    f"the query may return about {cost} objects; the limit is {self.max_cost}: "
+                    "ask for smaller pages (`first`) or fewer nested connections",
+                    code="QUERY_TOO_COMPLEX",
+                )
+        yield
+
+
+def estimate_cost(
+    schema: GraphQLSchema,
+    document: Any,
+    operation_name: str | None,
+    variables: Mapping[str, Any],
+) -> int:
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    for definition in document.definitions:
+        if not isinstance(definition, OperationDefinitionNode):
+            continue
+        if operation_name is not None and (
+            definition.name is None or definition.name.value != operation_name
+        ):
+            continue
+        root = schema.get_root_type(definition.operation)
+        if root is None:
+            return 0
+        defaults = {
+            v.variable.name.value: v.default_value
+            for v in definition.variable_definitions or ()
+            if v.default_value is not None
+        }
+        walker = _Walker(schema, fragments, variables, defaults)
+        return walker.unit(definition.selection_set, root, 0)
+    return 0
+
+
+class _Walker:
+    """Cost is linear in the multiplier, so each selection set is costed once per unit.
+
+    Fragments are memoized: a fragment bomb (fragments spreading each other many times)
+    costs linear work here, and its exponential estimate is then refused.
+    """
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        fragments: Mapping[str, FragmentDefinitionNode],
+        variables: Mapping[str, Any],
+        defaults: Mapping[str, Any],
+    ) -> None:
+        self.schema = schema
+        self.fragments = fragments
+        self.variables = variables
+        self.defaults = defaults
+        self.memo: dict[str, int] = {}
+
+    def cost(
+        self, selection_set: SelectionSetNode, parent: Any, multiplier: int, depth: int
+    ) -> int:
+        return multiplier * self.unit(selection_set, parent, depth)
+
+    def unit(self, selection_set: SelectionSetNode, parent: Any, depth: int) -> int:
+        if depth > MAX_FRAGMENT_DEPTH:
+            return 0
+        total = 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                total += self._field(selection, parent, depth)
+            elif isinstance(selection, InlineFragmentNode):
+                target = parent
+                if selection.type_condition is not None:
+                    target = self.schema.get_type(selection.type_condition.name.value)
+                total += self.unit(selection.selection_set, target, depth + 1)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name not in self.memo:
+                    self.memo[name] = 0  # a cycle (refused by validation anyway) counts 0
+                    fragment = self.fragments.get(name)
+                    if fragment is not None:
+                        target = self.schema.get_type(fragment.type_condition.name.value)
+                        self.memo[name] = self.unit(fragment.selection_set, target, depth + 1)
+                total += self.memo[name]
+        return total
+
+    def _field(self, node: FieldNode, parent: Any, depth: int) -> int:
+        if node.selection_set is None:
+            return 0
+        if not isinstance(parent, GraphQLObjectType | GraphQLInterfaceType):
+            # A union or an unknown type: count its selections as they are.
+            return self.unit(node.selection_set, parent, depth + 1)
+        definition: GraphQLField | None = parent.fields.get(node.name.value)
+        if definition is None:
+            return 0
+        child = get_named_type(definition.type)
+        if child.name.endswith("Connection") and "first" in definition.args:
+            size = self._first(node, definition)
+            return size + self.cost(node.selection_set, child, size, depth + 1)
+        return self.unit(node.selection_set, child, depth + 1)
+
+    def _first(self, node: FieldNode, definition: GraphQLField) -> int:
+        for argument in node.arguments or ():
+            if argument.name.value != "first":
+                continue
+            value = argument.value
+            if isinstance(value, IntValueNode):
+                return _clamp(value.value)
+            if isinstance(value, VariableNode):
+                name = value.name.value
+                if name in self.variables:
+                    return _clamp(self.variables[name])
+                default = self.defaults.get(name)
+                if isinstance(default, IntValueNode):
+                    return _clamp(default.value)
+            return 0
+        return _clamp(definition.args["first"].default_value)
+
+
+def _clamp(value: object) -> int:
+    try:
+        number: int = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return 0
+    return max(0, min(number, 10**9))

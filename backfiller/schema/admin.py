@@ -1,0 +1,149 @@
+"""Public types of access control: API tokens, the caller, and the audit log."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+import strawberry
+
+from backfiller.schema.common import PageInfo, UserError, UserErrorCode
+
+
+@strawberry.enum(description="What a token may do. Each role may do all that the one before may.")
+class ApiTokenRole(enum.Enum):
+    VIEWER = strawberry.enum_value("VIEWER", description="Reads everything.")
+    OPERATOR = strawberry.enum_value(
+        "OPERATOR",
+        description="Also launches, previews, pauses, resumes, cancels and retries backfills, "
+        "and evaluates triggers.",
+    )
+    ADMIN = strawberry.enum_value(
+        "ADMIN",
+        description="Also manages tokens and dynamic partitions, enables triggers and reads "
+        "the audit log.",
+    )
+
+
+@strawberry.type(description="An API token. Its secret is shown once, when it is created.")
+class ApiToken:
+    id: strawberry.ID
+    name: str
+    role: ApiTokenRole
+    hint: str = strawberry.field(description="The first characters of the secret.")
+    created_at: datetime
+    created_by: str | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None = strawberry.field(
+        description="When it was last presented (updated at most once a minute)."
+    )
+
+    @strawberry.field(description="Neither revoked nor expired (as of the request).")
+    def active(self) -> bool:
+        return self._active
+
+    _active: strawberry.Private[bool]
+
+
+@strawberry.type
+class ApiTokenEdge:
+    cursor: str
+    node: ApiToken
+
+
+@strawberry.type
+class ApiTokenConnection:
+    edges: list[ApiTokenEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[ApiToken]:
+        return [e.node for e in self.edges]
+
+
+@strawberry.type(description="Who is asking: the token of this request.")
+class Caller:
+    name: str | None = strawberry.field(
+        description="The token's name; null when the server runs without authentication."
+    )
+    role: ApiTokenRole
+    authenticated: bool = strawberry.field(
+        description="Whether a token was presented (false when the server runs without auth)."
+    )
+
+
+@strawberry.input
+class CreateApiTokenInput:
+    name: str = strawberry.field(description="Unique among active tokens; 1 to 200 characters.")
+    role: ApiTokenRole
+    expires_at: datetime | None = strawberry.field(
+        default=None, description="When the token stops working; never when null."
+    )
+
+
+@strawberry.type
+class CreateApiTokenPayload:
+    token: ApiToken | None
+    secret: str | None = strawberry.field(
+        description="The token to send as `Authorization: Bearer <secret>`. Shown only here, "
+        "only once: the server keeps only its hash."
+    )
+    user_errors: list[UserError]
+
+
+@strawberry.input
+class RevokeApiTokenInput:
+    id: strawberry.ID
+
+
+@strawberry.type
+class RevokeApiTokenPayload:
+    token: ApiToken | None
+    user_errors: list[UserError]
+
+
+@strawberry.enum(description="How a mutation ended.")
+class AuditOutcome(enum.Enum):
+    SUCCEEDED = strawberry.enum_value("SUCCEEDED", description="It did what it was asked.")
+    REJECTED = strawberry.enum_value(
+        "REJECTED", description="It answered with `userErrors` (bad input, wrong state, ...)."
+    )
+    DENIED = strawberry.enum_value(
+        "DENIED", description="Access control or a rate limit refused it."
+    )
+    FAILED = strawberry.enum_value(
+        "FAILED", description="An unexpected error; the server log has it under `requestId`."
+    )
+
+
+@strawberry.type(description="One mutation: who asked, what, when, and how it ended.")
+class AuditEntry:
+    id: strawberry.ID
+    at: datetime
+    actor: str | None = strawberry.field(
+        description="The token's name (and the run, for a launch from a job); null without auth."
+    )
+    role: ApiTokenRole | None
+    operation: str = strawberry.field(description="The mutation's name, e.g. `launchBackfill`.")
+    subject: str | None = strawberry.field(description="What it was about: an id, a name, a job.")
+    outcome: AuditOutcome
+    codes: list[UserErrorCode] = strawberry.field(description="The codes of its `userErrors`.")
+    message: str | None
+    request_id: str | None
+
+
+@strawberry.type
+class AuditEntryEdge:
+    cursor: str
+    node: AuditEntry
+
+
+@strawberry.type
+class AuditEntryConnection:
+    edges: list[AuditEntryEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[AuditEntry]:
+        return [e.node for e in self.edges]

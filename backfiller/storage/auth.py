@@ -1,0 +1,171 @@
+"""Repositories of API tokens and of the audit log. They never commit."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backfiller.storage.auth_records import ApiTokenRecord, AuditOutcome, AuditRecord, Role
+
+TOKEN_PREFIX = "bft_"
+
+
+def generate_token() -> str:
+    """A new secret: 256 random bits, URL-safe, with a recognizable prefix."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    """What is stored of a token: its SHA-256 (256 random bits need no salt nor slow hash)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def token_hint(token: str) -> str:
+    """A few characters that help a person recognize a token in a list; not a secret."""
+    return token[: len(TOKEN_PREFIX) + 4]
+
+
+@dataclass(frozen=True, slots=True)
+class NewToken:
+    name: str
+    role: Role
+    expires_at: datetime | None
+    created_by: str | None
+
+
+class TokenNameTaken(Exception):
+    """An active token already has this name."""
+
+
+class TokenRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, new: NewToken, now: datetime) -> tuple[ApiTokenRecord, str]:
+        """Store a new token; returns the record and the secret (shown once, never stored)."""
+        if await self.active_by_name(new.name) is not None:
+            raise TokenNameTaken(new.name)
+        secret = generate_token()
+        record = ApiTokenRecord(
+            name=new.name,
+            role=new.role,
+            token_hash=hash_token(secret),
+            hint=token_hint(secret),
+            created_at=now,
+            created_by=new.created_by,
+            expires_at=new.expires_at,
+            revoked_at=None,
+            last_used_at=None,
+        )
+        self.session.add(record)
+        await self.session.flush()
+        return record, secret
+
+    async def find_by_secret(self, secret: str) -> ApiTokenRecord | None:
+        """The token whose secret this is, revoked and expired ones included."""
+        digest = hash_token(secret)
+        result = await self.session.execute(
+            select(ApiTokenRecord).where(ApiTokenRecord.token_hash == digest)
+        )
+        record = result.scalar_one_or_none()
+        # The lookup is by an index on the hash; compare again in constant time all the same.
+        if record is None or not hmac.compare_digest(record.token_hash, digest):
+            return None
+        return record
+
+    async def get(self, pk: int) -> ApiTokenRecord | None:
+        return await self.session.get(ApiTokenRecord, pk, populate_existing=True)
+
+    async def active_by_name(self, name: str) -> ApiTokenRecord | None:
+        result = await self.session.execute(
+            select(ApiTokenRecord).where(
+                ApiTokenRecord.name == name, ApiTokenRecord.revoked_at.is_(None)
+            )
+        )
+        return result.scalar_one_or_none()
+
+    async def page(
+        self, limit: int, after_id: int | None, include_revoked: bool
+    ) -> list[ApiTokenRecord]:
+        """Oldest first; keyset pagination on the id."""
+        stmt = select(ApiTokenRecord).order_by(ApiTokenRecord.id).limit(limit)
+        if after_id is not None:
+            stmt = stmt.where(ApiTokenRecord.id > after_id)
+        if not include_revoked:
+            stmt = stmt.where(ApiTokenRecord.revoked_at.is_(None))
+        return list((await self.session.execute(stmt)).scalars())
+
+    async def revoke(self, pk: int, now: datetime) -> bool:
+        """Revoke a token that is not revoked yet; returns whether it changed."""
+        result = await self.session.execute(
+            update(ApiTokenRecord)
+            .where(ApiTokenRecord.id == pk, ApiTokenRecord.revoked_at.is_(None))
+            .values(revoked_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def mark_used(self, pk: int, now: datetime) -> None:
+        await self.session.execute(
+            update(ApiTokenRecord)
+            .where(ApiTokenRecord.id == pk)
+            .values(last_used_at=now)
+            .execution_options(synchronize_session=False)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    at: datetime
+    actor: str | None
+    role: str | None
+    operation: str
+    subject: str | None
+    outcome: AuditOutcome
+    codes: Sequence[str]
+    message: str | None
+    request_id: str | None
+
+
+class AuditRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, entry: AuditEntry) -> None:
+        await self.session.execute(
+            insert(AuditRecord).values(
+                at=entry.at,
+                actor=entry.actor,
+                role=entry.role,
+                operation=entry.operation,
+                subject=entry.subject,
+                outcome=entry.outcome,
+                codes=list(entry.codes),
+                message=entry.message,
+                request_id=entry.request_id,
+            )
+        )
+
+    async def page(
+        self,
+        limit: int,
+        before_id: int | None,
+        actor: str | None = None,
+        operation: str | None = None,
+    ) -> list[AuditRecord]:
+        """Newest first; keyset pagination on the id."""
+        stmt = select(AuditRecord).order_by(AuditRecord.id.desc()).limit(limit)
+        if before_id is not None:
+            stmt = stmt.where(AuditRecord.id < before_id)
+        if actor is not None:
+            stmt = stmt.where(AuditRecord.actor == actor)
+        if operation is not None:
+            stmt = stmt.where(AuditRecord.operation == operation)
+        return list((await self.session.execute(stmt)).scalars())

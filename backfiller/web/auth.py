@@ -1,0 +1,255 @@
+"""The gate in front of the API: who is asking, and whether a browser may ask at all.
+
+- Authentication: under ``--auth token`` every request to the API (``/graphql...``,
+  ``/api/...``) needs ``Authorization: Bearer <token>``; without one, or with a revoked,
+  expired or unknown one, the answer is **401** with ``WWW-Authenticate: Bearer`` and a JSON
+  body whose code is ``UNAUTHENTICATED`` (the UI shows its sign-in page on it). Under
+  ``--auth none`` (loopback only) every request acts as an admin without a name.
+  WebSocket clients that cannot set headers (browsers) send the token in the
+  ``connection_init`` payload as ``{"Authorization": "Bearer <token>"}``.
+- CSRF: a request that a browser sends (it carries ``Origin``) must come from this server's
+  own origin or one of ``--cors-origin``; and an unsafe one (POST, ...) must have
+  ``Content-Type: application/json``, a header a page on another origin can only send after a
+  CORS preflight, which only configured origins pass. Mutations are never accepted over GET.
+- CORS headers are sent for the configured origins only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+from strawberry.exceptions import ConnectionRejectionError
+
+from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal, actor_of
+from backfiller.resolvers.auth import AuthFailure, authenticate
+from backfiller.resolvers.context import Context, Services
+from backfiller.resolvers.ids import parse_run_id
+
+logger = logging.getLogger("backfiller.auth")
+
+API_PREFIXES = ("/graphql", "/api/")
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+RUN_ID_HEADER = "x-backfiller-run-id"
+PRINCIPAL_KEY = "principal"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost", "[::1]"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` exposes the server to this machine only."""
+    import ipaddress
+
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith(API_PREFIXES)
+
+
+def bearer_token(headers: Headers | dict[str, Any]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value; None when absent."""
+    value = headers.get("authorization") or headers.get("Authorization")
+    if not isinstance(value, str):
+        return None
+    scheme, _, token = value.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return ""
+    return token.strip()
+
+
+def principal_of(scope: Scope) -> Principal | None:
+    """The principal the gate found for this request (None when it let it in without one)."""
+    found = scope.get("state", {}).get(PRINCIPAL_KEY)
+    return found if isinstance(found, Principal) else None
+
+
+def run_id_of(headers: Headers) -> str | None:
+    """The run a request comes from, when a job's client says so (ignored when malformed)."""
+    value = headers.get(RUN_ID_HEADER)
+    if value is None or parse_run_id(value) is None:
+        return None
+    return value
+
+
+def request_context(services: Services, scope: Scope, request_id: str) -> Context:
+    """The per-request context of an API request that passed the gate (GraphQL and REST)."""
+    from backfiller.resolvers.source import StorageSource
+
+    principal = principal_of(scope)
+    return Context(
+        services=services,
+        source=StorageSource(services),
+        actor=actor_of(principal, run_id_of(Headers(scope=scope))),
+        request_id=request_id,
+        principal=principal,
+    )
+
+
+async def accept_websocket(context: Context) -> None:
+    """Authenticate a WebSocket from its ``connection_init`` payload when no header did.
+
+    Raises:
+        ConnectionRejectionError: no valid token (the socket closes with 4403).
+    """
+    if context.principal is not None:
+        return
+    services = context.services
+    if services.settings.auth_mode == "none":
+        context.principal = ANONYMOUS_ADMIN
+        return
+    params = context.connection_params or {}
+    token = bearer_token(params) if isinstance(params, dict) else None
+    if not token:
+        raise ConnectionRejectionError({"code": "UNAUTHENTICATED"})
+    found = await authenticate(services, token, services.clock())
+    if isinstance(found, AuthFailure):
+        raise ConnectionRejectionError({"code": "UNAUTHENTICATED", "message": found.reason})
+    context.principal = found
+    context.actor = actor_of(found, None)
+
+
+def _same_origin(origin: str, headers: Headers, scheme: str) -> bool:
+    host = headers.get("host")
+    if not host:
+        return False
+    parsed = urlsplit(origin)
+    return parsed.netloc.lower() == host.lower() and parsed.scheme in (scheme, scheme + "s")
+
+
+def _unauthorized(path: str, message: str, token_given: bool) -> JSONResponse:
+    challenge = 'Bearer realm="backfiller"'
+    if token_given:
+        challenge += ', error="invalid_token"'
+    if path.startswith("/api/"):
+        body: dict[str, Any] = {
+            "userErrors": [{"code": "UNAUTHENTICATED", "message": message, "field": None}]
+        }
+    else:
+        body = {"errors": [{"message": message, "extensions": {"code": "UNAUTHENTICATED"}}]}
+    return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": challenge})
+
+
+def _refused(path: str, status: int, code: str, message: str) -> JSONResponse:
+    if path.startswith("/api/"):
+        body: dict[str, Any] = {"userErrors": [{"code": code, "message": message, "field": None}]}
+    else:
+        body = {"errors": [{"message": message, "extensions": {"code": code}}]}
+    return JSONResponse(body, status_code=status)
+
+
+class AccessGate:
+    """ASGI middleware: authenticates API requests and refuses cross-site ones."""
+
+    def __init__(self, app: ASGIApp, services: Services) -> None:
+        self.app = app
+        self.services = services
+        settings = services.settings
+        self.auth_mode = settings.auth_mode
+        self.origins = frozenset(o.rstrip("/") for o in settings.cors_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or not is_api_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        path: str = scope["path"]
+        origin = headers.get("origin")
+        scheme = "ws" if scope["type"] == "websocket" else "http"
+        if (
+            origin is not None
+            and origin.rstrip("/") not in self.origins
+            and not _same_origin(origin, headers, scheme)
+        ):
+            await self._deny(scope, receive, send, 403, "FORBIDDEN", "origin not allowed")
+            return
+        if scope["type"] == "http":
+            method = scope["method"]
+            if method == "OPTIONS":
+                await self.app(scope, receive, send)
+                return
+            if origin is not None and method not in SAFE_METHODS:
+                media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                if media != "application/json":
+                    await self._deny(
+                        scope,
+                        receive,
+                        send,
+                        415,
+                        "UNSUPPORTED_MEDIA_TYPE",
+                        "requests from a browser must send Content-Type: application/json",
+                    )
+                    return
+        token = bearer_token(headers)
+        principal: Principal | None = None
+        if token is not None:
+            found = await authenticate(self.services, token, self.services.clock())
+            if isinstance(found, AuthFailure):
+                logger.info("refused a request to %s: %s", path, found.reason)
+                await self._challenge(scope, receive, send, found.reason, True)
+                return
+            principal = found
+        elif self.auth_mode == "none":
+            principal = ANONYMOUS_ADMIN
+        elif scope["type"] == "http" and not self._is_ide_page(scope, headers):
+            await self._challenge(
+                scope,
+                receive,
+                send,
+                "a token is required: send `Authorization: Bearer <token>` "
+                "(create one with `backfiller token create`)",
+                False,
+            )
+            return
+        scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _is_ide_page(scope: Scope, headers: Headers) -> bool:
+        """GraphiQL's page itself (no operation in it) loads without a token."""
+        if scope["method"] != "GET" or not scope["path"].startswith("/graphql"):
+            return False
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        return "query" not in query and "text/html" in headers.get("accept", "")
+
+    async def _challenge(
+        self, scope: Scope, receive: Receive, send: Send, message: str, token_given: bool
+    ) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 4401, "reason": "Unauthorized"})
+            return
+        await _unauthorized(scope["path"], message, token_given)(scope, receive, send)
+
+    @staticmethod
+    async def _deny(
+        scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str
+    ) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 4403, "reason": "Forbidden"})
+            return
+        await _refused(scope["path"], status, code, message)(scope, receive, send)
+
+
+def secure(app: ASGIApp, services: Services) -> ASGIApp:
+    """The gate, and CORS headers for the configured origins only (none by default)."""
+    gated: ASGIApp = AccessGate(app, services)
+    origins = list(services.settings.cors_origins)
+    if origins:
+        gated = CORSMiddleware(
+            gated,
+            allow_origins=origins,
+            allow_methods=["GET", "POST", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "X-Backfiller-Run-Id"],
+            expose_headers=["X-Request-ID"],
+            max_age=600,
+        )
+    return gated
