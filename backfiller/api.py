@@ -19,6 +19,7 @@ from backfiller.config import Settings
 from backfiller.resolvers import admin as admin_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
+from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.auth import Authorize
 from backfiller.resolvers.errors import MaskUnexpectedErrors
 from backfiller.resolvers.ids import parse_backfill_id, parse_run_id
@@ -41,6 +42,12 @@ from backfiller.schema.payloads import (
     PreviewBackfillPayload,
     ResumeBackfillPayload,
     RetryBackfillPayload,
+)
+from backfiller.schema.triggers import (
+    EvaluateTriggerPayload,
+    SetTriggerEnabledPayload,
+    Trigger,
+    TriggerEvaluation,
 )
 
 API_VERSION = "v1"
@@ -65,6 +72,12 @@ class Query:
     runs: RunConnection = strawberry.field(
         resolver=job_resolvers.list_runs, description="Runs of every backfill, newest first."
     )
+    triggers: list[Trigger] = strawberry.field(
+        resolver=trigger_resolvers.list_triggers, description="Every trigger, by name."
+    )
+    trigger: Trigger | None = strawberry.field(
+        resolver=trigger_resolvers.get_trigger, description="A trigger by name."
+    )
 
     me: Caller = strawberry.field(
         resolver=admin_resolvers.me, description="Who is asking: the token of this request."
@@ -84,6 +97,8 @@ class Query:
             return await backfill_resolvers.get_backfill(info, id)
         if parse_run_id(id) is not None:
             return await job_resolvers.get_run(info, id)
+        if trigger_resolvers.parse_evaluation_id(id) is not None:
+            return await trigger_resolvers.get_trigger_evaluation(info, id)
         return None
 
 
@@ -121,6 +136,16 @@ class Mutation:
         resolver=job_resolvers.delete_dynamic_partitions,
         description="Delete keys from a dynamic partitions definition.",
     )
+    evaluate_trigger: EvaluateTriggerPayload = strawberry.mutation(
+        resolver=trigger_resolvers.evaluate_trigger,
+        description="Evaluate a trigger now and launch what it returns (nothing with "
+        "`dryRun`). Every evaluation is recorded; a failing trigger is an evaluation with "
+        "outcome FAILED.",
+    )
+    set_trigger_enabled: SetTriggerEnabledPayload = strawberry.mutation(
+        resolver=trigger_resolvers.set_trigger_enabled,
+        description="Turn the daemon's interval evaluation of a trigger on or off.",
+    )
     create_api_token: CreateApiTokenPayload = strawberry.mutation(
         resolver=admin_resolvers.create_api_token,
         description="Create an API token; its secret is in the payload, once. Admin only.",
@@ -152,7 +177,7 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
     return PublicSchema(
         query=Query,
         mutation=Mutation,
-        types=[Backfill, Run],
+        types=[Backfill, Run, TriggerEvaluation],
         config=StrawberryConfig(disable_field_suggestions=False),
         extensions=protective,
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
@@ -22,6 +22,7 @@ from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.rest import RestApi
+from backfiller.web.ui_routes import ui_routes
 
 logger = logging.getLogger("backfiller.web")
 
@@ -155,16 +156,6 @@ async def health(request: Request) -> Response:
     return JSONResponse({"status": "ok", "apiVersion": API_VERSION})
 
 
-INDEX_HTML = """<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>Backfiller</title></head><body><h1>Backfiller</h1>
-<p>The API is at <a href="/graphql/v1">/graphql/v1</a> (GraphiQL in a browser).</p>
-</body></html>"""
-
-
-async def index(request: Request) -> Response:
-    return HTMLResponse(INDEX_HTML)
-
-
 def create_app(services: Services) -> ASGIApp:
     """The whole web application around one set of services."""
     graphql = PublicGraphQL(
@@ -185,7 +176,7 @@ def create_app(services: Services) -> ASGIApp:
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
         Route("/healthz", health),
-        Route("/", index),
+        *ui_routes(),
         RestApi(graphql, services.settings.max_page_size).mount(),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
