@@ -21,8 +21,8 @@ def main() -> None:
     # Importing registers the commands.
     from backfiller.cli import (
         client,  # noqa: F401
+        daemon,  # noqa: F401
         server,  # noqa: F401
-        tokens,  # noqa: F401
     )
 
     app()

@@ -8,6 +8,7 @@ and, while a job runs, a watchdog thread exits as soon as the parent process is 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -137,6 +138,10 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def run_worker(conn: Connection, options: WorkerOptions, parent_pid: int) -> None:
     """Entry point of a worker process (``multiprocessing`` spawn target)."""
+    # Own process group: a Ctrl+C or a SIGTERM sent to the daemon's group reaches the daemon
+    # only, which then stops its workers in order. The launcher signals workers one by one.
+    with contextlib.suppress(OSError):
+        os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
     for entry in reversed(options.sys_path):

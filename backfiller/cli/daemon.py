@@ -1,0 +1,221 @@
+"""``backfiller daemon`` (runs backfills) and ``backfiller dev`` (API and daemon in one process)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+from typing import Annotated
+
+import typer
+
+from backfiller.cli.app import app
+from backfiller.cli.server import (
+    EXAMPLE_DEFINITIONS,
+    DatabaseOption,
+    DefinitionsOption,
+    HostOption,
+    PortOption,
+    configure_logging,
+    definitions_or_exit,
+    fail,
+    prepare_database,
+)
+from backfiller.config import Settings
+from backfiller.daemon import Daemon, DaemonSettings
+from backfiller.definitions.loading import Definitions
+from backfiller.launchers import LocalLauncher
+from backfiller.launchers.local import default_worker_count
+from backfiller.storage import Database
+
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        envvar="BACKFILLER_WORKERS",
+        help="Worker processes of the local launcher (default: the CPU count).",
+    ),
+]
+MaxRunsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-runs",
+        envvar="BACKFILLER_MAX_RUNS",
+        help="Runs this daemon keeps active at once, queued and running "
+        "(default: 4 per worker, at least 16).",
+    ),
+]
+ApiUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-url",
+        envvar="BACKFILLER_URL",
+        help="URL of the service, given to runs for `context.client` (with $BACKFILLER_TOKEN).",
+    ),
+]
+GraceOption = Annotated[
+    float,
+    typer.Option("--grace-seconds", help="Between SIGTERM and SIGKILL of a canceled run."),
+]
+LeaseOption = Annotated[
+    float,
+    typer.Option(
+        "--lease-timeout",
+        help="Seconds without a heartbeat after which another daemon's runs are requeued.",
+    ),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class DaemonOptions:
+    target: str
+    workers: int | None
+    max_runs: int | None
+    api_url: str | None
+    grace_seconds: float
+    lease_timeout: float
+
+
+def _stop_on_signals(stop: asyncio.Event) -> None:
+    """SIGINT/SIGTERM set ``stop``. Plain handlers, so uvicorn can chain to them."""
+    loop = asyncio.get_running_loop()
+
+    def handle(signum: int, frame: object) -> None:
+        loop.call_soon_threadsafe(stop.set)
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> Daemon:
+
+    launcher = LocalLauncher(
+        options.target,
+        options.workers,
+        max_active=options.max_runs,
+        grace_seconds=options.grace_seconds,
+        api_url=options.api_url,
+        token=os.environ.get("BACKFILLER_TOKEN") or None,
+    ).start()
+    settings = DaemonSettings(
+        max_runs=options.max_runs,
+        lease_timeout_seconds=options.lease_timeout,
+        shutdown_grace_seconds=options.grace_seconds,
+    )
+    return Daemon(Database(database_url), defs, launcher, settings)
+
+
+async def run_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> None:
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    daemon = build_daemon(database_url, defs, options)
+    size = options.workers or default_worker_count()
+    typer.echo(f"Backfiller daemon {daemon.owner} running with {size} workers", err=True)
+    try:
+        await daemon.run(stop)
+    finally:
+        await daemon.database.dispose()
+
+
+@app.command()
+def daemon(
+    definitions: DefinitionsOption = None,
+    database: DatabaseOption = None,
+    workers: WorkersOption = None,
+    max_runs: MaxRunsOption = None,
+    api_url: ApiUrlOption = None,
+    grace_seconds: GraceOption = 5.0,
+    lease_timeout: LeaseOption = 30.0,
+) -> None:
+    """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
+    configure_logging()
+    if workers is not None and workers < 1:
+        raise fail("--workers must be at least 1")
+    target = definitions or EXAMPLE_DEFINITIONS
+    defs = definitions_or_exit(target)
+    url = prepare_database(database)
+    options = DaemonOptions(target, workers, max_runs, api_url, grace_seconds, lease_timeout)
+    asyncio.run(run_daemon(url, defs, options))
+
+
+def _dev_settings(url: str, target: str, host: str, port: int) -> Settings:
+    overrides: dict[str, object] = {
+        "database_url": url,
+        "definitions": target,
+        "host": host,
+        "port": port,
+    }
+    names = {f.name for f in dataclasses.fields(Settings)}
+    if "auth_mode" in names:
+        overrides["auth_mode"] = "none"  # the quick start is loopback-only
+    return Settings.from_env(**overrides)
+
+
+async def run_dev(defs: Definitions, settings: Settings, options: DaemonOptions) -> None:
+    import uvicorn
+
+    from backfiller.resolvers.context import Services
+    from backfiller.web.app import create_app
+
+    assert settings.database_url is not None
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    services = Services(
+        database=Database(settings.database_url), definitions=defs, settings=settings
+    )
+    config = uvicorn.Config(
+        create_app(services),
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        lifespan="on",
+        ws="websockets-sansio",
+    )
+    server = uvicorn.Server(config)
+    daemon = build_daemon(settings.database_url, defs, options)
+    base = f"http://{settings.host}:{settings.port}"
+
+    async def serve() -> None:
+        try:
+            await server.serve()
+        except SystemExit:  # uvicorn exits when it cannot bind
+            pass
+
+    server_task = asyncio.create_task(serve())
+    daemon_task = asyncio.create_task(daemon.run(stop))
+    while not server.started and not server_task.done():  # noqa: ASYNC110 (uvicorn has no event)
+        await asyncio.sleep(0.05)
+    if server.started:
+        typer.echo(
+            f"Backfiller is running: open {base}/ (API at {base}/graphql/v1). "
+            "Press Ctrl+C to stop.",
+            err=True,
+        )
+    await asyncio.wait({server_task, daemon_task}, return_when=asyncio.FIRST_COMPLETED)
+    stop.set()
+    server.should_exit = True
+    await daemon_task
+    with contextlib.suppress(Exception):
+        await server_task
+    await daemon.database.dispose()
+    if server_task.done() and not server.started:
+        raise fail(f"could not serve on {settings.host}:{settings.port}")
+
+
+@app.command()
+def dev(
+    definitions: DefinitionsOption = None,
+    database: DatabaseOption = None,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
+    workers: WorkersOption = None,
+) -> None:
+    """The quick start: API, UI and daemon together, on SQLite, with the example jobs."""
+    configure_logging("WARNING")
+    target = definitions or EXAMPLE_DEFINITIONS
+    defs = definitions_or_exit(target)
+    url = prepare_database(database)
+    options = DaemonOptions(target, workers, None, None, 5.0, 30.0)
+    asyncio.run(run_dev(defs, _dev_settings(url, target, host, port), options))
