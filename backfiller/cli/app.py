@@ -23,6 +23,7 @@ def main() -> None:
         client,  # noqa: F401
         daemon,  # noqa: F401
         server,  # noqa: F401
+        tokens,  # noqa: F401
     )
 
     app()
