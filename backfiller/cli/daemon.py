@@ -178,10 +178,8 @@ async def run_dev(defs: Definitions, settings: Settings, options: DaemonOptions)
     base = f"http://{settings.host}:{settings.port}"
 
     async def serve() -> None:
-        try:
+        with contextlib.suppress(SystemExit):  # uvicorn exits when it cannot bind
             await server.serve()
-        except SystemExit:  # uvicorn exits when it cannot bind
-            pass
 
     server_task = asyncio.create_task(serve())
     daemon_task = asyncio.create_task(daemon.run(stop))
