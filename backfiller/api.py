@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import strawberry
@@ -19,6 +20,7 @@ from backfiller.config import Settings
 from backfiller.resolvers import admin as admin_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
+from backfiller.resolvers import progress as progress_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.auth import Authorize
 from backfiller.resolvers.errors import MaskUnexpectedErrors
@@ -43,6 +45,7 @@ from backfiller.schema.payloads import (
     ResumeBackfillPayload,
     RetryBackfillPayload,
 )
+from backfiller.schema.subscriptions import BackfillProgress
 from backfiller.schema.triggers import (
     EvaluateTriggerPayload,
     SetTriggerEnabledPayload,
@@ -156,6 +159,15 @@ class Mutation:
     )
 
 
+@strawberry.type
+class Subscription:
+    backfill_progress: AsyncGenerator[BackfillProgress, None] = strawberry.subscription(
+        resolver=progress_resolvers.backfill_progress,
+        description="A backfill's status and counts: now, then each time they change. Ends "
+        "after the message whose `ended` is true. Over graphql-transport-ws.",
+    )
+
+
 def build_schema(settings: Settings | None = None) -> PublicSchema:
     """The public v1 schema, with its protective extensions."""
     settings = settings or Settings()
@@ -177,6 +189,7 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
     return PublicSchema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         types=[Backfill, Run, TriggerEvaluation],
         config=StrawberryConfig(disable_field_suggestions=False),
         extensions=protective,
