@@ -86,6 +86,7 @@ FIELD_ROLES: Mapping[str, Mapping[str, Role | None]] = {
     },
     "Subscription": {
         "__typename": PUBLIC,
+        "backfillProgress": VIEWER,
     },
 }
 """Root field -> the least role that may use it. A field missing here is refused."""
