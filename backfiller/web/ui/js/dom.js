@@ -81,7 +81,7 @@ export function formatDuration(seconds) {
   if (seconds < 60) return `${seconds.toFixed(seconds < 10 ? 1 : 0)} s`;
   const m = Math.floor(seconds / 60);
   const s = Math.round(seconds % 60);
-  if (m < 60) return `${m} min ${s} s`;
+  if (m < 60) return s ? `${m} min ${s} s` : `${m} min`;
   return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 

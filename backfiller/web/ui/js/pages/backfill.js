@@ -179,6 +179,11 @@ export async function render(root, { params }) {
   const retryKey = randomId();
   let buttons = null;
 
+  function retryable() {
+    const c = backfill.counts;
+    return TERMINAL_STATUSES.has(backfill.status) && c.failed + c.canceled + c.pending + c.queued > 0;
+  }
+
   function renderActions() {
     const status = backfill.status;
     const terminal = TERMINAL_STATUSES.has(status);
@@ -212,7 +217,7 @@ export async function render(root, { params }) {
       label: "Retry",
       busyLabel: "Retrying…",
       variant: "btn-primary",
-      enabled: terminal,
+      enabled: retryable(),
       run: async () => {
         const choice = RETRY_CHOICES.find((c) => c.value === retryChoice.value) || RETRY_CHOICES[0];
         const data = await graphql("UiRetryBackfill", {
@@ -244,7 +249,7 @@ export async function render(root, { params }) {
       pause: status === "REQUESTED" || status === "RUNNING",
       resume: status === "PAUSED",
       cancel: !terminal && status !== "CANCELING",
-      retry: terminal,
+      retry: retryable(),
     };
     for (const [name, enabled] of Object.entries(wanted)) {
       const button = buttons[name].button;
@@ -342,7 +347,7 @@ export async function render(root, { params }) {
     }
     strip.setRanges(data.backfill.partitionStatusRanges, data.backfill.counts.total);
     const drawn = performance.now();
-    stripTiming.textContent = `${formatNumber(data.backfill.counts.total)} partitions in ${formatNumber(data.backfill.partitionStatusRanges.length)} ranges · loaded in ${Math.round(fetched - started)} ms, drawn in ${Math.round(drawn - fetched)} ms`;
+    stripTiming.textContent = `${formatNumber(data.backfill.counts.total)} partitions in ${formatNumber(data.backfill.partitionStatusRanges.length)} range${data.backfill.partitionStatusRanges.length === 1 ? "" : "s"} · loaded in ${Math.round(fetched - started)} ms, drawn in ${Math.round(drawn - fetched)} ms`;
     stripHolder.dataset.ready = "true";
     if (backfill && TERMINAL_STATUSES.has(backfill.status)) stripLoadedAfterEnd = true;
   }

@@ -89,7 +89,7 @@ export async function render(root) {
       h(
         "dl",
         { class: "facts facts-inline" },
-        h("div", {}, h("dt", {}, "Partitions"), h("dd", {}, `${job.partitions.kind.toLowerCase()} · ${partitionsSummary(job.partitions)}`)),
+        h("div", {}, h("dt", {}, "Partitions"), h("dd", {}, partitionsSummary(job.partitions))),
         job.partitions.keyFormat ? h("div", {}, h("dt", {}, "Key format"), h("dd", { class: "mono" }, job.partitions.keyFormat)) : null,
         h("div", {}, h("dt", {}, "Retries"), h("dd", {}, job.retryPolicy.maxRetries ? `${job.retryPolicy.maxRetries} after ${job.retryPolicy.delaySeconds} s` : "none")),
         h("div", {}, h("dt", {}, "Max concurrent runs"), h("dd", {}, job.maxConcurrentRuns ? String(job.maxConcurrentRuns) : "no limit")),

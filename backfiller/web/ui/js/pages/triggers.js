@@ -219,7 +219,7 @@ export async function render(root) {
       h(
         "div",
         { class: "trigger-toggle" },
-        h("label", { class: "choice", for: toggleId }, toggle, "Evaluate on its interval"),
+        t.intervalSeconds ? h("label", { class: "choice", for: toggleId }, toggle, `Evaluate ${intervalText(t.intervalSeconds)}`) : null,
         error,
       ),
       outcome,
