@@ -1,0 +1,177 @@
+"""Helpers of the daemon's acceptance tests: real server, daemon and worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from websockets.sync.client import connect
+
+from tests.support import LiveProcess, LiveServer
+
+DEFINITIONS = "tests.acceptance.jobs_daemon:definitions"
+
+LAUNCH = """
+mutation($input: LaunchBackfillInput!) {
+  launchBackfill(input: $input) { backfill { id } userErrors { code message } }
+}
+"""
+READ = """
+query($id: ID!) {
+  backfill(id: $id) {
+    id status error
+    counts { total pending queued running succeeded failed canceled skipped }
+  }
+}
+"""
+RUNS = """
+query($id: ID!, $after: String) {
+  backfill(id: $id) {
+    runs(first: 100, after: $after) {
+      pageInfo { hasNextPage endCursor }
+      nodes { id partitionKey attempt status failureReason errorMessage startedAt endedAt }
+    }
+  }
+}
+"""
+
+
+class Daemon(LiveProcess):
+    def __init__(
+        self,
+        database_url: str,
+        workers: int = 2,
+        extra: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        args = [
+            "daemon",
+            "--database",
+            database_url,
+            "--definitions",
+            DEFINITIONS,
+            "--workers",
+            str(workers),
+            "--grace-seconds",
+            "1",
+            *(extra or []),
+        ]
+        super().__init__(args, env=env)
+
+    def kill(self) -> None:
+        """SIGKILL, like a crash: no cleanup at all."""
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def workers(self) -> list[int]:
+        """Pids of this daemon's worker processes."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) == self.proc.pid:
+                found.append(int(stat.parent.name))
+        return found
+
+
+def gql(server: LiveServer, query: str, variables: dict[str, Any] | None = None) -> Any:
+    response = server.graphql(query, variables)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "errors" not in body, body
+    return body["data"]
+
+
+def launch(server: LiveServer, job: str, start: str, end: str, **extra: Any) -> str:
+    data = gql(
+        server,
+        LAUNCH,
+        {
+            "input": {
+                "target": {"job": job},
+                "partitions": {"range": {"start": start, "end": end}},
+                **extra,
+            }
+        },
+    )
+    assert data["launchBackfill"]["userErrors"] == [], data
+    backfill_id: str = data["launchBackfill"]["backfill"]["id"]
+    return backfill_id
+
+
+def read(server: LiveServer, backfill_id: str) -> dict[str, Any]:
+    backfill: dict[str, Any] = gql(server, READ, {"id": backfill_id})["backfill"]
+    return backfill
+
+
+def runs_of(server: LiveServer, backfill_id: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    after = None
+    while True:
+        page = gql(server, RUNS, {"id": backfill_id, "after": after})["backfill"]["runs"]
+        found += page["nodes"]
+        if not page["pageInfo"]["hasNextPage"]:
+            return found
+        after = page["pageInfo"]["endCursor"]
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, every: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+def wait_status(
+    server: LiveServer, backfill_id: str, statuses: set[str], timeout: float = 60
+) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        backfill = read(server, backfill_id)
+        return backfill if backfill["status"] in statuses else None
+
+    found: dict[str, Any] = wait_for(f"{backfill_id} in {statuses}", check, timeout)
+    return found
+
+
+def adds_up(counts: dict[str, int]) -> bool:
+    return counts["total"] == sum(v for k, v in counts.items() if k != "total")
+
+
+def subscribe(server: LiveServer, query: str, variables: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every ``next`` payload of one graphql-transport-ws subscription, until it completes."""
+    url = server.url.replace("http://", "ws://") + "/graphql/v1"
+    messages: list[dict[str, Any]] = []
+    with connect(url, subprotocols=["graphql-transport-ws"], open_timeout=10) as ws:  # type: ignore[list-item]
+        ws.send(json.dumps({"type": "connection_init"}))
+        assert json.loads(ws.recv(10))["type"] == "connection_ack"
+        ws.send(
+            json.dumps(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {"query": query, "variables": variables},
+                }
+            )
+        )
+        while True:
+            message = json.loads(ws.recv(120))
+            if message["type"] == "next":
+                assert "errors" not in message["payload"], message
+                messages.append(message["payload"]["data"])
+            elif message["type"] == "complete":
+                return messages
+            elif message["type"] == "ping":
+                ws.send(json.dumps({"type": "pong"}))
+            else:
+                raise AssertionError(message)

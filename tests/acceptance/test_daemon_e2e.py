@@ -1,0 +1,201 @@
+"""The daemon end to end: real server, daemon and worker processes, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.daemon_support import (
+    DEFINITIONS,
+    Daemon,
+    adds_up,
+    gql,
+    launch,
+    read,
+    runs_of,
+    subscribe,
+    wait_for,
+    wait_status,
+)
+from tests.support import LiveServer
+
+pytestmark = pytest.mark.acceptance
+
+
+@pytest.fixture
+def server(database_url: str) -> Iterator[LiveServer]:
+    live = LiveServer(database_url, DEFINITIONS)
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def marks(tmp_path: Path) -> Path:
+    folder = tmp_path / "marks"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def daemon(database_url: str, marks: Path) -> Iterator[Daemon]:
+    live = Daemon(database_url, env={"BACKFILLER_TEST_MARKS": str(marks)})
+    yield live
+    live.stop()
+
+
+PROGRESS = """
+subscription($id: ID!) {
+  backfillProgress(id: $id) {
+    backfillId status ended
+    counts { total pending queued running succeeded failed canceled skipped }
+  }
+}
+"""
+
+
+def test_a_backfill_completes_with_exact_counts_and_live_progress(
+    server: LiveServer, daemon: Daemon
+) -> None:
+    backfill_id = launch(server, "steady", "2024-01-01", "2024-02-29", runConfig={"seconds": 0.01})
+    messages = subscribe(server, PROGRESS, {"id": backfill_id})
+    progress = [m["backfillProgress"] for m in messages]
+    assert len(progress) >= 2
+    assert all(adds_up(p["counts"]) for p in progress)
+    assert progress[-1]["ended"] is True and progress[-1]["status"] == "COMPLETED_SUCCESS"
+    assert not any(p["ended"] for p in progress[:-1])
+    assert progress[-1]["counts"]["succeeded"] == 60
+    backfill = read(server, backfill_id)
+    assert backfill["counts"] == {
+        "total": 60,
+        "pending": 0,
+        "queued": 0,
+        "running": 0,
+        "succeeded": 60,
+        "failed": 0,
+        "canceled": 0,
+        "skipped": 0,
+    }
+    runs = runs_of(server, backfill_id)
+    assert sorted(r["partitionKey"] for r in runs) == sorted({r["partitionKey"] for r in runs})
+    data = gql(
+        server,
+        "query($id: ID!) { run(id: $id) { status logs { nodes { level message } } } }",
+        {"id": runs[0]["id"]},
+    )
+    assert data["run"]["logs"]["nodes"] == [
+        {"level": "INFO", "message": f"processing {runs[0]['partitionKey']}"}
+    ]
+
+
+def test_a_failing_job_ends_completed_failed_with_its_attempts(
+    server: LiveServer, daemon: Daemon
+) -> None:
+    backfill_id = launch(server, "broken", "2024-01-01", "2024-01-03")
+    backfill = wait_status(server, backfill_id, {"COMPLETED_FAILED"})
+    assert backfill["counts"]["failed"] == 3 and adds_up(backfill["counts"])
+    runs = runs_of(server, backfill_id)
+    attempts = Counter((r["partitionKey"], r["attempt"]) for r in runs)
+    assert sorted(attempts) == [
+        (day, attempt) for day in ("2024-01-01", "2024-01-02", "2024-01-03") for attempt in (1, 2)
+    ]
+    assert {(r["status"], r["failureReason"]) for r in runs} == {("FAILED", "ERROR")}
+    assert runs[0]["errorMessage"].startswith("ValueError: cannot process")
+
+
+def test_a_run_past_its_timeout_is_stopped_and_fails_with_timeout(
+    server: LiveServer, daemon: Daemon
+) -> None:
+    backfill_id = launch(server, "hangs", "2024-01-01", "2024-01-01")
+    backfill = wait_status(server, backfill_id, {"COMPLETED_FAILED"}, timeout=30)
+    assert backfill["counts"]["failed"] == 1
+    [run] = runs_of(server, backfill_id)
+    assert (run["status"], run["failureReason"]) == ("FAILED", "TIMEOUT")
+    assert run["errorMessage"] == "timed out after 1 s"
+
+
+def test_pause_and_resume_while_runs_are_in_flight(
+    server: LiveServer, daemon: Daemon, marks: Path
+) -> None:
+    backfill_id = launch(server, "steady", "2024-01-01", "2024-01-30", runConfig={"seconds": 0.2})
+    wait_for("runs in flight", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 2)
+    paused = gql(
+        server,
+        "mutation($id: ID!) { pauseBackfill(input: {id: $id}) { backfill { status } } }",
+        {"id": backfill_id},
+    )
+    assert paused["pauseBackfill"]["backfill"]["status"] == "PAUSED"
+    settled = wait_for(
+        "runs in flight to finish",
+        lambda: (lambda c: c if c["queued"] == 0 and c["running"] == 0 else None)(
+            read(server, backfill_id)["counts"]
+        ),
+    )
+    time.sleep(1.0)
+    still = read(server, backfill_id)
+    assert still["status"] == "PAUSED"
+    assert still["counts"] == settled, "nothing starts while paused"
+    assert settled["pending"] > 0
+    gql(
+        server,
+        "mutation($id: ID!) { resumeBackfill(input: {id: $id}) { backfill { status } } }",
+        {"id": backfill_id},
+    )
+    done = wait_status(server, backfill_id, {"COMPLETED_SUCCESS"})
+    assert done["counts"]["succeeded"] == 30
+    executions = [
+        line.split()[1]
+        for f in marks.iterdir()
+        for line in f.read_text().splitlines()
+        if line.startswith("steady")
+    ]
+    assert sorted(executions) == sorted(set(executions)), "no partition ran twice"
+    assert len(executions) == 30
+
+
+def test_cancel_stops_running_runs_and_retry_relaunches_them(
+    server: LiveServer, daemon: Daemon
+) -> None:
+    backfill_id = launch(server, "steady", "2024-01-01", "2024-01-06", runConfig={"seconds": 30})
+    wait_for("runs running", lambda: read(server, backfill_id)["counts"]["running"] == 2)
+    started = time.monotonic()
+    canceled = gql(
+        server,
+        "mutation($id: ID!) { cancelBackfill(input: {id: $id}) { backfill { status } } }",
+        {"id": backfill_id},
+    )
+    assert canceled["cancelBackfill"]["backfill"]["status"] == "CANCELING"
+    backfill = wait_status(server, backfill_id, {"CANCELED"}, timeout=20)
+    assert time.monotonic() - started < 15, "running runs were stopped, not waited for"
+    assert backfill["counts"]["canceled"] == 6 and adds_up(backfill["counts"])
+    runs = runs_of(server, backfill_id)
+    assert runs and {r["status"] for r in runs} == {"CANCELED"}
+    assert all(r["endedAt"] for r in runs)
+    retried = gql(
+        server,
+        """mutation($id: ID!) { retryBackfill(input: {id: $id, include: [CANCELED, NOT_RUN]}) {
+             backfill { id parent { id } counts { total } } userErrors { code message } } }""",
+        {"id": backfill_id},
+    )["retryBackfill"]
+    assert retried["userErrors"] == []
+    child = retried["backfill"]
+    assert child["parent"]["id"] == backfill_id and child["counts"]["total"] == 6
+    wait_for("the retry to run", lambda: read(server, child["id"])["counts"]["running"] >= 1)
+    gql(
+        server,
+        "mutation($id: ID!) { cancelBackfill(input: {id: $id}) { backfill { status } } }",
+        {"id": child["id"]},
+    )
+    wait_status(server, child["id"], {"CANCELED"}, timeout=20)
+    kinds = [
+        e["kind"]
+        for e in gql(
+            server,
+            "query($id: ID!) { backfill(id: $id) { events { nodes { kind } } } }",
+            {"id": backfill_id},
+        )["backfill"]["events"]["nodes"]
+    ]
+    assert kinds == ["LAUNCHED", "STARTED", "CANCEL_REQUESTED", "CANCELED", "RETRIED"]
