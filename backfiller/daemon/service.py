@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from backfiller.daemon import ticks
 from backfiller.daemon.loop import Loop
 from backfiller.daemon.ticks import DaemonState, Limits, TickReport
+from backfiller.daemon.triggers import TICK_SECONDS, TriggerRunner
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import Launcher, LauncherEvent, RunFinished, RunLogs, RunStarted
 from backfiller.storage import Database
@@ -76,6 +77,7 @@ class Daemon:
         self.loop.every(s.steer_seconds, "steer", self.steer)
         self.loop.every(s.steer_seconds, "complete", self.complete)
         self.loop.every(s.heartbeat_seconds, "lease", self.lease)
+        self.loop.every(TICK_SECONDS, "triggers", TriggerRunner(database, definitions, clock).tick)
 
     @property
     def owner(self) -> str:

@@ -8,27 +8,49 @@ each in its own thread with its own time limit. A trigger that raises or runs pa
 is recorded FAILED and the tick carries on; the cursor and the schedule live in the database,
 so they survive daemon restarts.
 
+Two entry points:
+
+- :func:`tick_triggers` evaluates what is due and waits for the outcomes (tests call it
+  directly with a frozen clock);
+- :class:`TriggerRunner` is what the daemon's loop runs: its ``tick`` starts the due
+  evaluations in the background and returns at once, so a slow trigger never holds up
+  planning and launching runs (the loop runs its tasks one at a time).
+
 Evaluation goes through :func:`backfiller.resolvers.triggers.evaluate_trigger_now`: the one
 place that turns what a trigger returns into backfills, with the same validation as
-``launchBackfill``.
+``launchBackfill`` (this is why the daemon reaches into ``resolvers`` here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Literal
 
+from backfiller.client import Client
+from backfiller.config import Settings
+from backfiller.definitions.loading import Definitions
 from backfiller.definitions.triggers import TriggerDefinition
 from backfiller.resolvers.context import Services
-from backfiller.resolvers.triggers import evaluate_trigger_now, trigger_definitions
+from backfiller.resolvers.triggers import (
+    client_factory_for,
+    evaluate_trigger_now,
+    trigger_definitions,
+)
+from backfiller.storage import Database
 from backfiller.storage.trigger_records import TriggerOutcome
 from backfiller.storage.triggers import TriggerStateRepository
 
 logger = logging.getLogger("backfiller.daemon.triggers")
 
 DAEMON_ACTOR = "daemon"
+TICK_SECONDS = 1.0
+
+Claim = Literal["claimed", "not_due", "disabled", "lost"]
 
 
 @dataclass
@@ -36,14 +58,21 @@ class TriggerTickReport:
     """What one trigger tick did."""
 
     evaluated: dict[str, TriggerOutcome] = field(default_factory=dict)
+    started: list[str] = field(default_factory=list)
     not_due: int = 0
     disabled: int = 0
     lost_claims: int = 0
+    still_running: int = 0
     errors: int = 0
 
+    @property
+    def busy(self) -> bool:
+        """Triggers keep their own schedule: the daemon's loop need not hurry for them."""
+        return False
 
-async def _claim(services: Services, definition: TriggerDefinition) -> str:
-    """``"claimed"``, ``"not_due"``, ``"disabled"`` or ``"lost"``."""
+
+async def claim_due(services: Services, definition: TriggerDefinition) -> Claim:
+    """Whether this caller gets to evaluate ``definition`` now (a conditional update)."""
     interval = definition.interval_seconds
     assert interval is not None
     now = services.clock()
@@ -65,27 +94,44 @@ async def _claim(services: Services, definition: TriggerDefinition) -> str:
     return "claimed" if claimed else "lost"
 
 
-async def tick_triggers(services: Services) -> TriggerTickReport:
-    """Evaluate every enabled interval trigger that is due; returns what happened.
-
-    Never raises for a trigger's fault. Tests call it directly with a frozen clock.
-    """
-    report = TriggerTickReport()
+async def _claim_all(
+    services: Services, report: TriggerTickReport, skip: set[str]
+) -> list[TriggerDefinition]:
     due: list[TriggerDefinition] = []
     for definition in trigger_definitions(services):
         if definition.interval_seconds is None:
             continue
-        match await _claim(services, definition):
+        if definition.name in skip:
+            report.still_running += 1
+            continue
+        match await claim_due(services, definition):
             case "claimed":
                 due.append(definition)
             case "not_due":
                 report.not_due += 1
             case "disabled":
                 report.disabled += 1
-            case _:
+            case "lost":
                 report.lost_claims += 1
+    return due
+
+
+async def tick_triggers(
+    services: Services, client_factory: Callable[[], Client] | None = None
+) -> TriggerTickReport:
+    """Evaluate every enabled interval trigger that is due, and wait for the outcomes.
+
+    Never raises for a trigger's fault.
+    """
+    report = TriggerTickReport()
+    due = await _claim_all(services, report, set())
     results = await asyncio.gather(
-        *(evaluate_trigger_now(services, d, actor=DAEMON_ACTOR, dry_run=False) for d in due),
+        *(
+            evaluate_trigger_now(
+                services, d, actor=DAEMON_ACTOR, dry_run=False, client_factory=client_factory
+            )
+            for d in due
+        ),
         return_exceptions=True,
     )
     for definition, result in zip(due, results, strict=True):
@@ -97,3 +143,73 @@ async def tick_triggers(services: Services) -> TriggerTickReport:
         else:
             report.evaluated[definition.name] = result.outcome
     return report
+
+
+class TriggerRunner:
+    """Runs interval triggers inside the daemon without ever blocking its loop.
+
+    Args:
+        database, definitions, clock: those of the daemon.
+        api_url: Where the service answers, for ``context.client`` (default: the
+            ``BACKFILLER_URL`` or ``BACKFILLER_PUBLIC_URL`` environment variable).
+        token: The token of that client (default: ``BACKFILLER_TOKEN``).
+
+    Example:
+        >>> daemon.loop.every(TICK_SECONDS, "triggers", TriggerRunner(db, defs, clock).tick)
+        ... # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        definitions: Definitions,
+        clock: Callable[[], datetime],
+        api_url: str | None = None,
+        token: str | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        settings = settings or Settings.from_env()
+        self.services = Services(
+            database=database, definitions=definitions, settings=settings, clock=clock
+        )
+        url = api_url or os.environ.get("BACKFILLER_URL") or settings.public_url
+        self.client_factory = client_factory_for(
+            url, token or os.environ.get("BACKFILLER_TOKEN") or None
+        )
+        self.running: dict[str, asyncio.Task[object]] = {}
+
+    def _reap(self, report: TriggerTickReport) -> None:
+        for name, task in list(self.running.items()):
+            if not task.done():
+                continue
+            del self.running[name]
+            if task.cancelled():
+                continue
+            error = task.exception()
+            if error is not None:
+                report.errors += 1
+                logger.error("evaluating trigger %s failed", name, exc_info=error)
+
+    async def tick(self) -> TriggerTickReport:
+        """Start the evaluations that are due; return without waiting for them."""
+        report = TriggerTickReport()
+        self._reap(report)
+        for definition in await _claim_all(self.services, report, set(self.running)):
+            self.running[definition.name] = asyncio.create_task(
+                evaluate_trigger_now(
+                    self.services,
+                    definition,
+                    actor=DAEMON_ACTOR,
+                    dry_run=False,
+                    client_factory=self.client_factory,
+                ),
+                name=f"trigger {definition.name}",
+            )
+            report.started.append(definition.name)
+        return report
+
+    async def wait(self) -> None:
+        """Wait for the evaluations in flight (each ends within its time limit)."""
+        if self.running:
+            await asyncio.gather(*self.running.values(), return_exceptions=True)
+        self._reap(TriggerTickReport())

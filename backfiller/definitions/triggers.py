@@ -155,13 +155,14 @@ class TriggerContext:
         """A client of the public API, pointed at this service.
 
         Raises:
-            RuntimeError: When the service does not know its own URL (set
-                ``BACKFILLER_PUBLIC_URL``).
+            RuntimeError: When the daemon evaluating the trigger was not told the service's
+                URL (``--api-url`` or ``BACKFILLER_URL``).
         """
         if self._client is None:
             if self._client_factory is None:
                 raise RuntimeError(
-                    "this evaluation has no service URL to talk to (set BACKFILLER_PUBLIC_URL)"
+                    "this evaluation has no service URL to talk to: give the daemon "
+                    "--api-url (or BACKFILLER_URL)"
                 )
             self._client = self._client_factory()
         return self._client

@@ -24,6 +24,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import logging
+import os
 import threading
 import time
 import traceback
@@ -264,11 +265,23 @@ async def read_partition_statuses(services: Services, job_name: str) -> Partitio
 
 
 def service_url(settings: Settings) -> str:
-    """Where this service answers, for the clients handed to triggers."""
+    """Where this server answers, for the clients handed to the triggers it evaluates."""
     if settings.public_url:
         return settings.public_url
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
     return f"http://{host}:{settings.port}"
+
+
+def client_factory_for(url: str | None, token: str | None) -> Callable[[], Client] | None:
+    """What builds ``context.client`` for a trigger: a client of ``url`` (None: no client)."""
+    if not url:
+        return None
+    base = url
+
+    def build() -> Client:
+        return Client(base, token=token)
+
+    return build
 
 
 def _outcome_name(outcome: TriggerOutcome) -> Literal["LAUNCHED", "SKIPPED", "FAILED"]:
@@ -407,6 +420,10 @@ async def evaluate_trigger_now(
 
     Never raises for the user's faults: a failing trigger is an evaluation with outcome
     FAILED. Used by ``evaluateTrigger`` and by the daemon's interval tick.
+
+    Args:
+        client_factory: Builds the client of ``context.client``; None when this process
+            does not know where the service is (the function then gets a clear error).
     """
     name = definition.name
     async with services.database.read() as session:
@@ -421,12 +438,6 @@ async def evaluate_trigger_now(
     def partition_reader(job: str) -> PartitionStatuses:
         found = asyncio.run_coroutine_threadsafe(read_partition_statuses(services, job), loop)
         return found.result(timeout=definition.timeout_seconds)
-
-    if client_factory is None:
-        url = service_url(services.settings)
-
-        def client_factory() -> Client:
-            return Client(url)
 
     context = TriggerContext(
         trigger_name=name,
@@ -708,7 +719,13 @@ async def evaluate_trigger(info: Info, input: EvaluateTriggerInput) -> EvaluateT
     if definition is None:
         return EvaluateTriggerPayload(evaluation=None, user_errors=[_trigger_not_found(input.name)])
     record = await evaluate_trigger_now(
-        ctx.services, definition, actor=ctx.actor, dry_run=input.dry_run
+        ctx.services,
+        definition,
+        actor=ctx.actor,
+        dry_run=input.dry_run,
+        client_factory=client_factory_for(
+            service_url(ctx.services.settings), os.environ.get("BACKFILLER_TOKEN") or None
+        ),
     )
     evaluation = (await evaluations_from_records(ctx.services, [record]))[0]
     return EvaluateTriggerPayload(evaluation=evaluation, user_errors=[])

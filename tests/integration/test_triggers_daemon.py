@@ -8,9 +8,10 @@ import pytest
 from sqlalchemy import select
 
 from backfiller.config import Settings
-from backfiller.daemon.triggers import tick_triggers
+from backfiller.daemon.triggers import TriggerRunner, tick_triggers
 from backfiller.definitions.loading import Definitions
 from backfiller.resolvers.context import Services
+from backfiller.resolvers.triggers import evaluate_trigger_now
 from backfiller.storage import Database
 from backfiller.storage.trigger_records import (
     TriggerEvaluationRecord,
@@ -146,3 +147,40 @@ async def test_two_daemons_ticking_at_once_evaluate_each_interval_once(
         assert len(await evaluations_of(check, "every_minute")) == 1
     finally:
         await check.dispose()
+
+
+async def test_the_daemon_runner_never_waits_for_a_slow_trigger(
+    database: Database, clock: FrozenClock
+) -> None:
+    runner = TriggerRunner(database, trigger_defs.definitions, clock, settings=Settings())
+    report = await runner.tick()
+    # Both due evaluations started in the background; the tick did not wait for them.
+    assert sorted(report.started) == ["every_minute", "every_minute_slow"]
+    assert report.busy is False
+    clock.advance(seconds=60)
+    await runner.running["every_minute"]
+    report = await runner.tick()
+    # The slow one is still in its time limit: it is not started twice.
+    assert report.started == ["every_minute"] and report.still_running == 1
+    await runner.wait()
+    assert runner.running == {}
+    outcomes = [e.outcome for e in await evaluations_of(database, "every_minute_slow")]
+    assert outcomes == [TriggerOutcome.FAILED]
+    assert len(await evaluations_of(database, "every_minute")) == 2
+
+
+async def test_without_a_service_url_the_client_of_a_trigger_says_how_to_give_one(
+    database: Database, clock: FrozenClock
+) -> None:
+    definitions = Definitions(triggers=[trigger_defs.through_client])
+    services = Services(
+        database=database, definitions=definitions, settings=Settings(), clock=clock
+    )
+    record = await evaluate_trigger_now(
+        services, trigger_defs.through_client, actor="daemon", dry_run=False
+    )
+    assert record.outcome is TriggerOutcome.FAILED
+    assert record.error_message == (
+        "RuntimeError: this evaluation has no service URL to talk to: give the daemon "
+        "--api-url (or BACKFILLER_URL)"
+    )
