@@ -67,6 +67,7 @@ class Daemon(LiveProcess):
         """SIGKILL, like a crash: no cleanup at all."""
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
+        self.stop()
 
     def workers(self) -> list[int]:
         """Pids of this daemon's worker processes."""
@@ -76,7 +77,13 @@ class Daemon(LiveProcess):
                 fields = stat.read_text().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue
-            if int(fields[1]) == self.proc.pid:
+            if int(fields[1]) != self.proc.pid:
+                continue
+            try:
+                cmdline = (stat.parent / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"spawn_main" in cmdline:  # not multiprocessing's resource tracker
                 found.append(int(stat.parent.name))
         return found
 
