@@ -7,17 +7,24 @@ Run them with ``backfiller dev`` (the default) or
 from __future__ import annotations
 
 import hashlib
+import os
 import time
+from pathlib import Path
 
 from backfiller import (
+    BackfillRequest,
     DailyPartitions,
     Definitions,
     DynamicPartitions,
     HourlyPartitions,
+    PartitionKeys,
     RetryPolicy,
     RunContext,
+    SkipReason,
     StaticPartitions,
+    TriggerContext,
     job,
+    trigger,
 )
 
 
@@ -83,6 +90,38 @@ def customer_sync(context: RunContext) -> None:
     context.log.info("syncing customer %s", context.partition_key)
 
 
+LANDING_DIR_ENV = "BACKFILLER_EXAMPLE_LANDING_DIR"
+
+
+@trigger(
+    description="Launch the days of daily_sales that never ran, once the upstream export has "
+    f"landed (a _SUCCESS file in ${LANDING_DIR_ENV})."
+)
+def missing_sales_days(context: TriggerContext) -> BackfillRequest | SkipReason:
+    """The conditional launch: check the upstream, then launch only what is missing."""
+    landing = os.environ.get(LANDING_DIR_ENV)
+    if not landing:
+        return SkipReason(f"set {LANDING_DIR_ENV} to the folder the upstream export lands in")
+    marker = Path(landing) / "_SUCCESS"
+    if not marker.exists():
+        return SkipReason(f"the upstream export has not landed yet (no {marker})")
+    export = str(int(marker.stat().st_mtime))
+    if context.cursor == export:
+        return SkipReason("this export was already handled")
+    missing = context.partition_statuses("daily_sales").never_ran
+    if not missing:
+        return SkipReason("every day of daily_sales already ran")
+    context.cursor = export
+    return BackfillRequest(
+        job="daily_sales",
+        partitions=PartitionKeys(missing),
+        title=f"Missing sales days ({len(missing)})",
+        tags={"source": "trigger", "export": export},
+        idempotency_key=f"missing-sales-days-{export}",
+    )
+
+
 definitions = Definitions(
-    jobs=[daily_sales, hourly_events, region_report, flaky_export, slow_rebuild, customer_sync]
+    jobs=[daily_sales, hourly_events, region_report, flaky_export, slow_rebuild, customer_sync],
+    triggers=[missing_sales_days],
 )
