@@ -1,0 +1,27 @@
+"""Definitions of the security tests: the quick start's jobs, plus one that fails inside."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from backfiller import Definitions, RunContext, StaticPartitions, job
+from backfiller.definitions.partitions import KeySpace
+from backfiller.examples.quickstart import definitions as quickstart
+
+LEAK = "SELECT password FROM api_tokens WHERE 1=1 -- Traceback (most recent call last)"
+
+
+class ExplodingPartitions(StaticPartitions):
+    """Partitions whose key space fails: a real internal error inside a resolver."""
+
+    def key_space(self, now: datetime, dynamic_keys: Sequence[str] = ()) -> KeySpace:
+        raise RuntimeError(LEAK)
+
+
+@job(partitions=ExplodingPartitions(["a"]))
+def exploding(context: RunContext) -> None:
+    """Never runs."""
+
+
+definitions = Definitions(jobs=[*quickstart.jobs, exploding], triggers=quickstart.triggers)
