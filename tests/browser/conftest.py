@@ -135,7 +135,7 @@ def _env(test_dir: Path) -> dict[str, str]:
 def ui_server(ui_databases: _Databases, ui_test_dir: Path) -> Iterator[Stack]:
     """API and UI without a daemon: nothing runs unless a test writes it."""
     url = ui_databases.new("server")
-    server = LiveServer(url, DEFINITIONS, extra=["--auth", "none"], env=_env(ui_test_dir))
+    server = LiveServer(url, DEFINITIONS, auth="none", env=_env(ui_test_dir))
     stack = Stack(url, server, None)
     yield stack
     stack.stop()
@@ -145,7 +145,7 @@ def ui_server(ui_databases: _Databases, ui_test_dir: Path) -> Iterator[Stack]:
 def ui_stack(ui_databases: _Databases, ui_test_dir: Path) -> Iterator[Stack]:
     """API and UI plus ``backfiller daemon`` on the same database: backfills really run."""
     url = ui_databases.new("stack")
-    server = LiveServer(url, DEFINITIONS, extra=["--auth", "none"], env=_env(ui_test_dir))
+    server = LiveServer(url, DEFINITIONS, auth="none", env=_env(ui_test_dir))
     daemon = LiveProcess(
         ["daemon", "--database", url, "--definitions", DEFINITIONS, "--workers", "2"],
         env=_env(ui_test_dir),

@@ -209,7 +209,6 @@ export async function showPartition(panel, job, selection, { currentBackfill = n
   const heading = h("h3", { tabindex: "-1" }, selection.key ? `Partition ${selection.key}` : `Partition #${formatNumber(selection.index + 1)}`);
   replace(panel, heading, h("p", {}, partitionBadge(selection.status)), h("p", { class: "muted" }, "Loading runs…"));
   panel.hidden = false;
-  heading.focus();
   if (!selection.key) {
     replace(
       panel,
