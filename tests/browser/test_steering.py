@@ -261,3 +261,26 @@ def test_live_page_survives_a_finished_backfill_without_console_errors(
     page.locator('[data-job="daily_sales"] .strip-canvas').wait_for()
     shoot(page, "jobs")
     assert console.unexpected() == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="backfiller/web/auth.py answers 403 to a same-origin browser WebSocket: it checks "
+    "the page's http:// Origin against scheme ws (the UI falls back to polling)",
+)
+def test_progress_arrives_through_the_subscription(
+    ui_stack: Stack, new_page: Callable[..., Any], console: ConsoleWatch
+) -> None:
+    console.allowed.clear()  # here the refused WebSocket is the failure
+    id = launch(
+        ui_stack,
+        target={"job": "slow_rebuild"},
+        partitions={"range": {"start": "2025-01-25", "end": "2025-01-27"}},
+        title="Watched live",
+    )
+    page = new_page()
+    page.goto(f"{ui_stack.url}/#/backfills/{id}")
+    page.locator('.live-indicator[data-mode="live"]').wait_for(timeout=8_000)
+    wait_status(page, "COMPLETED_SUCCESS")
+    page.wait_for_selector('.progress-percent:text("100%")')
+    assert console.unexpected() == []
