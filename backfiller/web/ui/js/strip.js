@@ -1,13 +1,15 @@
 // The partition status strip: folded status ranges drawn on one <canvas>.
 //
 // Cost is O(ranges + pixels), whatever the number of partitions: a 100,000-partition backfill
-// is one small answer and one paint. Rare statuses that matter (failed, running) keep at least
-// one device pixel so they never vanish between neighbours. Mouse and keyboard both work:
+// is one small answer and one paint. With more partitions than pixels, each pixel column shows
+// the statuses it covers in proportion, and the ones that matter (failed, running) keep a
+// visible minimum so they never vanish between neighbours. Mouse and keyboard both work:
 // hover or arrow keys describe a partition, click or Enter opens its runs.
 import { formatNumber, h } from "./dom.js";
 import { PARTITION_COLORS, PARTITION_LABELS, PARTITION_STATUSES } from "./status.js";
 
-const EMPHASIS = ["QUEUED", "RUNNING", "FAILED"]; // drawn last, lowest first
+const EMPHASIS = ["FAILED", "RUNNING", "QUEUED"]; // kept visible, stacked above the rest
+const BASE = ["SUCCEEDED", "SKIPPED", "CANCELED", "PENDING"];
 
 export class PartitionStrip {
   /**
@@ -93,29 +95,11 @@ export class PartitionStrip {
     ctx.fillStyle = PARTITION_COLORS.PENDING;
     ctx.fillRect(0, 0, width, height);
     if (this.total > 0) {
-      const scale = width / this.total;
-      const cell = scale >= 6 * ratio; // wide cells: draw a gap between partitions
-      for (const r of this.ranges) {
-        ctx.fillStyle = PARTITION_COLORS[r.status] || "#999";
-        const x0 = r.startIndex * scale;
-        const x1 = (r.startIndex + r.count) * scale;
-        ctx.fillRect(Math.floor(x0), 0, Math.max(1, Math.ceil(x1) - Math.floor(x0)), height);
-      }
-      for (const status of EMPHASIS) {
-        ctx.fillStyle = PARTITION_COLORS[status];
-        for (const r of this.ranges) {
-          if (r.status !== status) continue;
-          const x0 = r.startIndex * scale;
-          const w = Math.max(ratio, r.count * scale);
-          ctx.fillRect(Math.floor(x0), 0, Math.ceil(w), height);
-        }
-      }
-      if (cell) {
-        ctx.fillStyle = "#ffffff";
-        for (let i = 1; i < this.total; i++) ctx.fillRect(Math.round(i * scale) - ratio / 2, 0, ratio, height);
-      }
+      if (this.total <= width) this.drawCells(ctx, width, height, ratio);
+      else this.drawColumns(ctx, width, height, ratio);
       const marked = this.hoverIndex ?? this.focusIndex;
       if (marked !== null && marked < this.total) {
+        const scale = width / this.total;
         const x0 = Math.floor(marked * scale);
         const w = Math.max(2 * ratio, Math.ceil(scale));
         ctx.strokeStyle = "#111827";
@@ -126,6 +110,73 @@ export class PartitionStrip {
     this.lastDrawMs = performance.now() - started;
     canvas.dataset.drawnRanges = String(this.ranges.length);
     canvas.dataset.total = String(this.total);
+  }
+
+  /** At least one pixel per partition: each range is one rectangle. */
+  drawCells(ctx, width, height, ratio) {
+    const scale = width / this.total;
+    for (const r of this.ranges) {
+      ctx.fillStyle = PARTITION_COLORS[r.status] || "#999";
+      const x0 = Math.floor(r.startIndex * scale);
+      const x1 = Math.ceil((r.startIndex + r.count) * scale);
+      ctx.fillRect(x0, 0, Math.max(1, x1 - x0), height);
+    }
+    if (scale >= 6 * ratio) {
+      ctx.fillStyle = "#ffffff"; // a gap between wide cells
+      for (let i = 1; i < this.total; i++) ctx.fillRect(Math.round(i * scale) - ratio / 2, 0, ratio, height);
+    }
+  }
+
+  /**
+   * More partitions than pixels: each pixel column is a small stacked bar of the statuses it
+   * covers, in proportion; failed, running and queued keep a visible minimum so that one
+   * failure among hundreds of successes still shows, without painting the column red.
+   */
+  drawColumns(ctx, width, height, ratio) {
+    const scale = width / this.total;
+    const shares = {};
+    for (const status of PARTITION_STATUSES) shares[status] = new Float32Array(width);
+    for (const r of this.ranges) {
+      const share = shares[r.status];
+      if (!share) continue;
+      const x0 = r.startIndex * scale;
+      const x1 = (r.startIndex + r.count) * scale;
+      const first = Math.floor(x0);
+      const last = Math.min(width - 1, Math.ceil(x1) - 1);
+      for (let col = first; col <= last; col++) share[col] += Math.min(x1, col + 1) - Math.max(x0, col);
+    }
+    const minimum = Math.max(3 * ratio, Math.round(height * 0.18));
+    for (let col = 0; col < width; col++) {
+      let covered = 0;
+      for (const status of PARTITION_STATUSES) covered += shares[status][col];
+      if (covered <= 0) continue;
+      let y = height;
+      let reserved = 0;
+      const tops = [];
+      for (const status of EMPHASIS) {
+        const part = shares[status][col] / covered;
+        if (part <= 0) continue;
+        const h = Math.max(minimum, Math.round(part * height));
+        tops.push([status, h]);
+        reserved += h;
+      }
+      const rest = Math.max(0, height - reserved);
+      let restCovered = 0;
+      for (const status of BASE) restCovered += shares[status][col];
+      for (const status of BASE) {
+        const part = shares[status][col];
+        if (part <= 0 || restCovered <= 0) continue;
+        const h = (part / restCovered) * rest;
+        ctx.fillStyle = PARTITION_COLORS[status];
+        ctx.fillRect(col, y - h, 1, h);
+        y -= h;
+      }
+      for (const [status, h] of tops) {
+        ctx.fillStyle = PARTITION_COLORS[status];
+        ctx.fillRect(col, Math.max(0, y - h), 1, h);
+        y -= h;
+      }
+    }
   }
 
   rangeAt(index) {
