@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -17,23 +15,21 @@ from backfiller import (
     Client,
 )
 from backfiller.client import TriggerOutcome
-from tests.support import REPO, LiveServer
+from backfiller.storage import Database
+from backfiller.storage.auth import NewToken, TokenRepository
+from backfiller.storage.auth_records import Role
+from tests.support import LiveServer
 
 DEFINITIONS = "tests.integration.trigger_defs:definitions"
 
 
-def create_token(database_url: str, name: str, role: str) -> str:
-    args = ["token", "create", "--name", name, "--role", role, "--database", database_url]
-    done = subprocess.run(
-        [sys.executable, "-m", "backfiller", *args, "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    token: str = json.loads(done.stdout)["token"]
-    return token
+async def create_token(database: Database, name: str, role: str) -> str:
+    async with database.write() as session:
+        _record, secret = await TokenRepository(session).add(
+            NewToken(name=name, role=Role(role), expires_at=None, created_by="test"),
+            datetime.now(UTC),
+        )
+    return secret
 
 
 @pytest.fixture
@@ -43,11 +39,11 @@ def secured(database_url: str) -> Iterator[LiveServer]:
     live.stop()
 
 
-def test_tokens_reach_the_server_and_refusals_are_typed(
-    secured: LiveServer, database_url: str
+async def test_tokens_reach_the_server_and_refusals_are_typed(
+    secured: LiveServer, database: Database
 ) -> None:
-    operator = create_token(database_url, "nightly-ci", "operator")
-    viewer = create_token(database_url, "dashboard", "viewer")
+    operator = await create_token(database, "nightly-ci", "operator")
+    viewer = await create_token(database, "dashboard", "viewer")
 
     for token in (None, "bft_not-a-real-token"):
         with Client(secured.url, token=token) as anonymous, pytest.raises(BackfillerAuthError):
