@@ -158,14 +158,28 @@ class _Ran:
     traceback: str | None = None
 
 
+_overdue: dict[str, threading.Thread] = {}
+_overdue_lock = threading.Lock()
+
+
 async def run_with_time_limit(
     definition: TriggerDefinition, context: TriggerContext, limit: float
 ) -> _Ran:
     """Run the function in its own thread; give up waiting after ``limit`` seconds.
 
     A Python thread cannot be killed: one that runs past its limit is abandoned (it is a
-    daemon thread, and nothing it returns or sets afterwards is used).
+    daemon thread, and nothing it returns or sets afterwards is used). While an abandoned
+    thread of a trigger is still running, the trigger is not started again (the evaluation is
+    FAILED at once), so a trigger stuck for good costs one thread, not one per evaluation.
     """
+    with _overdue_lock:
+        overdue = _overdue.get(definition.name)
+        if overdue is not None and overdue.is_alive():
+            return _Ran(
+                error="the previous evaluation is still running past its time limit; "
+                "this one was not started"
+            )
+        _overdue.pop(definition.name, None)
     future: concurrent.futures.Future[object] = concurrent.futures.Future()
 
     def work() -> None:
@@ -194,6 +208,9 @@ async def run_with_time_limit(
     try:
         value = await asyncio.wait_for(asyncio.wrap_future(future), limit)
     except TimeoutError:
+        with _overdue_lock:
+            _overdue[definition.name] = thread
+        logger.warning("trigger %s ran past its time limit of %g s", definition.name, limit)
         return _Ran(error=f"the trigger ran past its time limit of {limit:g} s")
     except Exception as exc:
         text = "".join(traceback.format_exception(exc))

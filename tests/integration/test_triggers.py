@@ -160,6 +160,12 @@ async def test_a_trigger_past_its_time_limit_is_failed_and_the_service_carries_o
     assert evaluation["outcome"] == "FAILED"
     assert evaluation["errorMessage"] == "the trigger ran past its time limit of 0.5 s"
     assert (await evaluate(gql, "skips"))["outcome"] == "SKIPPED"
+    # Its thread cannot be killed: while it runs on, the trigger is not started again.
+    again = await evaluate(gql, "sleeps")
+    assert again["outcome"] == "FAILED"
+    assert again["errorMessage"] == (
+        "the previous evaluation is still running past its time limit; this one was not started"
+    )
 
 
 @pytest.mark.parametrize(

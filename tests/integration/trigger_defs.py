@@ -64,7 +64,7 @@ def raises(context: TriggerContext) -> TriggerResult:
 
 @trigger(timeout_seconds=0.5)
 def sleeps(context: TriggerContext) -> TriggerResult:
-    time.sleep(3)
+    time.sleep(10)
     return SkipReason("too late")
 
 
