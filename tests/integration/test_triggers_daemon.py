@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from sqlalchemy import select
@@ -10,6 +11,7 @@ from sqlalchemy import select
 from backfiller.config import Settings
 from backfiller.daemon.triggers import TriggerRunner, tick_triggers
 from backfiller.definitions.loading import Definitions
+from backfiller.definitions.triggers import SkipReason, TriggerContext, TriggerResult, trigger
 from backfiller.resolvers.context import Services
 from backfiller.resolvers.triggers import evaluate_trigger_now
 from backfiller.storage import Database
@@ -149,24 +151,36 @@ async def test_two_daemons_ticking_at_once_evaluate_each_interval_once(
         await check.dispose()
 
 
+@trigger(interval_seconds=60)
+def runner_fast(context: TriggerContext) -> TriggerResult:
+    return SkipReason("fast")
+
+
+@trigger(interval_seconds=60, timeout_seconds=0.5)
+def runner_slow(context: TriggerContext) -> TriggerResult:
+    time.sleep(2)
+    return SkipReason("too late")
+
+
 async def test_the_daemon_runner_never_waits_for_a_slow_trigger(
     database: Database, clock: FrozenClock
 ) -> None:
-    runner = TriggerRunner(database, trigger_defs.definitions, clock, settings=Settings())
+    definitions = Definitions(triggers=[runner_fast, runner_slow])
+    runner = TriggerRunner(database, definitions, clock, settings=Settings())
     report = await runner.tick()
     # Both due evaluations started in the background; the tick did not wait for them.
-    assert sorted(report.started) == ["every_minute", "every_minute_slow"]
+    assert sorted(report.started) == ["runner_fast", "runner_slow"]
     assert report.busy is False
     clock.advance(seconds=60)
-    await runner.running["every_minute"]
+    await runner.running["runner_fast"]
     report = await runner.tick()
     # The slow one is still in its time limit: it is not started twice.
-    assert report.started == ["every_minute"] and report.still_running == 1
+    assert report.started == ["runner_fast"] and report.still_running == 1
     await runner.wait()
     assert runner.running == {}
-    outcomes = [e.outcome for e in await evaluations_of(database, "every_minute_slow")]
+    outcomes = [e.outcome for e in await evaluations_of(database, "runner_slow")]
     assert outcomes == [TriggerOutcome.FAILED]
-    assert len(await evaluations_of(database, "every_minute")) == 2
+    assert len(await evaluations_of(database, "runner_fast")) == 2
 
 
 async def test_without_a_service_url_the_client_of_a_trigger_says_how_to_give_one(

@@ -120,7 +120,7 @@ def every_minute(context: TriggerContext) -> TriggerResult:
 
 @trigger(interval_seconds=60, timeout_seconds=0.5)
 def every_minute_slow(context: TriggerContext) -> TriggerResult:
-    time.sleep(3)
+    time.sleep(1.5)
     return SkipReason("too late")
 
 
