@@ -25,7 +25,7 @@ from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.auth import Authorize
 from backfiller.resolvers.errors import MaskUnexpectedErrors
 from backfiller.resolvers.ids import parse_backfill_id, parse_run_id
-from backfiller.resolvers.limits import QueryCostLimiter
+from backfiller.resolvers.limits import QueryCostLimiter, tag_error_codes
 from backfiller.schema.admin import (
     ApiTokenConnection,
     AuditEntryConnection,
@@ -200,7 +200,7 @@ class PublicSchema(strawberry.Schema):
     """Errors are logged once, by :class:`MaskUnexpectedErrors`, with the request id."""
 
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
-        return None
+        tag_error_codes(errors)
 
 
 schema = build_schema()

@@ -103,6 +103,47 @@ RATE_LIMITED_FIELDS: Mapping[str, str] = {
 class Refusal:
     code: UserErrorCode
     message: str
+    field: list[str] | None = None
+
+
+def unstorable_text(value: Any, path: list[str]) -> list[str] | None:
+    """The path of a string no database can store (NUL, lone surrogates), if any.
+
+    PostgreSQL refuses NUL in text and JSON; neither database takes text that is not UTF-8.
+    Checked on the arguments of every root field, so no resolver meets such a string.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            return path
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = unstorable_text(item, [*path, str(key)])
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = unstorable_text(item, [*path, str(index)])
+            if found is not None:
+                return found
+    return None
+
+
+def check_text(kwargs: dict[str, Any]) -> Refusal | None:
+    for name, value in kwargs.items():
+        found = unstorable_text(value, [name])
+        if found is not None:
+            field = found[1:] if found[0] == "input" and len(found) > 1 else found
+            return Refusal(
+                UserErrorCode.INVALID_ARGUMENT,
+                "must not contain NUL characters or unpaired UTF-16 surrogates",
+                field,
+            )
+    return None
 
 
 def decide(principal: Principal | None, root: str, field: str) -> Refusal | None:
@@ -176,6 +217,8 @@ class Authorize(SchemaExtension):
         root_name = info.parent_type.name
         refusal = decide(ctx.principal, root_name, info.field_name)
         if root_name != "Mutation":
+            if refusal is None:
+                refusal = check_text(kwargs)
             if refusal is not None:
                 raise PublicError(refusal.message, code=refusal.code.name)
             return _next(root, info, *args, **kwargs)
@@ -194,11 +237,14 @@ class Authorize(SchemaExtension):
     ) -> Any:
         ctx: Context = info.context
         subject = subject_of(kwargs)
+        outcome = AuditOutcome.DENIED
         if refusal is None:
             refusal = check_rate(ctx, info.field_name)
+        if refusal is None:
+            refusal, outcome = check_text(kwargs), AuditOutcome.REJECTED
         if refusal is not None:
             payload = refusal_payload(info, refusal, kwargs)
-            await record(ctx, info.field_name, subject, AuditOutcome.DENIED, [refusal], None)
+            await record(ctx, info.field_name, subject, outcome, [refusal], None)
             return payload
         try:
             result = _next(root, info, *args, **kwargs)
@@ -254,7 +300,7 @@ def refusal_payload(
     info: GraphQLResolveInfo[Context], refusal: Refusal, kwargs: dict[str, Any]
 ) -> Any:
     """The mutation's own payload type, carrying the refusal as its only user error."""
-    error = UserError(field=None, message=refusal.message, code=refusal.code)
+    error = UserError(field=refusal.field, message=refusal.message, code=refusal.code)
     graphql_type = get_nullable_type(info.return_type)
     assert isinstance(graphql_type, GraphQLObjectType)
     definition = graphql_type.extensions["strawberry-definition"]
@@ -325,10 +371,10 @@ async def record(
         actor=ctx.actor or (principal.name if principal else None),
         role=principal.role.value if principal else None,
         operation=operation,
-        subject=subject,
+        subject=_storable(subject),
         outcome=outcome,
         codes=codes,
-        message=message,
+        message=_storable(message),
         request_id=ctx.request_id or None,
     )
     try:
@@ -336,6 +382,13 @@ async def record(
             await AuditRepository(session).add(entry)
     except Exception:
         logger.exception("could not write the audit entry of request %s", ctx.request_id)
+
+
+def _storable(text: str | None) -> str | None:
+    """``text`` as the database can keep it: NUL and unpaired surrogates escaped."""
+    if text is None:
+        return None
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 # -- authentication ---------------------------------------------------------------------------

@@ -15,10 +15,12 @@ from graphql import (
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
+    GraphQLError,
     GraphQLField,
     GraphQLInterfaceType,
     GraphQLObjectType,
     GraphQLSchema,
+    GraphQLSyntaxError,
     InlineFragmentNode,
     IntValueNode,
     OperationDefinitionNode,
@@ -33,11 +35,41 @@ from backfiller.resolvers.context import PublicError
 MAX_FRAGMENT_DEPTH = 50
 
 
-class QueryCostLimiter(SchemaExtension):
-    """Refuse, before executing anything, an operation whose estimated node count is too big."""
+LIMIT_MESSAGES = (
+    "exceeds maximum operation depth",
+    "aliases found",
+    "Document contains more than",
+    "the query may return about",
+    "selects more than",
+)
 
-    def __init__(self, max_cost: int) -> None:
+
+class QueryCostLimiter(SchemaExtension):
+    """Refuse, before executing anything, an operation whose estimated node count is too big.
+
+    Also refuses, right after parsing, a document whose fragments expand to too many fields
+    (a "fragment bomb": F0 spreads F1 twice, F1 spreads F2 twice, ...), before validation
+    rules that walk every expansion get to it; and gives every refusal of a limit the code
+    ``QUERY_TOO_COMPLEX``, syntax errors ``GRAPHQL_PARSE_FAILED`` and other validation errors
+    ``GRAPHQL_VALIDATION_FAILED``.
+    """
+
+    def __init__(self, max_cost: int, max_fields: int = 10_000) -> None:
         self.max_cost = max_cost
+        self.max_fields = max_fields
+
+    def on_parse(self) -> Iterator[None]:
+        yield
+        document = self.execution_context.graphql_document
+        if document is None or self.max_fields <= 0:
+            return
+        size = expanded_size(document, self.max_fields)
+        if size > self.max_fields:
+            raise PublicError(
+                f"the document selects more than {self.max_fields} fields once its fragments "
+                "are expanded",
+                code="QUERY_TOO_COMPLEX",
+            )
 
     def on_execute(self) -> Iterator[None]:
         context = self.execution_context
@@ -53,6 +85,63 @@ class QueryCostLimiter(SchemaExtension):
                     code="QUERY_TOO_COMPLEX",
                 )
         yield
+
+
+def tag_error_codes(errors: list[GraphQLError]) -> None:
+    """Give parse, validation and limit errors a stable ``extensions.code``.
+
+    Called by the schema on errors before execution (``PublicSchema.process_errors``).
+    """
+    for error in errors:
+        if (error.extensions or {}).get("code"):
+            continue
+        if any(m in error.message for m in LIMIT_MESSAGES):
+            code = "QUERY_TOO_COMPLEX"
+        elif isinstance(error, GraphQLSyntaxError):
+            code = "GRAPHQL_PARSE_FAILED"
+        elif error.original_error is None or (
+            isinstance(error.original_error, GraphQLError)
+            and error.original_error.original_error is None
+        ):
+            code = "GRAPHQL_VALIDATION_FAILED"
+        else:
+            continue
+        error.extensions = {**(error.extensions or {}), "code": code}
+
+
+def expanded_size(document: Any, cap: int) -> int:
+    """How many fields the document selects with every fragment spread expanded (memoized)."""
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    memo: dict[str, int] = {}
+
+    def size(selection_set: SelectionSetNode | None, depth: int) -> int:
+        if selection_set is None or depth > MAX_FRAGMENT_DEPTH:
+            return 0
+        total = 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                total += 1 + size(selection.selection_set, depth + 1)
+            elif isinstance(selection, InlineFragmentNode):
+                total += size(selection.selection_set, depth + 1)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name not in memo:
+                    memo[name] = 0  # cycles are refused by validation; count them once
+                    fragment = fragments.get(name)
+                    if fragment is not None:
+                        memo[name] = size(fragment.selection_set, depth + 1)
+                total += memo[name]
+            if total > cap:
+                return total
+        return total
+
+    return sum(
+        size(d.selection_set, 0)
+        for d in document.definitions
+        if isinstance(d, OperationDefinitionNode)
+    )
 
 
 def estimate_cost(
