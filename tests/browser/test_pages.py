@@ -119,7 +119,7 @@ def test_a_100000_partition_backfill_draws_its_strip(
     page.wait_for_selector("table")
     started = time.perf_counter()
     page.goto(f"{ui_server.url}/#/backfills/{id}")
-    page.wait_for_selector('.strip-holder[data-ready="true"]')
+    page.wait_for_selector('.strip-holder[data-ready="true"]', timeout=30_000)
     elapsed = time.perf_counter() - started
     canvas = page.locator(".strip-canvas")
     ranges = int(str(canvas.get_attribute("data-drawn-ranges")))
