@@ -44,7 +44,7 @@ MaxRunsOption = Annotated[
         "--max-runs",
         envvar="BACKFILLER_MAX_RUNS",
         help="Runs this daemon keeps active at once, queued and running "
-        "(default: 4 per worker, at least 16).",
+        "(default: adaptive, at most 64 per worker).",
     ),
 ]
 ApiUrlOption = Annotated[

@@ -7,7 +7,8 @@ Each task is an async callable without arguments, registered with an interval::
 That one line is all it takes to add a periodic task (trigger evaluation, cleanups, ...).
 An interval of 0 runs the task on every pass of the loop. A pass runs the due tasks in the
 order they were registered, one at a time, so tasks never run concurrently with each other.
-After a pass in which no task reported work (a falsy result, or a ``TickReport`` whose
+Busy passes are paced to at least ``min_pass_seconds`` so that results and claims come in
+batches. After a pass in which no task reported work (a falsy result, or a ``TickReport`` whose
 ``busy`` is False), the loop sleeps until the next task is due, at most ``idle_seconds``, or
 until :meth:`Loop.wake` is called (thread-safe: the launcher calls it when runs report).
 
@@ -41,8 +42,9 @@ class _Entry:
 
 
 class Loop:
-    def __init__(self, idle_seconds: float = 0.2) -> None:
+    def __init__(self, idle_seconds: float = 0.2, min_pass_seconds: float = 0.01) -> None:
         self.idle_seconds = idle_seconds
+        self.min_pass_seconds = min_pass_seconds
         self._entries: list[_Entry] = []
         self._event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -87,9 +89,12 @@ class Loop:
         self._event = asyncio.Event()
         while not stop.is_set():
             self._event.clear()
+            began = time.monotonic()
             busy = await self.run_once()
+            # Pace busy passes a little, so that results and claims come in batches.
+            pause = self.min_pass_seconds - (time.monotonic() - began)
             if busy or stop.is_set():
-                await asyncio.sleep(0)
+                await asyncio.sleep(max(0.0, pause))
                 continue
             now = time.monotonic()
             due = min((e.next_at for e in self._entries if e.seconds > 0), default=now + 1)

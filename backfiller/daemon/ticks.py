@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
@@ -110,6 +111,23 @@ class DaemonState:
     limits: Limits = field(default_factory=Limits)
     plan_window: int = PLAN_WINDOW
     lease_timeout: timedelta = timedelta(seconds=30)
+    claim_batch: int = 16
+    """Claim when this much room is free, or when more room is free than runs are in flight."""
+    backfills_ttl: float = 0.25
+    """How long the list of RUNNING backfills is reused between claims (seconds)."""
+    _running: tuple[float, list[BackfillRecord]] | None = None
+
+    async def running_backfills(self, database: Database) -> list[BackfillRecord]:
+        cached = self._running
+        if cached is not None and time.monotonic() - cached[0] < self.backfills_ttl:
+            return cached[1]
+        async with database.read() as session:
+            records = await ExecutionRepository(session).backfills_in([BackfillState.RUNNING])
+        self._running = (time.monotonic(), records)
+        return records
+
+    def forget_backfills(self) -> None:
+        self._running = None
 
 
 def retry_rules(definitions: Definitions) -> dict[str, RetryRule]:
@@ -142,6 +160,7 @@ async def plan_backfills(
             async with database.write() as session:
                 if await ExecutionRepository(session).start_backfill(record.id, clock()):
                     report.started_backfills += 1
+                    state.forget_backfills()
         report += await _plan_ahead(database, record, pinned, clock, state)
     return report
 
@@ -217,8 +236,10 @@ async def launch_runs(
         room = min(room, state.limits.max_runs - len(launcher.active()))
     if room <= 0:
         return report
-    async with database.read() as session:
-        records = await ExecutionRepository(session).backfills_in([BackfillState.RUNNING])
+    in_flight = len(launcher.active())
+    if room < state.claim_batch and room < in_flight:
+        return report  # wait for a bigger batch while the launcher is busy
+    records = await state.running_backfills(database)
     runnable: list[tuple[BackfillRecord, JobDefinition, PinnedSelection]] = []
     for record in records:
         if record.pending - (record.total - record.planned) <= 0:

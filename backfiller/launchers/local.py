@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -40,6 +41,8 @@ from backfiller.launchers.worker import WorkerOptions, run_worker
 logger = logging.getLogger("backfiller.launcher")
 
 TICK_SECONDS = 0.05
+BACKLOG_SECONDS = 0.25
+MAX_BACKLOG_PER_WORKER = 64
 MAX_RESPAWN_DELAY = 30.0
 
 
@@ -71,8 +74,8 @@ class LocalLauncher:
     Args:
         definitions: the user's definitions as ``module:attribute`` (each worker imports it).
         workers: number of worker processes (default: the CPU count).
-        max_active: runs handed over at once, running and waiting (default 4 per worker,
-            at least 16): the backlog keeps workers busy between two daemon ticks.
+        max_active: at most this many runs handed over at once, running and waiting
+            (default 64 per worker). Below it, the backlog adapts to the pace of runs.
         grace_seconds: time between SIGTERM and SIGKILL when a run is canceled or times out.
         api_url, token: given to runs so that ``context.client`` can reach the service.
     """
@@ -88,7 +91,8 @@ class LocalLauncher:
         token: str | None = None,
     ) -> None:
         self.size = workers or default_worker_count()
-        self.max_active = max_active or max(self.size * 4, 16)
+        self.max_active = max_active or self.size * MAX_BACKLOG_PER_WORKER
+        self._mean_run_seconds: float | None = None
         self.grace_seconds = grace_seconds
         self.options = WorkerOptions(
             definitions=definitions, api_url=api_url, token=token, sys_path=tuple(sys.path)
@@ -117,11 +121,22 @@ class LocalLauncher:
         self._thread.start()
         return self
 
+    def _target_active(self) -> int:
+        """Runs worth holding: one per worker, plus a backlog that keeps the workers busy for
+        about ``BACKLOG_SECONDS`` at the measured pace of runs (short runs: a deep backlog;
+        long runs: one waiting per worker, so a new backfill is not stuck behind a queue)."""
+        mean = self._mean_run_seconds
+        if mean is None:
+            per_worker = 1
+        else:
+            per_worker = max(1, min(MAX_BACKLOG_PER_WORKER, math.ceil(BACKLOG_SECONDS / mean)))
+        return min(self.max_active, self.size * (1 + per_worker))
+
     @property
     def capacity(self) -> int:
         with self._lock:
             busy = sum(1 for w in self._workers if w is not None and w.task is not None)
-            return max(0, self.max_active - len(self._backlog) - busy)
+            return max(0, self._target_active() - len(self._backlog) - busy)
 
     def submit(self, tasks: Iterable[RunTask]) -> None:
         with self._lock:
@@ -283,6 +298,9 @@ class LocalLauncher:
             if lines:
                 self._events.append(RunLogs(run_id, tuple(LogLine(*line) for line in lines)))
             if w.task is not None and w.task.run_id == run_id and w.terminating is None:
+                took = time.monotonic() - w.started
+                mean = self._mean_run_seconds
+                self._mean_run_seconds = took if mean is None else 0.9 * mean + 0.1 * took
                 self._events.append(
                     RunFinished(run_id, _now(), Outcome(outcome), error, trace, w.name)
                 )

@@ -39,6 +39,8 @@ class Services:
     clock: Callable[[], datetime] = utc_now
     # Stored selections pinned to key spaces, by (backfill id, key space size): a small LRU.
     pinned_selections: OrderedDict[tuple[int, int], Any] = field(default_factory=OrderedDict)
+    # Partition status ranges by (backfill id, version, planned): a small LRU.
+    status_ranges: OrderedDict[tuple[int, int, int], Any] = field(default_factory=OrderedDict)
     rate_limiter: RateLimiter = field(default_factory=RateLimiter)
 
 

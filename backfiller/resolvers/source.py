@@ -8,6 +8,7 @@ from backfiller import domain
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace
 from backfiller.planning import (
+    FoldedRange,
     ResolvedSelection,
     Selection,
     SelectionProblem,
@@ -207,17 +208,30 @@ class StorageSource:
         )
 
     async def backfill_partition_status_ranges(self, pk: int) -> list[PartitionStatusRange]:
+        """Ranges of one status, from the slots' status changes (an index walk, not a scan),
+        cached per backfill version: a finished backfill is answered from memory."""
         async with self.database.read() as session:
             record = await BackfillRepository(session).get(pk)
             if record is None:
                 return []
-            statuses = await SlotReads(session).statuses(pk)
+            cache_key = (pk, record.version, record.planned)
+            cached = self.services.status_ranges.get(cache_key)
+            if cached is not None:
+                self.services.status_ranges.move_to_end(cache_key)
+                return list(cached)
+            changes = await SlotReads(session).status_changes(pk) if record.planned else []
+        folded: list[FoldedRange] = []
+        for i, (position, state) in enumerate(changes):
+            stop = changes[i + 1][0] if i + 1 < len(changes) else record.planned
+            folded.append(FoldedRange(state.value, position, stop - position))
+        if record.planned < record.total:
+            unplanned = self._unplanned_status(record).value
+            if folded and folded[-1].status == unplanned:
+                last = folded.pop()
+                folded.append(FoldedRange(unplanned, last.start, record.total - last.start))
+            else:
+                folded.append(FoldedRange(unplanned, record.planned, record.total - record.planned))
         pinned = await self._pinned_selection(record)
-        folded = fold_statuses(
-            ((p, s.value) for p, s in statuses),
-            record.total,
-            self._unplanned_status(record).value,
-        )
         ranges: list[PartitionStatusRange] = []
         for r in folded:
             if pinned is not None:
@@ -235,7 +249,10 @@ class StorageSource:
                     count=r.count,
                 )
             )
-        return ranges
+        self.services.status_ranges[cache_key] = ranges
+        while len(self.services.status_ranges) > 64:
+            self.services.status_ranges.popitem(last=False)
+        return list(ranges)
 
     async def backfill_events(
         self, pk: int, first: int, after: str | None
