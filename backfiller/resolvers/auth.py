@@ -239,9 +239,9 @@ class Authorize(SchemaExtension):
         subject = subject_of(kwargs)
         outcome = AuditOutcome.DENIED
         if refusal is None:
-            refusal = check_rate(ctx, info.field_name)
-        if refusal is None:
             refusal, outcome = check_text(kwargs), AuditOutcome.REJECTED
+        if refusal is None:
+            refusal, outcome = check_rate(ctx, info.field_name), AuditOutcome.DENIED
         if refusal is not None:
             payload = refusal_payload(info, refusal, kwargs)
             await record(ctx, info.field_name, subject, outcome, [refusal], None)
