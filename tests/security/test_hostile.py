@@ -341,7 +341,7 @@ def test_unicode_and_control_characters_read_back_exactly(
 def test_nul_and_lone_surrogates_are_invalid_arguments(
     server: LiveServer, tokens: Tokens, shared_database_url: str, where: str, value: str
 ) -> None:
-    fields = {
+    fields: dict[str, Any] = {
         "title": {"title": value},
         "description": {"description": value},
         "tag value": {"tags": [{"key": "k", "value": value}]},
