@@ -341,13 +341,14 @@ def test_unicode_and_control_characters_read_back_exactly(
 def test_nul_and_lone_surrogates_are_invalid_arguments(
     server: LiveServer, tokens: Tokens, shared_database_url: str, where: str, value: str
 ) -> None:
-    fields: dict[str, Any] = {
+    choices: dict[str, dict[str, Any]] = {
         "title": {"title": value},
         "description": {"description": value},
         "tag value": {"tags": [{"key": "k", "value": value}]},
         "tag key": {"tags": [{"key": value, "value": "v"}]},
         "idempotency key": {"idempotencyKey": value},
-    }[where]
+    }
+    fields = choices[where]
     before = row_counts(shared_database_url, ignore=("audit_log",))
     response = post(server, LAUNCH, {"input": daily(**fields)}, tokens.admin)
     assert response.status_code == 200
