@@ -335,3 +335,28 @@ def test_a_server_restart_under_an_open_page_recovers_without_reloading(
         server.stop()
         if restarted is not None:
             restarted.stop()
+
+
+def test_user_errors_show_next_to_the_button(
+    ui_server: Stack, new_page: Callable[..., Any]
+) -> None:
+    id = launch(
+        ui_server,
+        target={"job": "daily_sales"},
+        partitions={"range": {"start": "2024-02-01", "end": "2024-02-05"}},
+        title="Canceled behind the page's back",
+    )
+    page = new_page()
+    page.clock.install()  # no polling: the page keeps showing the backfill as it was
+    page.goto(f"{ui_server.url}/#/backfills/{id}")
+    pause = page.locator('button[data-action="pause"]')
+    pause.wait_for()
+    assert not pause.is_disabled()
+    cancel = "mutation($id: ID!) { cancelBackfill(input: {id: $id}) { userErrors { code } } }"
+    assert ui_server.graphql(cancel, {"id": id})["cancelBackfill"]["userErrors"] == []
+
+    pause.click()
+    error = page.locator("#pause-error")
+    error.filter(has_text="cannot pause a backfill that is CANCELED").wait_for()
+    page.locator('h1 .badge[data-status="CANCELED"]').wait_for()  # and the page catches up
+    shoot(page, "user-error", full_page=False)

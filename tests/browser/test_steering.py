@@ -192,6 +192,15 @@ def test_retry_failed_partitions(
     page.keyboard.press("Escape")
     dialog.wait_for(state="detached")
 
+    # The jobs page offers the same failures as a shortcut into the launch form.
+    page.goto(f"{ui_stack.url}/#/jobs")
+    page.click('[data-job="flaky_export"] [data-shortcut="failed"]')
+    page.locator("#preview-summary").filter(has_text="6 runs").wait_for()
+    assert page.is_checked("#launch-reprocess-FAILED_AND_MISSING")
+    assert page.input_value("#launch-keys").split() == [f"shard-{n:02d}" for n in range(1, 13, 2)]
+
+    page.goto(f"{ui_stack.url}/#/backfills/{id}")
+    wait_status(page, "COMPLETED_FAILED")
     (ui_test_dir / "fixed").touch()
     page.select_option("#retry-include", "FAILED")
     page.click('button[data-action="retry"]')

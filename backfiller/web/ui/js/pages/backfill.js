@@ -160,7 +160,7 @@ export async function render(root, { params }) {
         button.removeAttribute("aria-busy");
         button.textContent = label;
         button.disabled = false;
-        await refreshHeader().catch(() => {});
+        await refresh().catch(() => {});
       }
     });
     return { element: h("div", { class: "action" }, button, error), button };
@@ -184,8 +184,18 @@ export async function render(root, { params }) {
     return TERMINAL_STATUSES.has(backfill.status) && c.failed + c.canceled + c.pending + c.queued > 0;
   }
 
+  let retryTouched = false;
+  retryChoice.addEventListener("change", () => {
+    retryTouched = true;
+  });
+  function suggestRetry() {
+    const c = backfill.counts;
+    if (!retryTouched) retryChoice.value = c.failed ? "FAILED" : c.canceled ? "FAILED_CANCELED" : "ALL";
+  }
+
   function renderActions() {
     const status = backfill.status;
+    suggestRetry();
     const terminal = TERMINAL_STATUSES.has(status);
     const pause = actionButton({
       name: "pause",
@@ -243,6 +253,7 @@ export async function render(root, { params }) {
 
   function updateActionStates() {
     if (!buttons) return renderActions();
+    suggestRetry();
     const status = backfill.status;
     const terminal = TERMINAL_STATUSES.has(status);
     const wanted = {
