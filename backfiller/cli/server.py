@@ -173,9 +173,10 @@ def check_access_settings(settings: Settings) -> None:
                 "machines can reach: use --auth token (and `backfiller token create`), bind "
                 "127.0.0.1, or pass --insecure-no-auth if you really mean it"
             )
-        logging.getLogger("backfiller").warning(
-            "serving WITHOUT authentication on %s: anyone who reaches it is an admin",
-            settings.host,
+        typer.echo(
+            f"warning: serving WITHOUT authentication on {settings.host}: anyone who reaches "
+            "it is an admin",
+            err=True,
         )
     for origin in settings.cors_origins:
         if origin == "*" or not origin.startswith(("http://", "https://")):
