@@ -179,6 +179,11 @@ class LocalLauncher:
     def set_notify(self, callback: Callable[[], None] | None) -> None:
         self._notify = callback
 
+    def ready_workers(self) -> int:
+        """Worker processes started and ready to take runs."""
+        with self._lock:
+            return sum(1 for w in self._workers if w is not None and w.name and not w.dead)
+
     def worker_pids(self) -> list[int]:
         with self._lock:
             return [w.process.pid for w in self._workers if w is not None and w.process.pid]
