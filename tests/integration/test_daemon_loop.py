@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import func, select
@@ -24,42 +26,48 @@ def definitions() -> Definitions:
     return daemon_definitions
 
 
-async def test_a_periodic_task_is_one_line_and_runs_on_its_interval() -> None:
-    loop = Loop(idle_seconds=0.01)
-    calls: list[str] = []
-
-    async def tick() -> None:
-        calls.append("tick")
-
-    loop.every(0.05, "tick", tick)
+async def run_until(loop: Loop, done: Callable[[], bool], timeout: float = 10) -> None:
     stop = asyncio.Event()
     runner = asyncio.create_task(loop.run(stop))
-    await asyncio.sleep(0.3)
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
     stop.set()
     await runner
-    assert 3 <= len(calls) <= 8
+
+
+async def test_a_periodic_task_is_one_line_and_runs_on_its_interval() -> None:
+    loop = Loop(idle_seconds=0.01)
+    calls: list[float] = []
+
+    async def tick() -> None:
+        calls.append(time.monotonic())
+
+    loop.every(0.05, "tick", tick)
+    await run_until(loop, lambda: len(calls) >= 4)
+    assert len(calls) >= 4
+    gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
+    assert min(gaps) >= 0.049, "never sooner than its interval"
 
 
 async def test_a_failing_task_backs_off_and_the_others_keep_running() -> None:
     loop = Loop(idle_seconds=0.01)
-    calls: list[str] = []
+    broken_at: list[float] = []
+    fine_at: list[float] = []
 
     async def broken() -> None:
-        calls.append("broken")
+        broken_at.append(time.monotonic())
         raise RuntimeError("boom")
 
     async def fine() -> None:
-        calls.append("fine")
+        fine_at.append(time.monotonic())
 
     loop.every(0, "broken", broken)
     loop.every(0.02, "fine", fine)
-    stop = asyncio.Event()
-    runner = asyncio.create_task(loop.run(stop))
-    await asyncio.sleep(0.3)
-    stop.set()
-    await runner
-    assert calls.count("broken") == 1, "retried only after its back-off (1 s)"
-    assert calls.count("fine") >= 3
+    await run_until(loop, lambda: len(broken_at) >= 2)
+    assert len(broken_at) == 2
+    assert broken_at[1] - broken_at[0] >= 1.0, "retried after a back-off of 1 s"
+    assert len([t for t in fine_at if broken_at[0] < t < broken_at[1]]) >= 3
 
 
 async def test_the_daemon_runs_a_backfill_to_the_end_and_stops_cleanly(
