@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 
@@ -26,11 +27,11 @@ def definitions() -> Definitions:
     return daemon_definitions
 
 
-async def run_until(loop: Loop, done: Callable[[], bool], timeout: float = 10) -> None:
+async def run_until(loop: Loop, done: Callable[[], bool], limit: float = 10) -> None:
     stop = asyncio.Event()
     runner = asyncio.create_task(loop.run(stop))
-    deadline = time.monotonic() + timeout
-    while not done() and time.monotonic() < deadline:
+    deadline = time.monotonic() + limit
+    while not done() and time.monotonic() < deadline:  # noqa: ASYNC110 (polls a condition)
         await asyncio.sleep(0.01)
     stop.set()
     await runner
@@ -46,7 +47,7 @@ async def test_a_periodic_task_is_one_line_and_runs_on_its_interval() -> None:
     loop.every(0.05, "tick", tick)
     await run_until(loop, lambda: len(calls) >= 4)
     assert len(calls) >= 4
-    gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(calls)]
     assert min(gaps) >= 0.049, "never sooner than its interval"
 
 
