@@ -9,7 +9,8 @@ exits with:
   for ``watch``/``launch --wait``, the backfill ended without succeeding, or, for
   ``trigger evaluate``, the trigger failed;
 - 2: a usage error (bad option or argument);
-- 3: the server cannot be reached, or refused the token, or did not answer usably.
+- 3: the server cannot be reached, or refused the token (missing, bad, or whose role is too
+  low: ``UNAUTHENTICATED``/``FORBIDDEN``), or did not answer usably.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 DEFAULT_URL = "http://127.0.0.1:8000"
+# userErrors that say the token is missing, bad or too weak: exit 3 like any refused token.
+AUTH_CODES = frozenset({"UNAUTHENTICATED", "FORBIDDEN"})
 
 
 class OutputFormat(StrEnum):
@@ -126,6 +129,8 @@ def connect(url: str, token: str | None, output: Output) -> Iterator[Client]:
         with Client(url, token=token or None) as client:
             yield client
     except BackfillerUserError as exc:
+        if AUTH_CODES.intersection(exc.codes):
+            unreachable(output, "auth", f"the server refused the token: {exc}")
         refused(output, exc.errors)
     except BackfillerAuthError as exc:
         unreachable(output, "auth", f"the server refused the token: {exc}")

@@ -39,6 +39,7 @@ from strawberry.asgi import GraphQL
 from strawberry.types.execution import ExecutionResult
 
 from backfiller.resolvers.context import Context
+from backfiller.schema.common import UserErrorCode
 from backfiller.web.openapi import JsonSchema, SchemaBuilder, nullable, ref
 
 PREFIX = "/api/v1"
@@ -51,6 +52,8 @@ REST_ONLY_CODES = (
     "METHOD_NOT_ALLOWED",
     "INTERNAL_ERROR",
 )
+
+KNOWN_CODES = frozenset({c.value for c in UserErrorCode} | set(REST_ONLY_CODES))
 
 # The HTTP status of an error answer, by its code, strongest first. Anything else is 422.
 STATUS_OF_CODE: dict[str, int] = {
@@ -143,7 +146,9 @@ def _from_graphql_error(
 ) -> dict[str, Any]:
     """One top-level GraphQL error as a REST error, with the body path it points at."""
     extensions = err.extensions or {}
-    code = str(extensions.get("code") or "INVALID_ARGUMENT")
+    code = str(extensions.get("code") or "")
+    if code not in KNOWN_CODES:  # GRAPHQL_VALIDATION_FAILED and other GraphQL-level codes
+        code = "INVALID_ARGUMENT"
     message = err.message
     field: list[str] | None = None
     matched = _VARIABLE_ERROR.match(message)
@@ -651,7 +656,10 @@ def build_openapi(sdl: str, operations: Operations, max_page_size: int) -> dict[
             "get": {
                 "operationId": "getOpenApi",
                 "summary": "This document.",
-                "responses": {"200": _response("OpenAPI 3.1.", {"type": "object"})},
+                "responses": {
+                    "200": _response("OpenAPI 3.1.", {"type": "object"}),
+                    **errors(*auth),
+                },
             }
         },
     }

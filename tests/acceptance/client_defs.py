@@ -1,4 +1,5 @@
-"""Definitions for the client tests (CLI, TypeScript): the quick start's jobs and two triggers."""
+"""Definitions for the client tests (CLI, TypeScript): the quick start's jobs, a job that
+fails one partition, and two triggers."""
 
 from __future__ import annotations
 
@@ -6,11 +7,21 @@ from backfiller import (
     BackfillRequest,
     Definitions,
     PartitionRange,
+    RunContext,
     SkipReason,
+    StaticPartitions,
     TriggerContext,
+    job,
     trigger,
 )
 from backfiller.examples.quickstart import definitions as quickstart
+
+
+@job(partitions=StaticPartitions(["fine", "broken", "also-fine"]))
+def picky(context: RunContext) -> None:
+    """Fails its `broken` partition, every time."""
+    if context.partition_key == "broken":
+        raise RuntimeError("broken on purpose")
 
 
 @trigger(description="Launch the first week of May 2024 of daily_sales, once.")
@@ -29,4 +40,4 @@ def quiet(context: TriggerContext) -> SkipReason:
     return SkipReason("nothing landed")
 
 
-definitions = Definitions(jobs=list(quickstart.job_list), triggers=[may_week, quiet])
+definitions = Definitions(jobs=[*quickstart.job_list, picky], triggers=[may_week, quiet])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.acceptance.client_support import DEFS, create_token
 from tests.support import REPO, LiveServer, free_port
 
 PACKAGE = REPO / "clients" / "typescript"
@@ -44,7 +45,15 @@ def installed() -> Path:
 
 @pytest.fixture
 def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, "tests.acceptance.client_defs:definitions")
+    live = LiveServer(database_url, DEFS)
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def secured(database_url: str, server: LiveServer) -> Iterator[LiveServer]:
+    """A second server on the same database, with ``--auth token``."""
+    live = LiveServer(database_url, DEFS, auth="token")
     yield live
     live.stop()
 
@@ -84,7 +93,9 @@ def test_it_type_checks(installed: Path) -> None:
     npm("run", "typecheck")
 
 
-def test_it_works_against_a_live_server(installed: Path, server: LiveServer) -> None:
+def test_it_works_against_a_live_server(
+    installed: Path, server: LiveServer, secured: LiveServer, database_url: str
+) -> None:
     npm("run", "build")
     output = npm(
         "exec",
@@ -96,8 +107,11 @@ def test_it_works_against_a_live_server(installed: Path, server: LiveServer) -> 
         env={
             "BACKFILLER_URL": server.url,
             "BACKFILLER_DOWN_URL": f"http://127.0.0.1:{free_port()}",
+            "BACKFILLER_AUTH_URL": secured.url,
+            "BACKFILLER_TOKEN": create_token(database_url, "operator"),
+            "BACKFILLER_VIEWER_TOKEN": create_token(database_url, "viewer"),
         },
     )
     assert "\n# fail 0\n" in output, output
     passed = re.search(r"^# pass (\d+)$", output, re.M)
-    assert passed is not None and int(passed[1]) >= 8, output
+    assert passed is not None and int(passed[1]) >= 10, output

@@ -1,6 +1,7 @@
-// The client against a live server. tests/acceptance/test_typescript_client.py starts the
-// server and sets BACKFILLER_URL (auth off), and BACKFILLER_AUTH_URL, BACKFILLER_TOKEN and
-// BACKFILLER_VIEWER_TOKEN (a server with --auth token) when the tokens exist.
+// The client against live servers that tests/acceptance/test_typescript_client.py starts:
+// BACKFILLER_URL (auth off), BACKFILLER_AUTH_URL (--auth token) with an operator token in
+// BACKFILLER_TOKEN and a viewer token in BACKFILLER_VIEWER_TOKEN, and BACKFILLER_DOWN_URL
+// where nothing listens.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
@@ -157,10 +158,9 @@ describe("transport", () => {
   });
 });
 
-const authUrl = process.env.BACKFILLER_AUTH_URL;
-describe("bearer tokens", { skip: authUrl === undefined && "no server with --auth token" }, () => {
+describe("bearer tokens", () => {
   it("a good token launches, a viewer is forbidden, a bad token is refused", async () => {
-    const url = authUrl ?? "";
+    const url = env("BACKFILLER_AUTH_URL");
     const operator = new Client({ url, token: env("BACKFILLER_TOKEN") });
     const launched = await operator.launch(week(randomUUID()));
     assert.equal(launched.status, "REQUESTED");
