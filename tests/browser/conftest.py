@@ -43,9 +43,13 @@ SCREENSHOTS = ARTIFACTS / "screenshots"
 PG_ENV = "BACKFILLER_TEST_DATABASE_URL"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Chromium from Debian; the tests skip when it is not installed."""
+    """Headless Chromium from Debian; the tests skip when it is not installed.
+
+    Module-scoped: Playwright's sync API runs an event loop while it is started, which would
+    stop the asyncio tests of other modules in the same session from running theirs.
+    """
     if not CHROMIUM.exists():
         pytest.skip(
             f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)"
