@@ -18,6 +18,7 @@ from backfiller.cli.server import (
     DefinitionsOption,
     HostOption,
     PortOption,
+    check_access_settings,
     configure_logging,
     definitions_or_exit,
     fail,
@@ -150,7 +151,9 @@ def _dev_settings(url: str, target: str, host: str, port: int) -> Settings:
     names = {f.name for f in dataclasses.fields(Settings)}
     if "auth_mode" in names:
         overrides["auth_mode"] = "none"  # the quick start is loopback-only
-    return Settings.from_env(**overrides)
+    settings = Settings.from_env(**overrides)
+    check_access_settings(settings)  # --auth none refuses a non-loopback --host
+    return settings
 
 
 async def run_dev(defs: Definitions, settings: Settings, options: DaemonOptions) -> None:
