@@ -111,8 +111,9 @@ IdArgument = Annotated[str, typer.Argument(help="The backfill's id (bf_...).", s
 
 partitions_app = typer.Typer(help="Add or delete keys of dynamic partitions.", no_args_is_help=True)
 trigger_app = typer.Typer(help="List and evaluate triggers.", no_args_is_help=True)
-app.add_typer(partitions_app, name="partitions")
-app.add_typer(trigger_app, name="trigger")
+CLIENT_PANEL = "Client (talks to a server)"
+app.add_typer(partitions_app, name="partitions", rich_help_panel=CLIENT_PANEL)
+app.add_typer(trigger_app, name="trigger", rich_help_panel=CLIENT_PANEL)
 
 
 # -- running a command -----------------------------------------------------------------------
@@ -323,7 +324,7 @@ def watch_until_done(client: Client, output: Output, backfill_id: str, interval:
         finish(EXIT_REFUSED)
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def launch(
     job: JobArgument,
     start: FromOption = None,
@@ -359,7 +360,7 @@ def launch(
             watch_until_done(client, out, backfill.id, interval)
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def preview(
     job: JobArgument,
     start: FromOption = None,
@@ -397,7 +398,7 @@ def preview(
         out.line(f"skip {skipped.key}: {skipped.reason}")
 
 
-@app.command("list", rich_help_panel="Client (talks to a server)")
+@app.command("list", rich_help_panel=CLIENT_PANEL)
 def list_(
     status: Annotated[
         list[StatusChoice] | None,
@@ -446,7 +447,7 @@ def list_(
     )
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def show(
     backfill_id: IdArgument,
     runs: Annotated[int, typer.Option(min=0, help="How many recent runs to list.")] = 10,
@@ -524,7 +525,7 @@ def plain_selection(selection: Any) -> str:
     return str(selection)
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def watch(
     backfill_id: IdArgument,
     interval: Annotated[float, typer.Option(min=0.05, help="Seconds between reads.")] = 1.0,
@@ -548,7 +549,7 @@ def steer(verb: str, backfill_id: str, url: str, token: str | None, output: Outp
         print_backfill(out, backfill)
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def pause(
     backfill_id: IdArgument,
     url: UrlOption = DEFAULT_URL,
@@ -559,7 +560,7 @@ def pause(
     steer("pause", backfill_id, url, token, output)
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def resume(
     backfill_id: IdArgument,
     url: UrlOption = DEFAULT_URL,
@@ -570,7 +571,7 @@ def resume(
     steer("resume", backfill_id, url, token, output)
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def cancel(
     backfill_id: IdArgument,
     url: UrlOption = DEFAULT_URL,
@@ -584,7 +585,7 @@ def cancel(
 RETRY_CHOICES = {"failed": "FAILED", "canceled": "CANCELED", "not-run": "NOT_RUN"}
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def retry(
     backfill_id: IdArgument,
     include: Annotated[
@@ -614,7 +615,7 @@ def retry(
 # -- jobs, partitions, triggers --------------------------------------------------------------
 
 
-@app.command(rich_help_panel="Client (talks to a server)")
+@app.command(rich_help_panel=CLIENT_PANEL)
 def jobs(
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
