@@ -3,16 +3,8 @@
 The public Python API is what ``__all__`` lists; everything else may change in any release.
 """
 
-from backfiller.client import (
-    AsyncClient,
-    BackfillerAPIError,
-    BackfillerAuthError,
-    BackfillerConnectionError,
-    BackfillerError,
-    BackfillerTransportError,
-    BackfillerUserError,
-    Client,
-)
+from typing import TYPE_CHECKING, Any
+
 from backfiller.definitions.jobs import JobDefinition, RetryPolicy, RunContext, job
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
 from backfiller.definitions.partitions import (
@@ -39,7 +31,43 @@ from backfiller.definitions.triggers import (
     trigger,
 )
 
+if TYPE_CHECKING:
+    from backfiller.client import (
+        AsyncClient,
+        BackfillerAPIError,
+        BackfillerAuthError,
+        BackfillerConnectionError,
+        BackfillerError,
+        BackfillerTransportError,
+        BackfillerUserError,
+        Client,
+    )
+
 __version__ = "0.1.0"
+
+# The client (httpx, graphql-core) loads on first use, so that defining jobs and starting the
+# command line stay fast.
+_CLIENT_NAMES = frozenset(
+    {
+        "AsyncClient",
+        "BackfillerAPIError",
+        "BackfillerAuthError",
+        "BackfillerConnectionError",
+        "BackfillerError",
+        "BackfillerTransportError",
+        "BackfillerUserError",
+        "Client",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_NAMES:
+        from backfiller import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'backfiller' has no attribute {name!r}")
+
 
 __all__ = [
     "AllPartitions",

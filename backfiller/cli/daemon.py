@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import os
 import signal
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,11 +25,10 @@ from backfiller.cli.server import (
     prepare_database,
 )
 from backfiller.config import Settings
-from backfiller.daemon import Daemon, DaemonSettings
 from backfiller.definitions.loading import Definitions
-from backfiller.launchers import LocalLauncher
-from backfiller.launchers.local import default_worker_count
-from backfiller.storage import Database
+
+if TYPE_CHECKING:
+    from backfiller.daemon import Daemon
 
 WorkersOption = Annotated[
     int | None,
@@ -91,6 +90,10 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 
 
 def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> Daemon:
+    # Imported here so that `backfiller --help` and the client commands start fast.
+    from backfiller.daemon import Daemon, DaemonSettings
+    from backfiller.launchers import LocalLauncher
+    from backfiller.storage import Database
 
     launcher = LocalLauncher(
         options.target,
@@ -105,13 +108,15 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
         lease_timeout_seconds=options.lease_timeout,
         shutdown_grace_seconds=options.grace_seconds,
     )
-    return Daemon(Database(database_url), defs, launcher, settings)
+    return Daemon(Database(database_url), defs, launcher, settings, api_url=options.api_url)
 
 
 async def run_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> None:
     stop = asyncio.Event()
     _stop_on_signals(stop)
     daemon = build_daemon(database_url, defs, options)
+    from backfiller.launchers.local import default_worker_count
+
     size = options.workers or default_worker_count()
     typer.echo(f"Backfiller daemon {daemon.owner} running with {size} workers", err=True)
     try:
@@ -160,6 +165,7 @@ async def run_dev(defs: Definitions, settings: Settings, options: DaemonOptions)
     import uvicorn
 
     from backfiller.resolvers.context import Services
+    from backfiller.storage import Database
     from backfiller.web.app import create_app
 
     assert settings.database_url is not None
@@ -218,5 +224,6 @@ def dev(
     target = definitions or EXAMPLE_DEFINITIONS
     defs = definitions_or_exit(target)
     url = prepare_database(database)
-    options = DaemonOptions(target, workers, None, None, 5.0, 30.0)
+    # Runs launched by the quick start talk back to this very server through context.client.
+    options = DaemonOptions(target, workers, None, f"http://{host}:{port}", 5.0, 30.0)
     asyncio.run(run_dev(defs, _dev_settings(url, target, host, port), options))

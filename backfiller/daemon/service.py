@@ -55,6 +55,7 @@ class Daemon:
         launcher: Launcher,
         settings: DaemonSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
+        api_url: str | None = None,
     ) -> None:
         self.database = database
         self.definitions = definitions
@@ -77,7 +78,11 @@ class Daemon:
         self.loop.every(s.steer_seconds, "steer", self.steer)
         self.loop.every(s.steer_seconds, "complete", self.complete)
         self.loop.every(s.heartbeat_seconds, "lease", self.lease)
-        self.loop.every(TICK_SECONDS, "triggers", TriggerRunner(database, definitions, clock).tick)
+        self.loop.every(
+            TICK_SECONDS,
+            "triggers",
+            TriggerRunner(database, definitions, clock, api_url=api_url).tick,
+        )
 
     @property
     def owner(self) -> str:

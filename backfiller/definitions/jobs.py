@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import jsonschema
-
 from backfiller.definitions.partitions import PartitionsDefinition
 
 if TYPE_CHECKING:
@@ -73,6 +71,8 @@ class ConfigSchema:
         if spec is None:
             self.json_schema: dict[str, Any] | None = None
         elif isinstance(spec, Mapping):
+            import jsonschema
+
             jsonschema.Draft202012Validator.check_schema(dict(spec))
             self.json_schema = dict(spec)
         elif dataclasses.is_dataclass(spec):
@@ -86,6 +86,8 @@ class ConfigSchema:
             if value in (None, {}):
                 return []
             return [([], "this job takes no run config")]
+        import jsonschema
+
         validator = jsonschema.Draft202012Validator(self.json_schema)
         found = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.path)))
         return [([str(p) for p in e.path], e.message) for e in found]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 import sysconfig
 import traceback
-from pathlib import Path
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from backfiller.definitions.jobs import JobDefinition
