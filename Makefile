@@ -40,9 +40,11 @@ test-postgres: bootstrap
 # Regenerate the committed SDL after a schema change (a test fails while it is stale).
 schema: bootstrap
 	$(BIN)/backfiller schema export --output schema.graphql
+	cd clients/typescript && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run generate
 
 bench: bootstrap
 	$(BIN)/python -m bench.launch
+	$(BIN)/python -m bench.daemon
 
 clean:
 	rm -rf $(VENV) .backfiller .mypy_cache .ruff_cache .pytest_cache
