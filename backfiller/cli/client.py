@@ -451,11 +451,12 @@ def list_(
 def show(
     backfill_id: IdArgument,
     runs: Annotated[int, typer.Option(min=0, help="How many recent runs to list.")] = 10,
+    events: Annotated[int, typer.Option(min=0, help="How many recent events to list.")] = 5,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     output: OutputOption = OutputFormat.text,
 ) -> None:
-    """A backfill: its counts, a strip of its partitions' statuses, and its recent runs."""
+    """A backfill: its counts, a strip of its partitions' statuses, recent events and runs."""
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
         backfill = client.get_backfill(backfill_id)
@@ -463,8 +464,20 @@ def show(
             not_found(out, backfill_id)
         ranges = client.partition_status_ranges(backfill_id)
         recent = list(itertools.islice(client.runs(backfill_id, page_size=max(runs, 1)), runs))
+        happened = list(
+            itertools.islice(
+                client.events(backfill_id, newest_first=True, page_size=max(events, 1)), events
+            )
+        )
     if out.json_mode:
-        out.json({"backfill": backfill, "partition_status_ranges": ranges, "recent_runs": recent})
+        out.json(
+            {
+                "backfill": backfill,
+                "partition_status_ranges": ranges,
+                "recent_events": happened,
+                "recent_runs": recent,
+            }
+        )
         return
     colour = out.is_terminal
     out.line(
@@ -495,6 +508,14 @@ def show(
     out.line(f"progress {progress_text(backfill.counts)}  {counts_line(backfill.counts)}")
     out.line(Text.assemble("strip    ", strip_text(ranges, colour)))
     out.line(Text.assemble("         ", legend(colour)))
+    if happened:
+        out.line("recent events:")
+        for event in happened:
+            out.line(
+                f"  {event.at.astimezone().strftime('%H:%M:%S')}  {event.kind:<16}"
+                + (f" {event.message}" if event.message else "")
+                + (f"  ({event.actor})" if event.actor else "")
+            )
     if recent:
         out.line("recent runs:")
         out.table(

@@ -18,6 +18,7 @@ from backfiller.client.errors import (
 from backfiller.client.types import (
     Backfill,
     BackfillCounts,
+    BackfillEvent,
     BackfillStatus,
     Job,
     PartitionsInfo,
@@ -37,6 +38,7 @@ __all__ = [
     "AsyncClient",
     "Backfill",
     "BackfillCounts",
+    "BackfillEvent",
     "BackfillStatus",
     "BackfillerAPIError",
     "BackfillerAuthError",

@@ -18,6 +18,7 @@ from backfiller.client.errors import (
 )
 from backfiller.client.types import (
     Backfill,
+    BackfillEvent,
     BackfillStatus,
     Job,
     PartitionStatusRange,
@@ -274,6 +275,27 @@ def runs_page(
             "after": after,
             "statuses": [RunStatus(s).value for s in statuses] if statuses is not None else None,
         },
+        read,
+    )
+
+
+def events_page(
+    backfill_id: str, newest_first: bool, first: int, after: str | None
+) -> Call[Page[BackfillEvent]]:
+    def read(data: Json) -> Page[BackfillEvent]:
+        found = data["backfill"]
+        if found is None:
+            raise not_found("PyBackfillEvents", backfill_id)
+        connection = found["events"]
+        info = connection["pageInfo"]
+        return Page(
+            [_parse.event(e["node"]) for e in connection["edges"]],
+            info["endCursor"] if info["hasNextPage"] else None,
+        )
+
+    return Call(
+        "PyBackfillEvents",
+        {"id": backfill_id, "first": first, "after": after, "newestFirst": newest_first},
         read,
     )
 

@@ -11,6 +11,7 @@ from backfiller.client.errors import UserErrorDetail
 from backfiller.client.types import (
     Backfill,
     BackfillCounts,
+    BackfillEvent,
     BackfillStatus,
     Job,
     PartitionsInfo,
@@ -139,6 +140,15 @@ def run(value: Json) -> Run:
         started_at=when(value.get("startedAt")),
         ended_at=when(value.get("endedAt")),
         duration_seconds=value.get("durationSeconds"),
+    )
+
+
+def event(value: Json) -> BackfillEvent:
+    return BackfillEvent(
+        kind=value["kind"],
+        at=required_when(value["at"]),
+        actor=value.get("actor"),
+        message=value.get("message"),
     )
 
 

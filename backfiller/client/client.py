@@ -22,6 +22,7 @@ from backfiller.client._operations import operation
 from backfiller.client.errors import BackfillerConnectionError
 from backfiller.client.types import (
     Backfill,
+    BackfillEvent,
     BackfillStatus,
     Job,
     PartitionStatusRange,
@@ -195,6 +196,13 @@ class Client:
         size = _calls.check_page_size(page_size)
         wanted = list(statuses) if statuses is not None else None
         return self._pages(lambda after: _calls.runs_page(backfill_id, wanted, size, after))
+
+    def events(
+        self, backfill_id: str, newest_first: bool = False, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> Iterator[BackfillEvent]:
+        """What happened to a backfill, oldest first (or newest first), page by page."""
+        size = _calls.check_page_size(page_size)
+        return self._pages(lambda after: _calls.events_page(backfill_id, newest_first, size, after))
 
     def partition_status_ranges(self, backfill_id: str) -> list[PartitionStatusRange]:
         """The backfill's partitions folded into ranges of one status, in launch order."""
@@ -382,6 +390,12 @@ class AsyncClient:
         size = _calls.check_page_size(page_size)
         wanted = list(statuses) if statuses is not None else None
         return self._pages(lambda after: _calls.runs_page(backfill_id, wanted, size, after))
+
+    def events(
+        self, backfill_id: str, newest_first: bool = False, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> AsyncIterator[BackfillEvent]:
+        size = _calls.check_page_size(page_size)
+        return self._pages(lambda after: _calls.events_page(backfill_id, newest_first, size, after))
 
     async def partition_status_ranges(self, backfill_id: str) -> list[PartitionStatusRange]:
         return await self._execute(_calls.partition_status_ranges(backfill_id))

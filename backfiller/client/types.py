@@ -169,6 +169,16 @@ class Run:
 
 
 @dataclass(frozen=True, slots=True)
+class BackfillEvent:
+    """Something that happened to a backfill (launched, paused, run failed, ...)."""
+
+    kind: str
+    at: datetime
+    actor: str | None
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionStatusRange:
     """Consecutive partitions of a backfill that share one status."""
 

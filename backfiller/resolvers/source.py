@@ -255,12 +255,14 @@ class StorageSource:
         return list(ranges)
 
     async def backfill_events(
-        self, pk: int, first: int, after: str | None
+        self, pk: int, first: int, after: str | None, newest_first: bool = False
     ) -> BackfillEventConnection:
         limit = self._limit(first)
         after_id = _cursor("ev", after)
         async with self.database.read() as session:
-            records = await EventRepository(session).page(pk, limit + 1, after_id)
+            records = await EventRepository(session).page(
+                pk, limit + 1, after_id, newest_first=newest_first
+            )
         edges = [
             BackfillEventEdge(
                 cursor=encode_cursor("ev", r.id),

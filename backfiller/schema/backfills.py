@@ -285,11 +285,18 @@ class Backfill(Node):
     ) -> list[PartitionStatusRange]:
         return await source_of(info).backfill_partition_status_ranges(self._pk)
 
-    @strawberry.field(description="What happened to this backfill, oldest first.")
+    @strawberry.field(
+        description="What happened to this backfill, oldest first (newest first with "
+        "`newestFirst`)."
+    )
     async def events(
-        self, info: strawberry.Info[Any, Any], first: int = 100, after: str | None = None
+        self,
+        info: strawberry.Info[Any, Any],
+        first: int = 100,
+        after: str | None = None,
+        newest_first: bool = False,
     ) -> BackfillEventConnection:
-        return await source_of(info).backfill_events(self._pk, first, after)
+        return await source_of(info).backfill_events(self._pk, first, after, newest_first)
 
 
 @strawberry.type

@@ -244,16 +244,23 @@ class EventRepository:
         )
 
     async def page(
-        self, backfill_id: int, limit: int, after_id: int | None
+        self, backfill_id: int, limit: int, after_id: int | None, *, newest_first: bool = False
     ) -> list[BackfillEventRecord]:
+        """A page of events in id order (descending with ``newest_first``), after a cursor."""
+        order = BackfillEventRecord.id.desc() if newest_first else BackfillEventRecord.id
         stmt = (
             select(BackfillEventRecord)
             .where(BackfillEventRecord.backfill_id == backfill_id)
-            .order_by(BackfillEventRecord.id)
+            .order_by(order)
             .limit(limit)
         )
         if after_id is not None:
-            stmt = stmt.where(BackfillEventRecord.id > after_id)
+            beyond = (
+                BackfillEventRecord.id < after_id
+                if newest_first
+                else BackfillEventRecord.id > after_id
+            )
+            stmt = stmt.where(beyond)
         return list((await self.session.execute(stmt)).scalars())
 
 

@@ -176,7 +176,12 @@ def test_launch_preview_list_show_and_steer(run: Any, proc: Any) -> None:
     assert shown_json["partition_status_ranges"][0]["status"] == "PENDING"
     assert shown_json["recent_runs"] == []
 
+    assert [e["kind"] for e in shown_json["recent_events"]] == ["LAUNCHED"]
+    assert "LAUNCHED" in shown.stdout
+
     assert run("pause", backfill_id, "-o", "json").json()["status"] == "PAUSED"
+    paused = run("show", backfill_id, "-o", "json").json()
+    assert [e["kind"] for e in paused["recent_events"]] == ["PAUSED", "LAUNCHED"]
     assert "PAUSED" in run("show", backfill_id).stdout
     resumed = run("resume", backfill_id)
     assert resumed.code == 0 and "REQUESTED" in resumed.stdout

@@ -205,6 +205,18 @@ def test_pause_resume_cancel_and_their_refusals(client: Client) -> None:
     assert missing.value.codes == ("BACKFILL_NOT_FOUND",)
 
 
+def test_events_oldest_or_newest_first_across_pages(client: Client) -> None:
+    backfill = client.launch_backfill(january())
+    client.pause(backfill.id)
+    client.resume(backfill.id)
+    client.cancel(backfill.id)
+    oldest = [e.kind for e in client.events(backfill.id, page_size=1)]
+    assert oldest == ["LAUNCHED", "PAUSED", "RESUMED", "CANCELED"]
+    newest = [e.kind for e in client.events(backfill.id, newest_first=True, page_size=3)]
+    assert newest == list(reversed(oldest))
+    assert all(e.at.tzinfo is not None for e in client.events(backfill.id))
+
+
 def test_retry_launches_a_child_of_a_finished_backfill(client: Client) -> None:
     parent = client.launch_backfill(january())
     with pytest.raises(BackfillerUserError) as running:
