@@ -164,11 +164,11 @@ class AccessGate:
         headers = Headers(scope=scope)
         path: str = scope["path"]
         origin = headers.get("origin")
-        scheme = "ws" if scope["type"] == "websocket" else "http"
+        # A browser sends its page's origin (http or https), for a WebSocket too.
         if (
             origin is not None
             and origin.rstrip("/") not in self.origins
-            and not _same_origin(origin, headers, scheme)
+            and not _same_origin(origin, headers, "http")
         ):
             await self._deny(scope, receive, send, 403, "FORBIDDEN", "origin not allowed")
             return

@@ -176,17 +176,9 @@ class ConsoleWatch:
         return [e for e in self.errors if not any(p.search(e) for p in self.allowed)]
 
 
-# A known bug outside the UI: the access gate refuses the UI's same-origin WebSocket (403), so
-# pages poll instead. test_progress_arrives_through_the_subscription (strict xfail) tracks it;
-# remove this allowance with that xfail.
-KNOWN_WEBSOCKET_REFUSAL = r"WebSocket connection to .* failed: .*Unexpected response code: 403"
-
-
 @pytest.fixture
 def console() -> ConsoleWatch:
-    watch = ConsoleWatch()
-    watch.allow(KNOWN_WEBSOCKET_REFUSAL)
-    return watch
+    return ConsoleWatch()
 
 
 @pytest.fixture

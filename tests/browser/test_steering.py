@@ -272,15 +272,9 @@ def test_live_page_survives_a_finished_backfill_without_console_errors(
     assert console.unexpected() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="backfiller/web/auth.py answers 403 to a same-origin browser WebSocket: it checks "
-    "the page's http:// Origin against scheme ws (the UI falls back to polling)",
-)
 def test_progress_arrives_through_the_subscription(
     ui_stack: Stack, new_page: Callable[..., Any], console: ConsoleWatch
 ) -> None:
-    console.allowed.clear()  # here the refused WebSocket is the failure
     id = launch(
         ui_stack,
         target={"job": "slow_rebuild"},

@@ -278,6 +278,9 @@ def test_websockets_need_a_token_and_an_allowed_origin(server: LiveServer, token
     assert init({"Authorization": f"Bearer {tokens.revoked}"}) == 4403
     assert init({"Authorization": f"Bearer {tokens.viewer}"}) == {"type": "connection_ack"}
     assert init({"Authorization": f"Bearer {tokens.viewer}"}, "http://evil.example") == 403
+    # A page of this server opens its socket with its own http:// origin.
+    same_site = init({"Authorization": f"Bearer {tokens.viewer}"}, server.url)
+    assert same_site == {"type": "connection_ack"}
 
 
 # -- launch input ----------------------------------------------------------------------------
