@@ -22,6 +22,7 @@ from backfiller.cli.server import (
     configure_logging,
     definitions_or_exit,
     fail,
+    http_server,
     prepare_database,
 )
 from backfiller.config import Settings
@@ -162,27 +163,10 @@ def _dev_settings(url: str, target: str, host: str, port: int) -> Settings:
 
 
 async def run_dev(defs: Definitions, settings: Settings, options: DaemonOptions) -> None:
-    import uvicorn
-
-    from backfiller.resolvers.context import Services
-    from backfiller.storage import Database
-    from backfiller.web.app import create_app
-
     assert settings.database_url is not None
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    services = Services(
-        database=Database(settings.database_url), definitions=defs, settings=settings
-    )
-    config = uvicorn.Config(
-        create_app(services),
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        lifespan="on",
-        ws="websockets-sansio",
-    )
-    server = uvicorn.Server(config)
+    server = http_server(defs, settings)
     daemon = build_daemon(settings.database_url, defs, options)
     base = f"http://{settings.host}:{settings.port}"
 

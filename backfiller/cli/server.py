@@ -7,13 +7,16 @@ import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from backfiller.cli.app import app, db_app, schema_app
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
+
+if TYPE_CHECKING:
+    import uvicorn
 
 EXIT_CONFIG = 2
 EXAMPLE_DEFINITIONS = "backfiller.examples.quickstart:definitions"
@@ -187,14 +190,14 @@ def check_access_settings(settings: Settings) -> None:
         raise fail("--rate-limit must be 0 (no limit) or more")
 
 
-async def run_server(defs: Definitions, settings: Settings) -> None:
+def http_server(defs: Definitions, settings: Settings) -> uvicorn.Server:
+    """A uvicorn server of the whole web application (API, REST, UI) for these settings."""
     import uvicorn
 
     from backfiller.resolvers.context import Services
     from backfiller.storage import Database
     from backfiller.web.app import create_app
 
-    check_access_settings(settings)
     services = Services(
         database=Database(settings.database_url), definitions=defs, settings=settings
     )
@@ -206,7 +209,12 @@ async def run_server(defs: Definitions, settings: Settings) -> None:
         lifespan="on",
         ws="websockets-sansio",
     )
-    server = uvicorn.Server(config)
+    return uvicorn.Server(config)
+
+
+async def run_server(defs: Definitions, settings: Settings) -> None:
+    check_access_settings(settings)
+    server = http_server(defs, settings)
     base = f"http://{settings.host}:{settings.port}"
     typer.echo(f"Backfiller API at {base}/graphql/v1 (UI at {base}/)", err=True)
     await server.serve()

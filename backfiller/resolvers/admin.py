@@ -9,8 +9,9 @@ import strawberry
 from sqlalchemy.exc import IntegrityError
 
 from backfiller.resolvers.commands import user_error
-from backfiller.resolvers.context import Info, PublicError, check_page_size
-from backfiller.resolvers.ids import decode_cursor, encode_cursor, parse_id
+from backfiller.resolvers.context import Info, check_page_size
+from backfiller.resolvers.ids import encode_cursor, parse_id
+from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.schema.admin import (
     ApiToken,
     ApiTokenConnection,
@@ -26,7 +27,7 @@ from backfiller.schema.admin import (
     RevokeApiTokenInput,
     RevokeApiTokenPayload,
 )
-from backfiller.schema.common import PageInfo, UserError, UserErrorCode
+from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.storage.auth import AuditRepository, NewToken, TokenNameTaken, TokenRepository
 from backfiller.storage.auth_records import ApiTokenRecord, AuditRecord, Role
 from backfiller.storage.auth_records import AuditOutcome as StoredOutcome
@@ -197,19 +198,12 @@ async def revoke_api_token(info: Info, input: RevokeApiTokenInput) -> RevokeApiT
     return RevokeApiTokenPayload(token=api_token_from_record(record, now), user_errors=[])
 
 
-def _after(kind: str, after: str | None) -> int | None:
-    try:
-        return decode_cursor(kind, after)
-    except ValueError:
-        raise PublicError("`after` is not a cursor of this list") from None
-
-
 async def list_api_tokens(
     info: Info, first: int = 50, after: str | None = None, include_revoked: bool = False
 ) -> ApiTokenConnection:
     ctx = info.context
     limit = check_page_size(first, ctx.services.settings)
-    after_id = _after("tok", after)
+    after_id = cursor_value("tok", after)
     async with ctx.database.read() as session:
         records = await TokenRepository(session).page(limit + 1, after_id, include_revoked)
     now = ctx.now()
@@ -219,12 +213,7 @@ async def list_api_tokens(
     ]
     return ApiTokenConnection(
         edges=edges,
-        page_info=PageInfo(
-            has_next_page=len(records) > limit,
-            has_previous_page=after is not None,
-            start_cursor=edges[0].cursor if edges else None,
-            end_cursor=edges[-1].cursor if edges else None,
-        ),
+        page_info=page_info(edges, len(records) > limit, after),
     )
 
 
@@ -237,7 +226,7 @@ async def list_audit_entries(
 ) -> AuditEntryConnection:
     ctx = info.context
     limit = check_page_size(first, ctx.services.settings)
-    before_id = _after("audit", after)
+    before_id = cursor_value("audit", after)
     async with ctx.database.read() as session:
         records = await AuditRepository(session).page(limit + 1, before_id, actor, operation)
     edges = [
@@ -246,10 +235,5 @@ async def list_audit_entries(
     ]
     return AuditEntryConnection(
         edges=edges,
-        page_info=PageInfo(
-            has_next_page=len(records) > limit,
-            has_previous_page=after is not None,
-            start_cursor=edges[0].cursor if edges else None,
-            end_cursor=edges[-1].cursor if edges else None,
-        ),
+        page_info=page_info(edges, len(records) > limit, after),
     )

@@ -11,8 +11,9 @@ from backfiller import domain
 from backfiller.domain import BackfillState, EventKind, RunState, SlotState
 from backfiller.planning import Selection, key_at, keys_between, pin_stored_selection, position_of
 from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
-from backfiller.resolvers.context import Context, Info, PublicError, check_page_size, key_space_of
-from backfiller.resolvers.ids import decode_cursor, encode_cursor, parse_backfill_id
+from backfiller.resolvers.context import Context, Info, check_page_size, key_space_of
+from backfiller.resolvers.ids import encode_cursor, parse_backfill_id
+from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import backfill_from_record, backfill_state, skip_reason
 from backfiller.schema.backfills import (
     Backfill,
@@ -21,7 +22,7 @@ from backfiller.schema.backfills import (
     BackfillPreview,
     SkippedPartition,
 )
-from backfiller.schema.common import PageInfo, UserError, UserErrorCode
+from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.enums import RetryInclude
 from backfiller.schema.inputs import (
     BackfillFilter,
@@ -347,10 +348,7 @@ async def list_backfills(
 ) -> BackfillConnection:
     ctx = info.context
     limit = check_page_size(first, ctx.services.settings)
-    try:
-        before_id = decode_cursor("bf", after)
-    except ValueError:
-        raise PublicError("`after` is not a cursor of this list") from None
+    before_id = cursor_value("bf", after)
     query = BackfillQuery()
     if filter is not None:
         tag = None
@@ -369,12 +367,7 @@ async def list_backfills(
     ]
     return BackfillConnection(
         edges=edges,
-        page_info=PageInfo(
-            has_next_page=len(records) > limit,
-            has_previous_page=after is not None,
-            start_cursor=edges[0].cursor if edges else None,
-            end_cursor=edges[-1].cursor if edges else None,
-        ),
+        page_info=page_info(edges, len(records) > limit, after),
     )
 
 

@@ -7,11 +7,12 @@ import strawberry
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import PartitionsKind as StoredKind
 from backfiller.resolvers.commands import MAX_KEY_LENGTH, user_error
-from backfiller.resolvers.context import Info, PublicError, check_page_size
-from backfiller.resolvers.ids import decode_cursor, encode_cursor, parse_run_id
+from backfiller.resolvers.context import Info, check_page_size
+from backfiller.resolvers.ids import encode_cursor, parse_run_id
+from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import run_from_record, run_state
 from backfiller.schema.backfills import Run, RunConnection, RunEdge
-from backfiller.schema.common import JSON, PageInfo, Tag, UserError, UserErrorCode
+from backfiller.schema.common import JSON, Tag, UserError, UserErrorCode
 from backfiller.schema.enums import PartitionsKind, RunStatus
 from backfiller.schema.inputs import DynamicPartitionsInput
 from backfiller.schema.jobs import Job, PartitionsDefinition, RetryPolicy
@@ -84,10 +85,7 @@ async def list_runs(
     statuses: list[RunStatus] | None = None,
 ) -> RunConnection:
     limit = check_page_size(first, info.context.services.settings)
-    try:
-        before = decode_cursor("run", after)
-    except ValueError:
-        raise PublicError("`after` is not a cursor of this list") from None
+    before = cursor_value("run", after)
     async with info.context.database.read() as session:
         records = await RunReads(session).page(
             limit + 1,
@@ -101,12 +99,7 @@ async def list_runs(
     ]
     return RunConnection(
         edges=edges,
-        page_info=PageInfo(
-            has_next_page=len(records) > limit,
-            has_previous_page=after is not None,
-            start_cursor=edges[0].cursor if edges else None,
-            end_cursor=edges[-1].cursor if edges else None,
-        ),
+        page_info=page_info(edges, len(records) > limit, after),
     )
 
 

@@ -18,7 +18,8 @@ from backfiller.planning import (
     pin_stored_selection,
 )
 from backfiller.resolvers.context import PublicError, key_space_of
-from backfiller.resolvers.ids import decode_cursor, encode_cursor
+from backfiller.resolvers.ids import encode_cursor
+from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
     backfill_from_record,
     event_kind,
@@ -44,7 +45,6 @@ from backfiller.schema.backfills import (
     RunLogEdge,
     RunLogLine,
 )
-from backfiller.schema.common import PageInfo
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
 from backfiller.storage.records import BackfillRecord
@@ -58,22 +58,6 @@ from backfiller.storage.repositories import (
 
 if TYPE_CHECKING:
     from backfiller.resolvers.context import Services
-
-
-def _page_info(has_next: bool, after: str | None, cursors: list[str]) -> PageInfo:
-    return PageInfo(
-        has_next_page=has_next,
-        has_previous_page=after is not None,
-        start_cursor=cursors[0] if cursors else None,
-        end_cursor=cursors[-1] if cursors else None,
-    )
-
-
-def _cursor(kind: str, after: str | None) -> int | None:
-    try:
-        return decode_cursor(kind, after)
-    except ValueError:
-        raise PublicError("`after` is not a cursor of this list") from None
 
 
 class StorageSource:
@@ -107,7 +91,7 @@ class StorageSource:
         self, pk: int, first: int, after: str | None, statuses: list[RunStatus] | None
     ) -> RunConnection:
         limit = self._limit(first)
-        before = _cursor("run", after)
+        before = cursor_value("run", after)
         async with self.database.read() as session:
             records = await RunReads(session).page(
                 limit + 1,
@@ -121,7 +105,7 @@ class StorageSource:
         ]
         return RunConnection(
             edges=edges,
-            page_info=_page_info(len(records) > limit, after, [e.cursor for e in edges]),
+            page_info=page_info(edges, len(records) > limit, after),
         )
 
     async def _pinned_selection(
@@ -161,13 +145,13 @@ class StorageSource:
         self, pk: int, first: int, after: str | None, statuses: list[PartitionStatus] | None
     ) -> BackfillPartitionConnection:
         limit = self._limit(first)
-        after_position = _cursor("pos", after)
+        after_position = cursor_value("pos", after)
         start = -1 if after_position is None else after_position
         wanted = {slot_state(s) for s in statuses} if statuses else None
         async with self.database.read() as session:
             record = await BackfillRepository(session).get(pk)
             if record is None:
-                return BackfillPartitionConnection(edges=[], page_info=_page_info(False, after, []))
+                return BackfillPartitionConnection(edges=[], page_info=page_info([], False, after))
             slots = await SlotReads(session).page(
                 pk, start, limit + 1, list(wanted) if wanted else None
             )
@@ -204,7 +188,7 @@ class StorageSource:
         edges = [BackfillPartitionEdge(cursor=encode_cursor("pos", p.index), node=p) for p in page]
         return BackfillPartitionConnection(
             edges=edges,
-            page_info=_page_info(len(found) > limit, after, [e.cursor for e in edges]),
+            page_info=page_info(edges, len(found) > limit, after),
         )
 
     async def backfill_partition_status_ranges(self, pk: int) -> list[PartitionStatusRange]:
@@ -258,7 +242,7 @@ class StorageSource:
         self, pk: int, first: int, after: str | None, newest_first: bool = False
     ) -> BackfillEventConnection:
         limit = self._limit(first)
-        after_id = _cursor("ev", after)
+        after_id = cursor_value("ev", after)
         async with self.database.read() as session:
             records = await EventRepository(session).page(
                 pk, limit + 1, after_id, newest_first=newest_first
@@ -277,12 +261,12 @@ class StorageSource:
         ]
         return BackfillEventConnection(
             edges=edges,
-            page_info=_page_info(len(records) > limit, after, [e.cursor for e in edges]),
+            page_info=page_info(edges, len(records) > limit, after),
         )
 
     async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection:
         limit = self._limit(first)
-        after_id = _cursor("log", after)
+        after_id = cursor_value("log", after)
         async with self.database.read() as session:
             records = await RunReads(session).logs(pk, limit + 1, after_id)
         edges = [
@@ -294,7 +278,7 @@ class StorageSource:
         ]
         return RunLogConnection(
             edges=edges,
-            page_info=_page_info(len(records) > limit, after, [e.cursor for e in edges]),
+            page_info=page_info(edges, len(records) > limit, after),
         )
 
     async def _job_space(self, job_name: str) -> tuple[JobDefinition, KeySpace] | None:
@@ -313,11 +297,11 @@ class StorageSource:
         self, job: str, first: int, after: str | None
     ) -> PartitionKeyConnection:
         limit = self._limit(first)
-        after_index = _cursor("key", after)
+        after_index = cursor_value("key", after)
         found = await self._job_space(job)
         if found is None:
             return PartitionKeyConnection(
-                edges=[], page_info=_page_info(False, after, []), total_count=0
+                edges=[], page_info=page_info([], False, after), total_count=0
             )
         _job, space = found
         start = 0 if after_index is None else after_index + 1
@@ -328,7 +312,7 @@ class StorageSource:
         ]
         return PartitionKeyConnection(
             edges=edges,
-            page_info=_page_info(len(keys) > limit, after, [e.cursor for e in edges]),
+            page_info=page_info(edges, len(keys) > limit, after),
             total_count=len(space),
         )
 

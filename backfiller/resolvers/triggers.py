@@ -58,12 +58,12 @@ from backfiller.resolvers.commands import LaunchCommand, command_from_input, use
 from backfiller.resolvers.context import (
     Context,
     Info,
-    PublicError,
     Services,
     check_page_size,
     key_space_of,
 )
-from backfiller.resolvers.ids import decode_cursor, encode_cursor, parse_id
+from backfiller.resolvers.ids import encode_cursor, parse_id
+from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.source import StorageSource
 from backfiller.resolvers.translate import backfill_from_record
 from backfiller.schema.backfills import (
@@ -73,7 +73,7 @@ from backfiller.schema.backfills import (
     SkippedPartition,
 )
 from backfiller.schema.backfills import PartitionRange as PublicPartitionRange
-from backfiller.schema.common import JSON, PageInfo, Tag, TagInput, UserError, UserErrorCode
+from backfiller.schema.common import JSON, Tag, TagInput, UserError, UserErrorCode
 from backfiller.schema.enums import BackfillOrder, Reprocess
 from backfiller.schema.enums import SkipReason as PublicSkipReason
 from backfiller.schema.inputs import (
@@ -632,10 +632,7 @@ def _evaluations_loader(
 ) -> Callable[[int, str | None], Awaitable[TriggerEvaluationConnection]]:
     async def load(first: int, after: str | None) -> TriggerEvaluationConnection:
         limit = check_page_size(first, services.settings)
-        try:
-            before = decode_cursor("tev", after)
-        except ValueError:
-            raise PublicError("`after` is not a cursor of this list") from None
+        before = cursor_value("tev", after)
         async with services.database.read() as session:
             records = await TriggerEvaluationRepository(session).page(name, limit + 1, before)
         nodes = await evaluations_from_records(services, records[:limit])
@@ -645,12 +642,7 @@ def _evaluations_loader(
         ]
         return TriggerEvaluationConnection(
             edges=edges,
-            page_info=PageInfo(
-                has_next_page=len(records) > limit,
-                has_previous_page=after is not None,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
-            ),
+            page_info=page_info(edges, len(records) > limit, after),
         )
 
     return load

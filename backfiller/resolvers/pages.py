@@ -1,0 +1,33 @@
+"""Keyset pagination shared by every connection: cursors in, page information out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from backfiller.resolvers.context import PublicError
+from backfiller.resolvers.ids import decode_cursor
+from backfiller.schema.common import PageInfo
+
+
+class _Edge(Protocol):
+    @property
+    def cursor(self) -> str: ...
+
+
+def cursor_value(kind: str, after: str | None) -> int | None:
+    """The position inside an ``after`` cursor of ``kind``; a foreign cursor is refused."""
+    try:
+        return decode_cursor(kind, after)
+    except ValueError:
+        raise PublicError("`after` is not a cursor of this list") from None
+
+
+def page_info(edges: Sequence[_Edge], has_next: bool, after: str | None) -> PageInfo:
+    """Relay page information of one page of ``edges``."""
+    return PageInfo(
+        has_next_page=has_next,
+        has_previous_page=after is not None,
+        start_cursor=edges[0].cursor if edges else None,
+        end_cursor=edges[-1].cursor if edges else None,
+    )
