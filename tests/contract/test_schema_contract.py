@@ -44,9 +44,7 @@ def one_of_breaks(old: GraphQLSchema, new: GraphQLSchema) -> list[str]:
         if not isinstance(new_type, GraphQLInputObjectType):
             continue
         if old_type.is_one_of != new_type.is_one_of:
-            problems.append(
-                f"{name}: @oneOf {'removed' if old_type.is_one_of else 'added'}"
-            )
+            problems.append(f"{name}: @oneOf {'removed' if old_type.is_one_of else 'added'}")
     return problems
 
 

@@ -1,3 +1,3 @@
 """An attribute that is not a Definitions."""
 
-definitions = {"jobs": []}
+definitions: dict[str, list[str]] = {"jobs": []}
