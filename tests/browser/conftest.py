@@ -208,6 +208,8 @@ def shoot(page: Any, name: str, full_page: bool = True) -> Path:
     """Save a screenshot as a test artifact."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
+    # From the top, so that the sticky header is drawn where a person sees it.
+    page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(path), full_page=full_page)
     return path
 
