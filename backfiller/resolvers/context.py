@@ -54,6 +54,9 @@ class Context:
     request_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     principal: Principal | None = None
+    # The bearer token the caller presented (None without one): a trigger pressed by this
+    # caller reaches the API with it through ``context.client``.
+    token: str | None = None
     """Who asks; None is refused by every field (deny by default)."""
     connection_params: dict[str, Any] | None = None
     """The ``connection_init`` payload of a WebSocket (where browsers put their token)."""

@@ -732,8 +732,10 @@ async def evaluate_trigger(info: Info, input: EvaluateTriggerInput) -> EvaluateT
         definition,
         actor=ctx.actor,
         dry_run=input.dry_run,
+        # The trigger acts as whoever pressed the button: it gets the caller's token.
         client_factory=client_factory_for(
-            service_url(ctx.services.settings), os.environ.get("BACKFILLER_TOKEN") or None
+            service_url(ctx.services.settings),
+            ctx.token or os.environ.get("BACKFILLER_TOKEN") or None,
         ),
     )
     evaluation = (await evaluations_from_records(ctx.services, [record]))[0]

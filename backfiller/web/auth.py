@@ -92,6 +92,7 @@ def request_context(services: Services, scope: Scope, request_id: str) -> Contex
         actor=actor_of(principal, run_id_of(Headers(scope=scope))),
         request_id=request_id,
         principal=principal,
+        token=bearer_token(Headers(scope=scope)) if principal is not None else None,
     )
 
 

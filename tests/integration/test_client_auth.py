@@ -65,9 +65,15 @@ async def test_tokens_reach_the_server_and_refusals_are_typed(
         with pytest.raises(BackfillerUserError) as admin_only:
             client.set_trigger_enabled("every_minute", False)
         assert admin_only.value.codes == ("FORBIDDEN",)
-        # A trigger evaluated by the server gets a client without the caller's token: on a
-        # server with auth, it needs BACKFILLER_TOKEN in the server's environment.
-        refused = client.evaluate_trigger("through_client")
-        assert refused.outcome is TriggerOutcome.FAILED
-        assert refused.error_message is not None
-        assert refused.error_message.startswith("BackfillerAuthError")
+        # A trigger the server evaluates reaches the API as whoever pressed the button.
+        pressed = client.evaluate_trigger("through_client")
+        assert pressed.outcome is TriggerOutcome.LAUNCHED, pressed.error_message
+        [launched] = pressed.backfills
+        assert launched.creator == "trigger:through_client"
+        assert pressed.actor == "nightly-ci"
+
+    with Client(secured.url, token=viewer) as reader:
+        # ... so a viewer cannot launch through a trigger either (evaluating is an operator's).
+        with pytest.raises(BackfillerUserError) as not_allowed:
+            reader.evaluate_trigger("through_client")
+        assert not_allowed.value.codes == ("FORBIDDEN",)
