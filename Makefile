@@ -21,8 +21,10 @@ bootstrap: $(BIN)/backfiller
 dev: bootstrap
 	$(BIN)/backfiller dev --port $(PORT)
 
-# Everything CI checks: lint, types, the test suite on SQLite and on PostgreSQL.
-test: bootstrap lint typecheck test-sqlite test-postgres
+# Everything CI checks: lint, types, the test suite on SQLite and on PostgreSQL. The two
+# suites mostly wait on real servers and daemons, so they run side by side (output per suite).
+test: bootstrap lint typecheck
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
 
 lint: bootstrap
 	$(BIN)/ruff check backfiller tests bench
