@@ -8,6 +8,7 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import (
+    AddValidationRules,
     MaxAliasesLimiter,
     MaxTokensLimiter,
     ParserCache,
@@ -177,10 +178,15 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
         settings.max_aliases,
         settings.max_query_cost,
     )
+    # The depth and alias rules are built once: the same rule classes on every request keep
+    # the validation cache's key stable (a fresh limiter per request would miss it every time).
+    rules = [
+        *QueryDepthLimiter(max_depth=depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=aliases).validation_rules,
+    ]
     protective: list[Any] = [
-        lambda: QueryDepthLimiter(max_depth=depth),
+        lambda: AddValidationRules(rules),
         lambda: MaxTokensLimiter(max_token_count=tokens),
-        lambda: MaxAliasesLimiter(max_alias_count=aliases),
     ]
     if settings.graphql_cache:
         protective += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]

@@ -9,7 +9,7 @@ import strawberry
 
 from backfiller import domain
 from backfiller.definitions.jobs import JobDefinition
-from backfiller.definitions.partitions import KeySpace
+from backfiller.definitions.partitions import KeySpace, PartitionsKind
 from backfiller.planning import (
     ResolvedSelection,
     Selection,
@@ -200,8 +200,11 @@ async def command_from_input(
         return errors
     selection = selection_of(input)
     now = ctx.now()
-    async with ctx.database.read() as session:
-        space = await key_space_of(job, now, session)
+    if job.partitions.kind is PartitionsKind.DYNAMIC:
+        async with ctx.database.read() as session:
+            space = await key_space_of(job, now, session)
+    else:  # computed, not stored: no database round trip
+        space = job.partitions.key_space(now)
     try:
         resolved = resolve_selection(selection, job.partitions, space)
     except SelectionProblem as problem:
