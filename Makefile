@@ -15,7 +15,11 @@ $(BIN)/backfiller: pyproject.toml uv.lock
 	$(BIN)/uv sync --locked --quiet
 	touch $@
 
-bootstrap: $(BIN)/backfiller
+# The TypeScript client's test dependencies, from its lock file.
+clients/typescript/node_modules/.package-lock.json: clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund
+
+bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json
 
 # Quick start: API, daemon and UI on an embedded SQLite database, with the example jobs.
 dev: bootstrap

@@ -3,6 +3,7 @@ with Node against a live server."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -37,9 +38,15 @@ def npm(*args: str, cwd: Path = PACKAGE, env: dict[str, str] | None = None) -> s
 
 @pytest.fixture(scope="module")
 def installed() -> Path:
-    """``npm ci`` from the lock file, once, when node_modules is missing."""
-    if not (PACKAGE / "node_modules" / ".package-lock.json").exists():
-        npm("ci", "--no-audit", "--no-fund")
+    """``npm ci`` from the lock file, once, when node_modules is missing.
+
+    The SQLite and PostgreSQL suites run side by side: a file lock keeps them from installing
+    into the same folder at once.
+    """
+    with (PACKAGE / ".npm-install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (PACKAGE / "node_modules" / ".package-lock.json").exists():
+            npm("ci", "--no-audit", "--no-fund")
     return PACKAGE
 
 
