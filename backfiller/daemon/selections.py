@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace, PartitionsKind
-from backfiller.planning import ResolvedSelection, Selection, SelectionProblem, pin_stored_selection
+from backfiller.planning import ResolvedSelection, SelectionProblem, pin_stored_selection
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord
-from backfiller.storage.repositories import DynamicPartitionRepository
+from backfiller.storage.selections import key_space_of, stored_selection
 
 DYNAMIC_TTL_SECONDS = 5.0
 MAX_CACHED = 1_000
@@ -49,22 +49,11 @@ class SelectionCache:
                 self._cache.move_to_end(record.id)
                 return pinned
         partitions = job.partitions
-        if partitions.kind is PartitionsKind.DYNAMIC:
-            name = partitions.describe().dynamic_name
-            assert name is not None
-            async with database.read() as session:
-                keys = await DynamicPartitionRepository(session).keys(name)
-            space = partitions.key_space(record.created_at, keys)
-        else:
-            space = partitions.key_space(record.created_at)
-        selection = Selection(
-            record.selection_kind,
-            record.range_start,
-            record.range_end,
-            tuple(record.keys) if record.keys is not None else None,
-        )
+        space = await key_space_of(partitions, record.created_at, database)
         try:
-            resolved = pin_stored_selection(selection, record.total, partitions, space)
+            resolved = pin_stored_selection(
+                stored_selection(record), record.total, partitions, space
+            )
         except SelectionProblem as problem:
             return f"the partitions of the backfill vanished: {problem.message}"
         pinned = PinnedSelection(space, resolved, fingerprint)

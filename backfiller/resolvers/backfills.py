@@ -9,9 +9,9 @@ from sqlalchemy.exc import IntegrityError
 
 from backfiller import domain
 from backfiller.domain import BackfillState, EventKind, RunState, SlotState
-from backfiller.planning import Selection, key_at, keys_between, pin_stored_selection, position_of
+from backfiller.planning import key_at, keys_between, pin_stored_selection, position_of
 from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
-from backfiller.resolvers.context import Context, Info, check_page_size, key_space_of
+from backfiller.resolvers.context import Context, Info, check_page_size
 from backfiller.resolvers.ids import encode_cursor, parse_backfill_id
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import backfill_from_record, backfill_state, skip_reason
@@ -49,6 +49,7 @@ from backfiller.storage.repositories import (
     PartitionStateRepository,
     SlotReads,
 )
+from backfiller.storage.selections import key_space_of, stored_selection
 
 PREVIEW_LISTED = 20
 
@@ -264,10 +265,12 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
                     )
                 ],
             )
-        space = await key_space_of(job, ctx.now(), session)
         statuses = await SlotReads(session).statuses(pk)
+    space = await key_space_of(job.partitions, ctx.now(), ctx.database)
     try:
-        resolved = pin_stored_selection(_selection_of(parent), parent.total, job.partitions, space)
+        resolved = pin_stored_selection(
+            stored_selection(parent), parent.total, job.partitions, space
+        )
     except Exception as exc:  # the partitions vanished from the definition
         return RetryBackfillPayload(
             backfill=None,
@@ -322,15 +325,6 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
             parent.id, EventKind.RETRIED, ctx.now(), ctx.actor, f"retried as bf_{record.id}"
         )
     return RetryBackfillPayload(backfill=backfill_from_record(record), user_errors=[])
-
-
-def _selection_of(record: BackfillRecord) -> Selection:
-    return Selection(
-        record.selection_kind,
-        record.range_start,
-        record.range_end,
-        tuple(record.keys) if record.keys is not None else None,
-    )
 
 
 # -- queries ---------------------------------------------------------------------------------

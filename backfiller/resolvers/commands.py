@@ -9,7 +9,7 @@ import strawberry
 
 from backfiller import domain
 from backfiller.definitions.jobs import JobDefinition
-from backfiller.definitions.partitions import KeySpace, PartitionsKind
+from backfiller.definitions.partitions import KeySpace
 from backfiller.planning import (
     ResolvedSelection,
     Selection,
@@ -17,11 +17,12 @@ from backfiller.planning import (
     request_fingerprint,
     resolve_selection,
 )
-from backfiller.resolvers.context import Context, key_space_of
+from backfiller.resolvers.context import Context
 from backfiller.resolvers.translate import order_of, reprocess_of
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.inputs import LaunchBackfillInput
 from backfiller.storage.repositories import NewBackfill
+from backfiller.storage.selections import key_space_of
 
 MAX_TITLE = 500
 MAX_DESCRIPTION = 10_000
@@ -200,11 +201,7 @@ async def command_from_input(
         return errors
     selection = selection_of(input)
     now = ctx.now()
-    if job.partitions.kind is PartitionsKind.DYNAMIC:
-        async with ctx.database.read() as session:
-            space = await key_space_of(job, now, session)
-    else:  # computed, not stored: no database round trip
-        space = job.partitions.key_space(now)
+    space = await key_space_of(job.partitions, now, ctx.database)
     try:
         resolved = resolve_selection(selection, job.partitions, space)
     except SelectionProblem as problem:

@@ -12,16 +12,11 @@ import strawberry
 from graphql import GraphQLError
 
 from backfiller.config import Settings
-from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.loading import Definitions
-from backfiller.definitions.partitions import KeySpace, PartitionsKind
 from backfiller.resolvers.access import Principal, RateLimiter
 from backfiller.storage import Database
-from backfiller.storage.repositories import DynamicPartitionRepository
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
-
     from backfiller.resolvers.source import StorageSource
 
 
@@ -81,17 +76,6 @@ class PublicError(GraphQLError):
 
     def __init__(self, message: str, code: str = "INVALID_ARGUMENT") -> None:
         super().__init__(message, extensions={"code": code})
-
-
-async def key_space_of(job: JobDefinition, now: datetime, session: AsyncSession) -> KeySpace:
-    """The job's partition keys as of ``now`` (dynamic keys read through ``session``)."""
-    partitions = job.partitions
-    if partitions.kind is PartitionsKind.DYNAMIC:
-        name = partitions.describe().dynamic_name
-        assert name is not None
-        keys = await DynamicPartitionRepository(session).keys(name)
-        return partitions.key_space(now, keys)
-    return partitions.key_space(now)
 
 
 def check_page_size(first: int, settings: Settings) -> int:

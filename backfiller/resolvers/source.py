@@ -10,14 +10,13 @@ from backfiller.definitions.partitions import KeySpace
 from backfiller.planning import (
     FoldedRange,
     ResolvedSelection,
-    Selection,
     SelectionProblem,
     fold_statuses,
     key_at,
     keys_between,
     pin_stored_selection,
 )
-from backfiller.resolvers.context import PublicError, key_space_of
+from backfiller.resolvers.context import PublicError
 from backfiller.resolvers.ids import encode_cursor
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
@@ -55,6 +54,7 @@ from backfiller.storage.repositories import (
     RunReads,
     SlotReads,
 )
+from backfiller.storage.selections import key_space_of, stored_selection
 
 if TYPE_CHECKING:
     from backfiller.resolvers.context import Services
@@ -114,20 +114,15 @@ class StorageSource:
         job = self.services.definitions.get_job(record.job_name)
         if job is None:
             return None
-        async with self.database.read() as session:
-            space = await key_space_of(job, record.created_at, session)
+        space = await key_space_of(job.partitions, record.created_at, self.database)
         cache_key = (record.id, len(space))
         pinned = self.services.pinned_selections
         resolved = pinned.get(cache_key)
         if resolved is None:
-            selection = Selection(
-                record.selection_kind,
-                record.range_start,
-                record.range_end,
-                tuple(record.keys) if record.keys is not None else None,
-            )
             try:
-                resolved = pin_stored_selection(selection, record.total, job.partitions, space)
+                resolved = pin_stored_selection(
+                    stored_selection(record), record.total, job.partitions, space
+                )
             except SelectionProblem:
                 return None
             pinned[cache_key] = resolved
@@ -285,8 +280,7 @@ class StorageSource:
         job = self.services.definitions.get_job(job_name)
         if job is None:
             return None
-        async with self.database.read() as session:
-            space = await key_space_of(job, self.services.clock(), session)
+        space = await key_space_of(job.partitions, self.services.clock(), self.database)
         return job, space
 
     async def job_partition_count(self, job: str) -> int:

@@ -60,7 +60,6 @@ from backfiller.resolvers.context import (
     Info,
     Services,
     check_page_size,
-    key_space_of,
 )
 from backfiller.resolvers.ids import encode_cursor, parse_id
 from backfiller.resolvers.pages import cursor_value, page_info
@@ -96,6 +95,7 @@ from backfiller.schema.triggers import (
 )
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository, PartitionStateRepository
+from backfiller.storage.selections import key_space_of
 from backfiller.storage.trigger_records import (
     TriggerEvaluationRecord,
     TriggerOutcome,
@@ -271,8 +271,8 @@ async def read_partition_statuses(services: Services, job_name: str) -> Partitio
     job = services.definitions.get_job(job_name)
     if job is None:
         raise LookupError(f"no job named {job_name!r}")
+    space = await key_space_of(job.partitions, services.clock(), services.database)
     async with services.database.read() as session:
-        space = await key_space_of(job, services.clock(), session)
         latest = await PartitionStateRepository(session).all_of_job(job_name)
     return PartitionStatuses(
         job=job_name,
