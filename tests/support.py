@@ -114,6 +114,16 @@ class LiveProcess:
         self.log.flush()
         return self.log_path.read_text()
 
+    def output_once_it_says(self, text: str, timeout: float = 15) -> str:
+        """The output, as soon as it contains ``text`` (or when ``timeout`` runs out).
+
+        A server answers its health check a moment before it prints its banner.
+        """
+        deadline = time.monotonic() + timeout
+        while text not in (found := self.output()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return found
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.acceptance
 def test_dev_serves_the_api_and_runs_backfills_of_the_examples(database_url: str) -> None:
     server = LiveServer(database_url, command="dev", extra=["--workers", "1"])
     try:
-        assert "Backfiller is running: open http://127.0.0.1:" in server.output()
+        banner = "Backfiller is running: open http://127.0.0.1:"
+        assert banner in server.output_once_it_says(banner)
         data = gql(
             server,
             """mutation { launchBackfill(input: {
