@@ -299,6 +299,8 @@ class StaticPartitions(PartitionsDefinition):
     def __init__(self, keys: Sequence[str]) -> None:
         self._keys, self._index = _checked_keys(keys, "StaticPartitions")
         self._space = _ListKeySpace(self._keys, self._index)
+        # Hashing every key is not free; every launch asks for it.
+        self._fingerprint = _hash({"v": 1, "kind": "static", "keys": list(self._keys)})
 
     @property
     def static_keys(self) -> tuple[str, ...]:
@@ -309,7 +311,7 @@ class StaticPartitions(PartitionsDefinition):
         return self._space
 
     def fingerprint(self) -> str:
-        return _hash({"v": 1, "kind": "static", "keys": list(self._keys)})
+        return self._fingerprint
 
     def describe(self) -> PartitionsDescription:
         return PartitionsDescription(kind=self.kind, static_keys=self._keys)
@@ -986,6 +988,7 @@ class _TimeWindowPartitions(PartitionsDefinition):
         if self.end_bound is not None and self.end_bound <= self.start_bound:
             raise ValueError(f"{type(self).__name__}: end {end!r} must be after start {start!r}")
         self._axis = self._make_axis()
+        self._fingerprint: str | None = None
 
     @abc.abstractmethod
     def _fmt_samples(self) -> list[datetime]: ...
@@ -1047,6 +1050,11 @@ class _TimeWindowPartitions(PartitionsDefinition):
         return None if x is None else datetime.fromtimestamp(x, self.tz)
 
     def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = self._compute_fingerprint()
+        return self._fingerprint
+
+    def _compute_fingerprint(self) -> str:
         return _hash(
             {
                 "v": 1,

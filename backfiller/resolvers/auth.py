@@ -34,11 +34,12 @@ from graphql import (
     SelectionSetNode,
     get_nullable_type,
 )
+from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.extensions import SchemaExtension
 from strawberry.types.base import StrawberryList, StrawberryOptional
 
 from backfiller.resolvers.access import Principal, actor_of
-from backfiller.resolvers.context import Context, PublicError, Services
+from backfiller.resolvers.context import AuditDraft, Context, PublicError, Services
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.storage.auth import AuditEntry, AuditRepository, TokenRepository
 from backfiller.storage.auth_records import AuditOutcome, Role
@@ -237,6 +238,7 @@ class Authorize(SchemaExtension):
     ) -> Any:
         ctx: Context = info.context
         subject = subject_of(kwargs)
+        ctx.audit = draft = AuditDraft(info.field_name, subject)
         outcome = AuditOutcome.DENIED
         if refusal is None:
             refusal, outcome = check_text(kwargs), AuditOutcome.REJECTED
@@ -260,6 +262,8 @@ class Authorize(SchemaExtension):
                 f"unexpected error (request {ctx.request_id})",
             )
             raise
+        if draft.written:
+            return result
         errors: list[UserError] = list(getattr(result, "user_errors", None) or [])
         outcome = AuditOutcome.REJECTED if errors else AuditOutcome.SUCCEEDED
         await record(ctx, info.field_name, subject, outcome, errors, result_of(result))
@@ -353,20 +357,19 @@ def result_of(payload: Any) -> str | None:
     return None
 
 
-async def record(
+def audit_entry(
     ctx: Context,
     operation: str,
     subject: str | None,
     outcome: AuditOutcome,
     errors: list[UserError] | list[Refusal],
     message: str | None,
-) -> None:
-    """Append one audit entry; a failure to write it is logged, never shown to the caller."""
+) -> AuditEntry:
     principal = ctx.principal
     codes = [e.code.name for e in errors]
     if errors and message is None:
         message = "; ".join(e.message for e in errors)[:2000]
-    entry = AuditEntry(
+    return AuditEntry(
         at=ctx.now(),
         actor=ctx.actor or (principal.name if principal else None),
         role=principal.role.value if principal else None,
@@ -377,11 +380,40 @@ async def record(
         message=_storable(message),
         request_id=ctx.request_id or None,
     )
+
+
+async def record(
+    ctx: Context,
+    operation: str,
+    subject: str | None,
+    outcome: AuditOutcome,
+    errors: list[UserError] | list[Refusal],
+    message: str | None,
+) -> None:
+    """Append one audit entry; a failure to write it is logged, never shown to the caller."""
+    entry = audit_entry(ctx, operation, subject, outcome, errors, message)
     try:
         async with ctx.database.write() as session:
             await AuditRepository(session).add(entry)
     except Exception:
         logger.exception("could not write the audit entry of request %s", ctx.request_id)
+
+
+async def stage_success_audit(
+    ctx: Context, session: AsyncSession, result: str
+) -> AuditDraft | None:
+    """Add the running mutation's success entry to ``session``, the transaction that makes
+    its change, so that the change and its audit entry commit (or roll back) together.
+
+    Returns the draft, for the caller to mark ``written`` once that transaction has committed
+    (``Authorize`` then writes nothing more); None outside a mutation.
+    """
+    draft = ctx.audit
+    if draft is None or draft.written:
+        return None
+    entry = audit_entry(ctx, draft.operation, draft.subject, AuditOutcome.SUCCEEDED, [], result)
+    await AuditRepository(session).add(entry)
+    return draft
 
 
 def _storable(text: str | None) -> str | None:
@@ -432,4 +464,5 @@ __all__ = [
     "actor_of",
     "authenticate",
     "decide",
+    "stage_success_audit",
 ]

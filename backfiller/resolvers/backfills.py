@@ -10,9 +10,10 @@ from sqlalchemy.exc import IntegrityError
 from backfiller import domain
 from backfiller.domain import BackfillState, EventKind, RunState, SlotState
 from backfiller.planning import key_at, keys_between, pin_stored_selection, position_of
+from backfiller.resolvers.auth import stage_success_audit
 from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
 from backfiller.resolvers.context import Context, Info, check_page_size
-from backfiller.resolvers.ids import encode_cursor, parse_backfill_id
+from backfiller.resolvers.ids import backfill_id, encode_cursor, parse_backfill_id
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import backfill_from_record, backfill_state, skip_reason
 from backfiller.schema.backfills import (
@@ -55,9 +56,13 @@ PREVIEW_LISTED = 20
 
 
 async def insert_backfill(
-    ctx: Context, new: NewBackfill
+    ctx: Context, new: NewBackfill, *, audited: bool = False
 ) -> tuple[BackfillRecord | None, list[UserError]]:
-    """Insert a backfill, once per idempotency key, even under concurrent requests."""
+    """Insert a backfill, once per idempotency key, even under concurrent requests.
+
+    With ``audited``, the mutation's success entry of the audit log is written in the same
+    transaction as the backfill (the backfill is then what the mutation returns).
+    """
     for _ in range(3):
         try:
             async with ctx.database.write() as session:
@@ -67,6 +72,11 @@ async def insert_backfill(
                     if existing is not None:
                         return _same_request(existing, new)
                 record = await repo.add(new, ctx.now())
+                draft = None
+                if audited:
+                    draft = await stage_success_audit(ctx, session, backfill_id(record.id))
+            if draft is not None:
+                draft.written = True
             return record, []
         except IntegrityError:
             if new.idempotency_key is None:
@@ -100,7 +110,7 @@ async def launch_backfill(info: Info, input: LaunchBackfillInput) -> LaunchBackf
     command = await command_from_input(ctx, input)
     if not isinstance(command, LaunchCommand):
         return LaunchBackfillPayload(backfill=None, user_errors=command)
-    record, errors = await insert_backfill(ctx, command.new)
+    record, errors = await insert_backfill(ctx, command.new, audited=True)
     if record is None:
         return LaunchBackfillPayload(backfill=None, user_errors=errors)
     return LaunchBackfillPayload(backfill=backfill_from_record(record), user_errors=[])

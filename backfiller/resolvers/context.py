@@ -40,6 +40,17 @@ class Services:
 
 
 @dataclass
+class AuditDraft:
+    """The audit entry of the mutation being resolved, written exactly once: in the mutation's
+    own transaction when it succeeds (see ``auth.stage_success_audit``), else by the
+    ``Authorize`` extension once the mutation has answered."""
+
+    operation: str
+    subject: str | None
+    written: bool = False
+
+
+@dataclass
 class Context:
     """Per request."""
 
@@ -55,6 +66,8 @@ class Context:
     """Who asks; None is refused by every field (deny by default)."""
     connection_params: dict[str, Any] | None = None
     """The ``connection_init`` payload of a WebSocket (where browsers put their token)."""
+    audit: AuditDraft | None = None
+    """The audit entry of the mutation being resolved (mutations run one at a time)."""
 
     @property
     def database(self) -> Database:

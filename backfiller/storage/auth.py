@@ -13,6 +13,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.auth_records import ApiTokenRecord, AuditOutcome, AuditRecord, Role
+from backfiller.storage.records import table_of
 
 TOKEN_PREFIX = "bft_"
 
@@ -134,23 +135,27 @@ class AuditEntry:
     request_id: str | None
 
 
+_INSERT_AUDIT = insert(table_of(AuditRecord))
+
+
 class AuditRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
     async def add(self, entry: AuditEntry) -> None:
         await self.session.execute(
-            insert(AuditRecord).values(
-                at=entry.at,
-                actor=entry.actor,
-                role=entry.role,
-                operation=entry.operation,
-                subject=entry.subject,
-                outcome=entry.outcome,
-                codes=list(entry.codes),
-                message=entry.message,
-                request_id=entry.request_id,
-            )
+            _INSERT_AUDIT,
+            {
+                "at": entry.at,
+                "actor": entry.actor,
+                "role": entry.role,
+                "operation": entry.operation,
+                "subject": entry.subject,
+                "outcome": entry.outcome,
+                "codes": list(entry.codes),
+                "message": entry.message,
+                "request_id": entry.request_id,
+            },
         )
 
     async def page(

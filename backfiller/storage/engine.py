@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,6 +16,8 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+
+from backfiller.storage.inline_sqlite import WalCheckpointer, inline_connector
 
 DEFAULT_SQLITE_PATH = Path(".backfiller") / "backfiller.db"
 
@@ -48,7 +51,28 @@ def sync_database_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
+LOCK_PATIENCE_SECONDS = 30.0
+
+
+def _sqlite_engine(url: str, *, echo: bool, inline: bool, pool_size: int) -> AsyncEngine:
+    """An engine of a SQLite file: inline on the event loop's thread, or through aiosqlite's."""
+    if not inline:
+        return create_async_engine(url, echo=echo)
+    database = make_url(url).database or ":memory:"
+    return create_async_engine(
+        url,
+        echo=echo,
+        async_creator=inline_connector(database, LOCK_PATIENCE_SECONDS),
+        pool_size=pool_size,
+        max_overflow=0,
+        pool_timeout=LOCK_PATIENCE_SECONDS,
+    )
+
+
+def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, inline: bool) -> None:
+    # An inline connection waits for locks itself, without blocking the event loop.
+    busy_timeout = 0 if inline else int(LOCK_PATIENCE_SECONDS * 1000)
+
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin.
@@ -56,7 +80,10 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout}")
+        if inline:
+            # The Database's WalCheckpointer checkpoints, off the event loop.
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -64,7 +91,10 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql(begin)
+        if inline:
+            conn.connection.driver_connection.begin_with(begin)
+        else:
+            conn.exec_driver_sql(begin)
 
 
 class Database:
@@ -73,17 +103,35 @@ class Database:
     ``write()`` opens a transaction that may write. On SQLite it takes the write lock up front
     (``BEGIN IMMEDIATE``) so two writers queue instead of failing on lock upgrade. ``read()``
     opens a transaction for reading only (no lock on SQLite's WAL).
+
+    SQLite runs ``inline`` by default: statements run on the event loop's thread (see
+    ``inline_sqlite``), and the writers of one process queue for a single write connection.
+    ``inline=False`` runs them on aiosqlite's threads instead.
     """
 
-    def __init__(self, url: str | None, *, echo: bool = False, pool_size: int = 10) -> None:
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        echo: bool = False,
+        pool_size: int = 10,
+        inline: bool = True,
+    ) -> None:
         self.url = normalize_database_url(url)
+        self._checkpointer: WalCheckpointer | None = None
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
-            self.write_engine = create_async_engine(self.url, echo=echo)
-            self.read_engine = create_async_engine(self.url, echo=echo)
-            _configure_sqlite(self.write_engine, immediate=True)
-            _configure_sqlite(self.read_engine, immediate=False)
+            self.write_engine = _sqlite_engine(self.url, echo=echo, inline=inline, pool_size=1)
+            self.read_engine = _sqlite_engine(
+                self.url, echo=echo, inline=inline, pool_size=pool_size
+            )
+            _configure_sqlite(self.write_engine, immediate=True, inline=inline)
+            _configure_sqlite(self.read_engine, immediate=False, inline=inline)
+            database = parsed.database
+            if inline and database and database != ":memory:":
+                self._checkpointer = WalCheckpointer(database)
+                self._checkpointer.start()
         else:
             self.write_engine = create_async_engine(
                 self.url,
@@ -113,6 +161,9 @@ class Database:
             yield session
 
     async def dispose(self) -> None:
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.stop)
+            self._checkpointer = None
         await self.write_engine.dispose()
         if self.read_engine is not self.write_engine:
             await self.read_engine.dispose()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, bindparam, delete, func, insert, or_, select, text, update
+from sqlalchemy import bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -40,23 +40,19 @@ from backfiller.storage.records import (
     RunLogRecord,
     RunRecord,
     SlotRecord,
+    table_of,
 )
+from backfiller.storage.repositories import INSERT_EVENT
 
 ACTIVE = [RunState.QUEUED, RunState.RUNNING]
 CHUNK = 500
 
 
-def _table(record: type[Any]) -> Table:
-    table = record.__table__
-    assert isinstance(table, Table)
-    return table
-
-
-slots_t = _table(SlotRecord)
-runs_t = _table(RunRecord)
-states_t = _table(PartitionStateRecord)
-logs_t = _table(RunLogRecord)
-events_t = _table(BackfillEventRecord)
+slots_t = table_of(SlotRecord)
+runs_t = table_of(RunRecord)
+states_t = table_of(PartitionStateRecord)
+logs_t = table_of(RunLogRecord)
+events_t = table_of(BackfillEventRecord)
 
 _COUNTERS = {
     SlotState.PENDING: "pending",
@@ -300,9 +296,14 @@ class ExecutionRepository:
         self, backfill_id: int, kind: EventKind, at: datetime, message: str | None
     ) -> None:
         await self.session.execute(
-            insert(BackfillEventRecord).values(
-                backfill_id=backfill_id, kind=kind.value, at=at, actor=None, message=message
-            )
+            INSERT_EVENT,
+            {
+                "backfill_id": backfill_id,
+                "kind": kind.value,
+                "at": at,
+                "actor": None,
+                "message": message,
+            },
         )
 
     # -- planning ---------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -77,6 +78,13 @@ def _enum(cls: type[Any]) -> Enum:
 
 
 BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def table_of(record: type[Any]) -> Table:
+    """The Core table of a record class, for statements built once and run many times."""
+    table = record.__table__
+    assert isinstance(table, Table)
+    return table
 
 
 class Base(DeclarativeBase):
