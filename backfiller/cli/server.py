@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -82,6 +83,14 @@ RateLimitOption = Annotated[
         "0 for no limit. Per server process.",
     ),
 ]
+WorkersOption = Annotated[
+    int,
+    typer.Option(
+        "--workers",
+        envvar="BACKFILLER_WORKERS",
+        help="Server processes sharing the port (each with its own rate limit and caches).",
+    ),
+]
 
 
 def fail(message: str, code: int = EXIT_CONFIG) -> typer.Exit:
@@ -143,6 +152,7 @@ def serve(
     cors_origin: CorsOriginOption = None,
     max_partitions_per_backfill: MaxPartitionsOption = None,
     rate_limit: RateLimitOption = None,
+    workers: WorkersOption = 1,
 ) -> None:
     """Serve the public API (and the UI) over HTTP."""
     configure_logging()
@@ -160,7 +170,12 @@ def serve(
     defs = definitions_or_exit(target)
     url = prepare_database(database)
     settings = replace(settings, database_url=url, definitions=target)
-    asyncio.run(run_server(defs, settings))
+    if workers < 1:
+        raise fail("--workers must be at least 1")
+    if workers == 1:
+        asyncio.run(run_server(defs, settings))
+    else:
+        serve_workers(settings, workers)
 
 
 def check_access_settings(settings: Settings) -> None:
@@ -210,6 +225,32 @@ def http_server(defs: Definitions, settings: Settings) -> uvicorn.Server:
         ws="websockets-sansio",
     )
     return uvicorn.Server(config)
+
+
+def serve_workers(settings: Settings, workers: int) -> None:
+    """Serve with several uvicorn worker processes on one socket."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from backfiller.web.workers import FACTORY, SETTINGS_VARIABLE, settings_to_environment
+
+    os.environ[SETTINGS_VARIABLE] = settings_to_environment(settings)
+    config = uvicorn.Config(
+        FACTORY,
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+        log_level="warning",
+        lifespan="on",
+        ws="websockets-sansio",
+    )
+    base = f"http://{settings.host}:{settings.port}"
+    typer.echo(
+        f"Backfiller API at {base}/graphql/v1 (UI at {base}/), {workers} worker processes",
+        err=True,
+    )
+    Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 
 async def run_server(defs: Definitions, settings: Settings) -> None:
