@@ -1,13 +1,17 @@
 """Benchmark of `launchBackfill` over HTTP against a real server on SQLite.
 
 Prints: latency p50/p99 for 1, 10,000 and 1,000,000 partitions; launches per second at
-concurrency 1 and 8; the same with GraphQL parse/validation caches off. Run with
-``make bench`` (or ``python -m bench.launch``). Not a test: it asserts nothing.
+concurrency 1 and 8; the same with GraphQL parse/validation caches off; launches per second
+with one server process per CPU (``serve --workers``). The client is a minimal keep-alive
+HTTP/1.1 client (one httpx figure is printed for reference). Run with ``make bench`` (or
+``python -m bench.launch``; ``BENCH_COUNT``, ``BENCH_WORKERS``). Not a test: it asserts
+nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -16,6 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -51,7 +56,7 @@ class Server:
         self.proc.wait(10)
 
 
-def start_server(database: Path, cache: bool) -> Server:
+def start_server(database: Path, cache: bool, workers: int = 1) -> Server:
     port = 18000 + (os.getpid() % 1000)
     env = {**os.environ, "PYTHONPATH": str(REPO), "BACKFILLER_GRAPHQL_CACHE": "1" if cache else "0"}
     args = [
@@ -71,6 +76,8 @@ def start_server(database: Path, cache: bool) -> Server:
         args += ["--auth", "none"]
     if "--rate-limit" in help_text.stdout:
         args += ["--rate-limit", "0"]
+    if workers > 1:
+        args += ["--workers", str(workers)]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
@@ -82,37 +89,102 @@ def start_server(database: Path, cache: bool) -> Server:
     raise RuntimeError("server did not start")
 
 
+class Connection:
+    """A minimal keep-alive HTTP/1.1 client, so the figures are the server's.
+
+    httpx costs about 1.5 ms of the client's own CPU per request on this machine, more than
+    the server's parsing and validation; the benchmark prints one httpx figure for reference.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, url: str) -> Connection:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        return cls(reader, writer)
+
+    async def post(self, path: str, body: bytes) -> dict[str, Any]:
+        self.writer.write(
+            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        payload = await self.reader.readexactly(length)
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}: {payload[:300]!r}")
+        result: dict[str, Any] = json.loads(payload)
+        return result
+
+    async def close(self) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()
+
+
+def launch_body(size: int) -> bytes:
+    return json.dumps({"query": MUTATION, "variables": {"input": range_of(size)}}).encode()
+
+
+def check(result: dict[str, Any], size: int) -> None:
+    data = result["data"]["launchBackfill"]
+    if data["backfill"] is None or data["backfill"]["counts"]["total"] != size:
+        raise RuntimeError(f"launch failed: {data}")
+
+
 async def latencies(url: str, size: int, count: int) -> list[float]:
-    body = {"query": MUTATION, "variables": {"input": range_of(size)}}
+    body = launch_body(size)
+    out: list[float] = []
+    connection = await Connection.open(url)
+    try:
+        for _ in range(count):
+            started = time.perf_counter()
+            result = await connection.post("/graphql/v1", body)
+            out.append((time.perf_counter() - started) * 1000)
+            check(result, size)
+    finally:
+        await connection.close()
+    return out
+
+
+async def httpx_latencies(url: str, count: int) -> list[float]:
+    body = {"query": MUTATION, "variables": {"input": range_of(1)}}
     out: list[float] = []
     async with httpx.AsyncClient(base_url=url) as client:
         for _ in range(count):
             started = time.perf_counter()
             response = await client.post("/graphql/v1", json=body)
             out.append((time.perf_counter() - started) * 1000)
-            data = response.json()["data"]["launchBackfill"]
-            if data["backfill"] is None or data["backfill"]["counts"]["total"] != size:
-                raise RuntimeError(f"launch failed: {data}")
+            check(response.json(), 1)
     return out
 
 
 async def throughput(url: str, concurrency: int, seconds: float) -> float:
-    body = {"query": MUTATION, "variables": {"input": range_of(10_000)}}
+    body = launch_body(10_000)
     done = 0
     deadline = time.perf_counter() + seconds
 
-    async def worker(client: httpx.AsyncClient) -> None:
+    async def worker(connection: Connection) -> None:
         nonlocal done
         while time.perf_counter() < deadline:
-            response = await client.post("/graphql/v1", json=body)
-            response.raise_for_status()
+            check(await connection.post("/graphql/v1", body), 10_000)
             done += 1
 
-    limits = httpx.Limits(max_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, limits=limits) as client:
+    connections = [await Connection.open(url) for _ in range(concurrency)]
+    try:
         started = time.perf_counter()
-        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+        await asyncio.gather(*(worker(c) for c in connections))
         return done / (time.perf_counter() - started)
+    finally:
+        for connection in connections:
+            await connection.close()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -121,17 +193,24 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run(cache: bool, count: int) -> None:
+    label = "cached" if cache else "uncached"
     with tempfile.TemporaryDirectory() as tmp:
         server = start_server(Path(tmp) / "bench.db", cache)
         try:
-            label = "cached" if cache else "uncached"
-            await latencies(server.url, 1, 20)  # warm up
-            for size in (1, 10_000, 1_000_000):
+            await latencies(server.url, 1, 50)  # warm up
+            sizes = (1, 10_000, 1_000_000) if cache else (1,)
+            for size in sizes:
                 values = await latencies(server.url, size, count)
                 print(
                     f"[{label}] launch {size:>9,} partitions: "
                     f"p50 {statistics.median(values):6.2f} ms"
                     f"  p99 {pct(values, 0.99):6.2f} ms  (n={count})"
+                )
+            if cache:
+                values = await httpx_latencies(server.url, count)
+                print(
+                    f"[{label}] launch         1 partitions, httpx client: "
+                    f"p50 {statistics.median(values):6.2f} ms (for reference)"
                 )
             for concurrency in (1, 8):
                 rate = await throughput(server.url, concurrency, 5.0)
@@ -140,11 +219,29 @@ async def run(cache: bool, count: int) -> None:
             server.stop()
 
 
+async def run_workers(workers: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_server(Path(tmp) / "bench.db", True, workers)
+        try:
+            await latencies(server.url, 1, 50)
+            for concurrency in (1, 8):
+                rate = await throughput(server.url, concurrency, 5.0)
+                print(
+                    f"[cached, {workers} processes] launches/s at concurrency {concurrency}: "
+                    f"{rate:7.1f}"
+                )
+        finally:
+            server.stop()
+
+
 def main() -> None:
-    count = int(os.environ.get("BENCH_COUNT", "300"))
-    print(f"launchBackfill over HTTP, SQLite, one server process; {os.cpu_count()} CPUs")
+    count = int(os.environ.get("BENCH_COUNT", "500"))
+    workers = int(os.environ.get("BENCH_WORKERS", str(os.cpu_count() or 2)))
+    print(f"launchBackfill over HTTP, SQLite; {os.cpu_count()} CPUs")
     asyncio.run(run(True, count))
     asyncio.run(run(False, count))
+    if workers > 1:
+        asyncio.run(run_workers(workers))
 
 
 if __name__ == "__main__":
