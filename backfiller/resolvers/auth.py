@@ -34,7 +34,6 @@ from graphql import (
     SelectionSetNode,
     get_nullable_type,
 )
-from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.extensions import SchemaExtension
 from strawberry.types.base import StrawberryList, StrawberryOptional
 
@@ -399,21 +398,24 @@ async def record(
         logger.exception("could not write the audit entry of request %s", ctx.request_id)
 
 
-async def stage_success_audit(
-    ctx: Context, session: AsyncSession, result: str
-) -> AuditDraft | None:
-    """Add the running mutation's success entry to ``session``, the transaction that makes
-    its change, so that the change and its audit entry commit (or roll back) together.
+def success_audit(ctx: Context) -> Callable[[str], AuditEntry] | None:
+    """For a mutation that writes its own success entry, in the transaction that makes its
+    change (so the two commit or roll back together): the entry, given the id of the result.
 
-    Returns the draft, for the caller to mark ``written`` once that transaction has committed
-    (``Authorize`` then writes nothing more); None outside a mutation.
+    None outside a mutation. Once that transaction has committed, call ``mark_audited`` so
+    that ``Authorize`` writes nothing more.
     """
     draft = ctx.audit
     if draft is None or draft.written:
         return None
-    entry = audit_entry(ctx, draft.operation, draft.subject, AuditOutcome.SUCCEEDED, [], result)
-    await AuditRepository(session).add(entry)
-    return draft
+    return lambda result: audit_entry(
+        ctx, draft.operation, draft.subject, AuditOutcome.SUCCEEDED, [], result
+    )
+
+
+def mark_audited(ctx: Context) -> None:
+    if ctx.audit is not None:
+        ctx.audit.written = True
 
 
 def _storable(text: str | None) -> str | None:
@@ -464,5 +466,6 @@ __all__ = [
     "actor_of",
     "authenticate",
     "decide",
-    "stage_success_audit",
+    "mark_audited",
+    "success_audit",
 ]

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from backfiller import domain
 from backfiller.domain import BackfillState, EventKind, RunState, SlotState
 from backfiller.planning import key_at, keys_between, pin_stored_selection, position_of
-from backfiller.resolvers.auth import stage_success_audit
+from backfiller.resolvers.auth import mark_audited, success_audit
 from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
 from backfiller.resolvers.context import Context, Info, check_page_size
 from backfiller.resolvers.ids import backfill_id, encode_cursor, parse_backfill_id
@@ -49,6 +49,7 @@ from backfiller.storage.repositories import (
     NewBackfill,
     PartitionStateRepository,
     SlotReads,
+    launch_once,
 )
 from backfiller.storage.selections import key_space_of, stored_selection
 
@@ -63,21 +64,12 @@ async def insert_backfill(
     With ``audited``, the mutation's success entry of the audit log is written in the same
     transaction as the backfill (the backfill is then what the mutation returns).
     """
+    audit = success_audit(ctx) if audited else None
+    entry = (lambda pk: audit(backfill_id(pk))) if audit is not None else None
     for _ in range(3):
         try:
-            async with ctx.database.write() as session:
-                repo = BackfillRepository(session)
-                if new.idempotency_key is not None:
-                    existing = await repo.get_by_idempotency_key(new.idempotency_key)
-                    if existing is not None:
-                        return _same_request(existing, new)
-                record = await repo.add(new, ctx.now())
-                draft = None
-                if audited:
-                    draft = await stage_success_audit(ctx, session, backfill_id(record.id))
-            if draft is not None:
-                draft.written = True
-            return record, []
+            async with ctx.database.write_connection() as conn:
+                outcome = await conn.run_sync(launch_once, new, ctx.now(), entry)
         except IntegrityError:
             if new.idempotency_key is None:
                 raise
@@ -88,6 +80,15 @@ async def insert_backfill(
                 )
             if existing is not None:
                 return _same_request(existing, new)
+            continue
+        if isinstance(outcome, BackfillRecord):
+            if audit is not None:
+                mark_audited(ctx)
+            return outcome, []
+        async with ctx.database.read() as session:
+            existing = await BackfillRepository(session).get(outcome.backfill_id)
+        if existing is not None:
+            return _same_request(existing, new)
     raise RuntimeError("could not insert or find the backfill of an idempotency key")
 
 

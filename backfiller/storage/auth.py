@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.auth_records import ApiTokenRecord, AuditOutcome, AuditRecord, Role
@@ -138,25 +138,30 @@ class AuditEntry:
 _INSERT_AUDIT = insert(table_of(AuditRecord))
 
 
+def add_audit_entry(conn: Connection, entry: AuditEntry) -> None:
+    """Append an entry to the audit log, in the caller's transaction (synchronous)."""
+    conn.execute(
+        _INSERT_AUDIT,
+        {
+            "at": entry.at,
+            "actor": entry.actor,
+            "role": entry.role,
+            "operation": entry.operation,
+            "subject": entry.subject,
+            "outcome": entry.outcome,
+            "codes": list(entry.codes),
+            "message": entry.message,
+            "request_id": entry.request_id,
+        },
+    )
+
+
 class AuditRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
     async def add(self, entry: AuditEntry) -> None:
-        await self.session.execute(
-            _INSERT_AUDIT,
-            {
-                "at": entry.at,
-                "actor": entry.actor,
-                "role": entry.role,
-                "operation": entry.operation,
-                "subject": entry.subject,
-                "outcome": entry.outcome,
-                "codes": list(entry.codes),
-                "message": entry.message,
-                "request_id": entry.request_id,
-            },
-        )
+        await self.session.run_sync(lambda sync: add_audit_entry(sync.connection(), entry))
 
     async def page(
         self,

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -153,6 +154,13 @@ class Database:
         """A transaction that commits on success and rolls back on error."""
         async with self._write_sessions() as session, session.begin():
             yield session
+
+    @asynccontextmanager
+    async def write_connection(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction on a Core connection (no ORM session): for the hot writes
+        that run their statements in one ``run_sync`` call."""
+        async with self.write_engine.begin() as conn:
+            yield conn
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:

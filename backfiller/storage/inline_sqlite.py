@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 logger = logging.getLogger("backfiller.storage")
 
-BUSY_FIRST_WAIT = 0.0005
-BUSY_LONGEST_WAIT = 0.02
+BUSY_FIRST_WAIT = 0.0001
+BUSY_LONGEST_WAIT = 0.004
 
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, insert, select, text, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.domain import (
@@ -19,6 +30,7 @@ from backfiller.domain import (
     SelectionKind,
     SlotState,
 )
+from backfiller.storage.auth import AuditEntry, add_audit_entry
 from backfiller.storage.records import (
     BackfillEventRecord,
     BackfillRecord,
@@ -35,6 +47,9 @@ from backfiller.storage.records import (
 INSERT_EVENT = insert(table_of(BackfillEventRecord))
 _INSERT_TAG = insert(table_of(BackfillTagRecord))
 _INSERT_BACKFILL = insert(table_of(BackfillRecord)).returning(table_of(BackfillRecord).c.id)
+_FIND_BY_IDEMPOTENCY_KEY = select(BackfillRecord.id, BackfillRecord.request_fingerprint).where(
+    BackfillRecord.idempotency_key == bindparam("key")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,60 +84,101 @@ class BackfillQuery:
     tag: tuple[str, str] | None = None
 
 
+def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillRecord:
+    """Insert a backfill, its tags and its LAUNCHED event; the record returned is detached.
+
+    Synchronous, for ``run_sync``: a launch is the API's hottest write, and one trip into
+    SQLAlchemy's synchronous core for the whole transaction costs far less than a trip per
+    statement. One ``INSERT ... RETURNING`` of a statement built once, not an ORM flush.
+    """
+    values: dict[str, Any] = {
+        "job_name": new.job_name,
+        "selection_kind": new.selection_kind,
+        "range_start": new.range_start,
+        "range_end": new.range_end,
+        "keys": new.keys,
+        "partitions_fingerprint": new.partitions_fingerprint,
+        "first_index": new.first_index,
+        "reprocess": new.reprocess,
+        "order": new.order,
+        "max_concurrent_runs": new.max_concurrent_runs,
+        "run_config": new.run_config,
+        "tags": [[k, v] for k, v in new.tags],
+        "title": new.title,
+        "description": new.description,
+        "idempotency_key": new.idempotency_key,
+        "request_fingerprint": new.request_fingerprint,
+        "status": BackfillState.REQUESTED,
+        "error": None,
+        "creator": new.creator,
+        "parent_id": new.parent_id,
+        "created_at": now,
+        "started_at": None,
+        "ended_at": None,
+        "updated_at": now,
+        "planned": 0,
+        "total": new.total,
+        "pending": new.total,
+        "queued": 0,
+        "running": 0,
+        "succeeded": 0,
+        "failed": 0,
+        "canceled": 0,
+        "skipped": 0,
+        "version": 0,
+    }
+    pk: int = conn.execute(_INSERT_BACKFILL, values).scalar_one()
+    if new.tags:
+        conn.execute(_INSERT_TAG, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
+    conn.execute(
+        INSERT_EVENT,
+        {
+            "backfill_id": pk,
+            "kind": EventKind.LAUNCHED.value,
+            "at": now,
+            "actor": new.creator,
+            "message": None,
+        },
+    )
+    return BackfillRecord(id=pk, **values)
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyHit:
+    """The backfill an idempotency key already names."""
+
+    backfill_id: int
+    request_fingerprint: str
+
+
+def launch_once(
+    conn: Connection,
+    new: NewBackfill,
+    now: datetime,
+    audit: Callable[[int], AuditEntry] | None = None,
+) -> BackfillRecord | IdempotencyHit:
+    """The whole write of a launch, in the caller's transaction: the backfill unless its
+    idempotency key is taken, and then ``audit(backfill id)``'s entry in the audit log.
+
+    A concurrent insert of the same key still fails on the unique index (IntegrityError).
+    """
+    if new.idempotency_key is not None:
+        row = conn.execute(_FIND_BY_IDEMPOTENCY_KEY, {"key": new.idempotency_key}).first()
+        if row is not None:
+            return IdempotencyHit(row.id, row.request_fingerprint)
+    record = add_backfill(conn, new, now)
+    if audit is not None:
+        add_audit_entry(conn, audit(record.id))
+    return record
+
+
 class BackfillRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
     async def add(self, new: NewBackfill, now: datetime) -> BackfillRecord:
-        """Insert a backfill, its tags and its LAUNCHED event; the record returned is detached.
-
-        One ``INSERT ... RETURNING`` of a statement built once, not an ORM flush: a launch is
-        the API's hottest write.
-        """
-        values: dict[str, Any] = {
-            "job_name": new.job_name,
-            "selection_kind": new.selection_kind,
-            "range_start": new.range_start,
-            "range_end": new.range_end,
-            "keys": new.keys,
-            "partitions_fingerprint": new.partitions_fingerprint,
-            "first_index": new.first_index,
-            "reprocess": new.reprocess,
-            "order": new.order,
-            "max_concurrent_runs": new.max_concurrent_runs,
-            "run_config": new.run_config,
-            "tags": [[k, v] for k, v in new.tags],
-            "title": new.title,
-            "description": new.description,
-            "idempotency_key": new.idempotency_key,
-            "request_fingerprint": new.request_fingerprint,
-            "status": BackfillState.REQUESTED,
-            "error": None,
-            "creator": new.creator,
-            "parent_id": new.parent_id,
-            "created_at": now,
-            "started_at": None,
-            "ended_at": None,
-            "updated_at": now,
-            "planned": 0,
-            "total": new.total,
-            "pending": new.total,
-            "queued": 0,
-            "running": 0,
-            "succeeded": 0,
-            "failed": 0,
-            "canceled": 0,
-            "skipped": 0,
-            "version": 0,
-        }
-        pk = (await self.session.execute(_INSERT_BACKFILL, values)).scalar_one()
-        if new.tags:
-            await self.session.execute(
-                _INSERT_TAG,
-                [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags],
-            )
-        await EventRepository(self.session).add(pk, EventKind.LAUNCHED, now, new.creator, None)
-        return BackfillRecord(id=pk, **values)
+        """Insert a backfill, its tags and its LAUNCHED event; the record returned is detached."""
+        return await self.session.run_sync(lambda sync: add_backfill(sync.connection(), new, now))
 
     async def get(self, pk: int) -> BackfillRecord | None:
         return await self.session.get(BackfillRecord, pk, populate_existing=True)
