@@ -88,6 +88,23 @@ async def test_an_operator_launch_records_its_creator_and_is_audited(
     assert (last.outcome.value, last.codes) == ("rejected", ["JOB_NOT_FOUND"])
 
 
+async def test_an_idempotent_replay_is_audited_once_more_and_creates_nothing(
+    gql: GraphQLRunner, database: Database, database_url: str
+) -> None:
+    # The first launch writes its audit entry in the backfill's own transaction; the replay
+    # writes nothing of its own, so the extension records it.
+    keyed = {**DAILY, "idempotencyKey": "nightly-2024-01-01"}
+    first = (await gql(LAUNCH, {"input": keyed}))["launchBackfill"]["backfill"]["id"]
+    again = (await gql(LAUNCH, {"input": keyed}))["launchBackfill"]["backfill"]["id"]
+    assert again == first
+    assert await count_rows(database, BackfillRecord) == 1
+    entries = await audit_entries(database_url)
+    assert [(e.operation, e.outcome.value, e.message) for e in entries] == [
+        ("launchBackfill", "succeeded", first),
+        ("launchBackfill", "succeeded", first),
+    ]
+
+
 async def test_launches_are_rate_limited_per_token(gql: GraphQLRunner, database: Database) -> None:
     from dataclasses import replace
 
