@@ -4,6 +4,7 @@ keyboard use, labels, sign-in on 401, and a server restart under an open page.""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -347,7 +348,11 @@ def test_user_errors_show_next_to_the_button(
         title="Canceled behind the page's back",
     )
     page = new_page()
-    page.clock.install()  # no polling: the page keeps showing the backfill as it was
+    # The page must keep showing the backfill as it was: no polling (the clock stands still)
+    # and no live update (its subscription's socket reaches nothing; otherwise the server's
+    # next push could disable the button before the click).
+    page.clock.install()
+    page.route_web_socket(re.compile(r".*/graphql.*"), lambda socket: None)
     page.goto(f"{ui_server.url}/#/backfills/{id}")
     pause = page.locator('button[data-action="pause"]')
     pause.wait_for()
