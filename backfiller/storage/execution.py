@@ -33,7 +33,6 @@ from backfiller.domain import (
     SlotState,
 )
 from backfiller.storage.records import (
-    BackfillEventRecord,
     BackfillRecord,
     DaemonLeaseRecord,
     PartitionStateRecord,
@@ -42,7 +41,7 @@ from backfiller.storage.records import (
     SlotRecord,
     table_of,
 )
-from backfiller.storage.repositories import INSERT_EVENT
+from backfiller.storage.repositories import INSERT_EVENT, EventRepository, event_row
 
 ACTIVE = [RunState.QUEUED, RunState.RUNNING]
 CHUNK = 500
@@ -52,7 +51,6 @@ slots_t = table_of(SlotRecord)
 runs_t = table_of(RunRecord)
 states_t = table_of(PartitionStateRecord)
 logs_t = table_of(RunLogRecord)
-events_t = table_of(BackfillEventRecord)
 
 _COUNTERS = {
     SlotState.PENDING: "pending",
@@ -295,16 +293,7 @@ class ExecutionRepository:
     async def add_event(
         self, backfill_id: int, kind: EventKind, at: datetime, message: str | None
     ) -> None:
-        await self.session.execute(
-            INSERT_EVENT,
-            {
-                "backfill_id": backfill_id,
-                "kind": kind.value,
-                "at": at,
-                "actor": None,
-                "message": message,
-            },
-        )
+        await EventRepository(self.session).add(backfill_id, kind, at, None, message)
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -635,16 +624,11 @@ class ExecutionRepository:
                 if not end.counts_as_attempt and new_slot is SlotState.PENDING:
                     what = "retrying (not counted against the retry policy)"
                 reason = (end.failure_reason or FailureReason.ERROR).value.upper()
-                events.append(
-                    {
-                        "backfill_id": backfill_id,
-                        "kind": EventKind.RUN_FAILED.value,
-                        "at": end.at,
-                        "actor": None,
-                        "message": f"{r.partition_key} attempt {r.attempt} failed ({reason}): "
-                        f"{(end.error_message or '')[:300]}; {what}",
-                    }
+                message = (
+                    f"{r.partition_key} attempt {r.attempt} failed ({reason}): "
+                    f"{(end.error_message or '')[:300]}; {what}"
                 )
+                events.append(event_row(backfill_id, EventKind.RUN_FAILED, end.at, None, message))
             run_updates.append(
                 {
                     "b_id": run_id,
@@ -711,7 +695,7 @@ class ExecutionRepository:
                 slot_updates,
             )
         if events:
-            await self.session.execute(insert(events_t), events)
+            await self.session.execute(INSERT_EVENT, events)
         await self._record_partition_states(states, now)
         await self._apply_moves(moves, now)
         return outcomes

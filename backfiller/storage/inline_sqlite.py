@@ -19,8 +19,8 @@ import asyncio
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Any
 
 logger = logging.getLogger("backfiller.storage")
 
@@ -155,17 +155,11 @@ class InlineConnection:
 
     @property
     def isolation_level(self) -> str | None:
+        # SQLAlchemy sets it through ``_tx`` on ``_conn``, as it does with aiosqlite.
         return self._conn.isolation_level
-
-    @isolation_level.setter
-    def isolation_level(self, value: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None) -> None:
-        self._conn.isolation_level = value
 
     def cursor(self) -> InlineCursor:
         return InlineCursor(self, self._conn.cursor())
-
-    async def execute(self, sql: str, parameters: Sequence[Any] | None = None) -> InlineCursor:
-        return await self.cursor().execute(sql, parameters)
 
     async def commit(self) -> None:
         self._begin = None

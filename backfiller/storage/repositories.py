@@ -45,6 +45,21 @@ from backfiller.storage.records import (
 
 # Statements built once: building an ORM insert per call costs more than running it.
 INSERT_EVENT = insert(table_of(BackfillEventRecord))
+
+
+def event_row(
+    backfill_id: int, kind: EventKind, at: datetime, actor: str | None, message: str | None
+) -> dict[str, Any]:
+    """The parameters of ``INSERT_EVENT`` for one event."""
+    return {
+        "backfill_id": backfill_id,
+        "kind": kind.value,
+        "at": at,
+        "actor": actor,
+        "message": message,
+    }
+
+
 _INSERT_TAG = insert(table_of(BackfillTagRecord))
 _INSERT_BACKFILL = insert(table_of(BackfillRecord)).returning(table_of(BackfillRecord).c.id)
 _FIND_BY_IDEMPOTENCY_KEY = select(BackfillRecord.id, BackfillRecord.request_fingerprint).where(
@@ -130,16 +145,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
     pk: int = conn.execute(_INSERT_BACKFILL, values).scalar_one()
     if new.tags:
         conn.execute(_INSERT_TAG, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
-    conn.execute(
-        INSERT_EVENT,
-        {
-            "backfill_id": pk,
-            "kind": EventKind.LAUNCHED.value,
-            "at": now,
-            "actor": new.creator,
-            "message": None,
-        },
-    )
+    conn.execute(INSERT_EVENT, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
     return BackfillRecord(id=pk, **values)
 
 
@@ -304,16 +310,7 @@ class EventRepository:
         actor: str | None,
         message: str | None,
     ) -> None:
-        await self.session.execute(
-            INSERT_EVENT,
-            {
-                "backfill_id": backfill_id,
-                "kind": kind.value,
-                "at": at,
-                "actor": actor,
-                "message": message,
-            },
-        )
+        await self.session.execute(INSERT_EVENT, event_row(backfill_id, kind, at, actor, message))
 
     async def page(
         self, backfill_id: int, limit: int, after_id: int | None, *, newest_first: bool = False
