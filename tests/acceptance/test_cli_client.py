@@ -440,27 +440,35 @@ def test_launch_wait_exits_1_when_a_partition_fails_and_retry_relaunches_it(
     assert retried["partitions"] == {"keys": ["broken"]}
 
 
+def watch_env(**extra: str) -> dict[str, str]:
+    """This environment without BACKFILLER_* settings, the repository importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILLER_")}
+    env.update(PYTHONPATH=str(REPO), **extra)
+    return env
+
+
+def watch_process(
+    backfill_id: str, url: str, env: dict[str, str], **streams: Any
+) -> subprocess.Popen[Any]:
+    """``backfiller watch`` of a backfill in a subprocess, polling every 0.1 s."""
+    command = ["watch", backfill_id, "--url", url, "--interval", "0.1"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "backfiller", *command],
+        env=env,
+        cwd=REPO,
+        **streams,
+    )
+
+
 def test_watch_ends_with_exit_1_when_the_backfill_is_canceled(run: Any, server: LiveServer) -> None:
     launched = run(
         "launch", "slow_rebuild", "--from", "2025-02-01", "--to", "2025-02-10", "-o", "json"
     )
     backfill_id = launched_id(launched)  # ten slow partitions, two at a time: still running
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILLER_")}
-    env["PYTHONPATH"] = str(REPO)
-    watcher = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "backfiller",
-            "watch",
-            backfill_id,
-            "--url",
-            server.url,
-            "--interval",
-            "0.1",
-        ],
-        env=env,
-        cwd=REPO,
+    watcher = watch_process(
+        backfill_id,
+        server.url,
+        watch_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -483,27 +491,11 @@ def test_watch_draws_a_progress_bar_on_a_terminal(
 ) -> None:
     backfill_id = launched_id(run("launch", "daily_sales", "--from", "2024-09-01", "--to",
                                   "2024-09-08", "-o", "json"))  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKFILLER_")}
-    env.update(PYTHONPATH=str(REPO), TERM="xterm-256color", COLUMNS="160")
+    env = watch_env(TERM="xterm-256color", COLUMNS="160")
     env.pop("NO_COLOR", None)
     primary, secondary = pty.openpty()
-    watcher = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "backfiller",
-            "watch",
-            backfill_id,
-            "--url",
-            server.url,
-            "--interval",
-            "0.1",
-        ],
-        env=env,
-        cwd=REPO,
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
+    watcher = watch_process(
+        backfill_id, server.url, env, stdin=secondary, stdout=secondary, stderr=secondary
     )
     os.close(secondary)
     seen = b""
