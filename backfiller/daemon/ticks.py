@@ -393,6 +393,9 @@ async def record_results(
             logs=logs,
             retry_rules=retry_rules(definitions),
         )
+    if outcomes.retried:
+        # Slots went back to PENDING: the cached running backfills' counts say otherwise.
+        state.forget_backfills()
     return TickReport(
         started=outcomes.started,
         succeeded=outcomes.succeeded,
