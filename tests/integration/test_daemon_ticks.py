@@ -108,6 +108,10 @@ async def drive(
     passes: int = 200,
 ) -> TickReport:
     total = TickReport()
+    # A daemon reuses its list of running backfills for backfills_ttl (0.25 s), so a backfill
+    # resumed just before this drive could look idle for a pass, and drive stops at the first
+    # idle pass. A real daemon idles longer than that between passes: start from a fresh list.
+    state.forget_backfills()
     for _ in range(passes):
         report = await one_pass(database, definitions, clock, launcher, state)
         total += report
