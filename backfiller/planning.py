@@ -72,11 +72,12 @@ def resolve_selection(
         indexes: list[int] = []
         for name, key in (("start", selection.range_start), ("end", selection.range_end)):
             field = ["partitions", "range", name]
-            problem = partitions.validate_key(key)
-            if problem is not None:
-                raise SelectionProblem("INVALID_PARTITION_RANGE", problem, field)
             index = space.index_of(key)
             if index is None:
+                # Only a key outside the space is parsed twice, to say why.
+                problem = partitions.validate_key(key)
+                if problem is not None:
+                    raise SelectionProblem("INVALID_PARTITION_RANGE", problem, field)
                 raise SelectionProblem(
                     "PARTITION_NOT_FOUND", f"{key!r} is not a partition of the job", field
                 )
