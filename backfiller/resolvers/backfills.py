@@ -66,10 +66,10 @@ async def insert_backfill(
     """
     audit = success_audit(ctx) if audited else None
     entry = (lambda pk: audit(backfill_id(pk))) if audit is not None else None
+    now = ctx.now()
     for _ in range(3):
         try:
-            async with ctx.database.write_connection() as conn:
-                outcome = await conn.run_sync(launch_once, new, ctx.now(), entry)
+            outcome = await ctx.database.transact(lambda conn: launch_once(conn, new, now, entry))
         except IntegrityError:
             if new.idempotency_key is None:
                 raise

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import Connection, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
-    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.util import greenlet_spawn
 
 from backfiller.storage.inline_sqlite import WalCheckpointer, inline_connector
+
+T = TypeVar("T")
 
 DEFAULT_SQLITE_PATH = Path(".backfiller") / "backfiller.db"
 
@@ -155,12 +157,18 @@ class Database:
         async with self._write_sessions() as session, session.begin():
             yield session
 
-    @asynccontextmanager
-    async def write_connection(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction on a Core connection (no ORM session): for the hot writes
-        that run their statements in one ``run_sync`` call."""
-        async with self.write_engine.begin() as conn:
-            yield conn
+    async def transact(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work(connection)`` in one write transaction on a Core connection (no ORM
+        session), committed if it returns and rolled back if it raises: for the hot writes.
+
+        The whole transaction, checkout to commit, is one trip into SQLAlchemy's synchronous
+        core, where ``async with engine.begin()`` plus ``run_sync`` would be three.
+        """
+        return await greenlet_spawn(self._transact, work)
+
+    def _transact(self, work: Callable[[Connection], T]) -> T:
+        with self.write_engine.sync_engine.begin() as conn:
+            return work(conn)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
