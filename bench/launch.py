@@ -140,15 +140,24 @@ def check(result: dict[str, Any], size: int) -> None:
 
 
 async def latencies(url: str, size: int, count: int) -> list[float]:
-    body = launch_body(size)
-    out: list[float] = []
+    return (await interleaved_latencies(url, (size,), count))[size]
+
+
+async def interleaved_latencies(
+    url: str, sizes: tuple[int, ...], count: int
+) -> dict[int, list[float]]:
+    """``count`` launches of each size, taken in turn (1, 10,000, 1,000,000, 1, ...), so that
+    a noisy moment of the machine or a growing database weighs on every size alike."""
+    bodies = {size: launch_body(size) for size in sizes}
+    out: dict[int, list[float]] = {size: [] for size in sizes}
     connection = await Connection.open(url)
     try:
         for _ in range(count):
-            started = time.perf_counter()
-            result = await connection.post("/graphql/v1", body)
-            out.append((time.perf_counter() - started) * 1000)
-            check(result, size)
+            for size in sizes:
+                started = time.perf_counter()
+                result = await connection.post("/graphql/v1", bodies[size])
+                out[size].append((time.perf_counter() - started) * 1000)
+                check(result, size)
     finally:
         await connection.close()
     return out
@@ -199,14 +208,16 @@ async def run(cache: bool, count: int) -> None:
         try:
             await latencies(server.url, 1, 50)  # warm up
             sizes = (1, 10_000, 1_000_000) if cache else (1,)
-            for size in sizes:
-                values = await latencies(server.url, size, count)
+            measured = await interleaved_latencies(server.url, sizes, count)
+            for size, values in measured.items():
                 print(
                     f"[{label}] launch {size:>9,} partitions: "
                     f"p50 {statistics.median(values):6.2f} ms"
                     f"  p99 {pct(values, 0.99):6.2f} ms  (n={count})"
                 )
             if cache:
+                ratio = statistics.median(measured[1_000_000]) / statistics.median(measured[1])
+                print(f"[{label}] p50 of 1,000,000 partitions / p50 of 1: {ratio:.2f}")
                 values = await httpx_latencies(server.url, count)
                 print(
                     f"[{label}] launch         1 partitions, httpx client: "
