@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from backfiller.domain import (
@@ -17,7 +19,7 @@ from backfiller.domain import (
 )
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
-from backfiller.storage.repositories import BackfillRepository, NewBackfill
+from backfiller.storage.repositories import BackfillRepository, NewBackfill, add_backfill
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 
@@ -140,3 +142,47 @@ async def test_conditional_moves_lose_against_a_newer_state(database: Database) 
         record = await session.get(BackfillRecord, pk)
         assert record is not None and record.status is BackfillState.PAUSED
         assert record.version == 1
+
+
+async def count_backfills(database: Database) -> int:
+    async with database.read() as session:
+        result = await session.execute(select(func.count()).select_from(BackfillRecord))
+        return int(result.scalar_one())
+
+
+async def test_transact_commits_what_its_work_wrote_and_returns_its_result(
+    database: Database,
+) -> None:
+    record = await database.transact(lambda conn: add_backfill(conn, new_backfill("a"), NOW))
+    assert await count_backfills(database) == 1
+    async with database.read() as session:
+        loaded = await BackfillRepository(session).get(record.id)
+    assert loaded is not None and loaded.idempotency_key == "a"
+
+
+async def test_transact_rolls_back_whole_when_its_work_raises(database: Database) -> None:
+    def half_then_fail(conn: Connection) -> None:
+        add_backfill(conn, new_backfill("lost"), NOW)
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        await database.transact(half_then_fail)
+    assert await count_backfills(database) == 0
+    # The unique index fails the second insert: the first one goes too, and the
+    # connection is usable afterwards.
+    with pytest.raises(IntegrityError):
+        await database.transact(
+            lambda conn: [add_backfill(conn, new_backfill("twice"), NOW) for _ in range(2)]
+        )
+    assert await count_backfills(database) == 0
+    await database.transact(lambda conn: add_backfill(conn, new_backfill("kept"), NOW))
+    assert await count_backfills(database) == 1
+
+
+async def test_concurrent_transacts_lose_nothing(database: Database) -> None:
+    async def insert(i: int) -> BackfillRecord:
+        return await database.transact(lambda conn: add_backfill(conn, new_backfill(f"k{i}"), NOW))
+
+    records = await asyncio.gather(*(insert(i) for i in range(40)))
+    assert len({record.id for record in records}) == 40
+    assert await count_backfills(database) == 40
