@@ -73,13 +73,7 @@ async def insert_backfill(
         except IntegrityError:
             if new.idempotency_key is None:
                 raise
-            # Another request inserted this key first: answer with its backfill.
-            async with ctx.database.read() as session:
-                existing = await BackfillRepository(session).get_by_idempotency_key(
-                    new.idempotency_key
-                )
-            if existing is not None:
-                return _same_request(existing, new)
+            # Another request inserted this key first: the next attempt finds its backfill.
             continue
         if isinstance(outcome, BackfillRecord):
             if audit is not None:

@@ -42,7 +42,7 @@ class Services:
 @dataclass
 class AuditDraft:
     """The audit entry of the mutation being resolved, written exactly once: in the mutation's
-    own transaction when it succeeds (see ``auth.stage_success_audit``), else by the
+    own transaction when it succeeds (see ``auth.success_audit``), else by the
     ``Authorize`` extension once the mutation has answered."""
 
     operation: str

@@ -102,9 +102,10 @@ class BackfillQuery:
 def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillRecord:
     """Insert a backfill, its tags and its LAUNCHED event; the record returned is detached.
 
-    Synchronous, for ``run_sync``: a launch is the API's hottest write, and one trip into
-    SQLAlchemy's synchronous core for the whole transaction costs far less than a trip per
-    statement. One ``INSERT ... RETURNING`` of a statement built once, not an ORM flush.
+    Synchronous, for ``Database.transact`` (or ``run_sync``): a launch is the API's hottest
+    write, and one trip into SQLAlchemy's synchronous core for the whole transaction costs far
+    less than a trip per statement. One ``INSERT ... RETURNING`` of a statement built once, not
+    an ORM flush.
     """
     values: dict[str, Any] = {
         "job_name": new.job_name,
@@ -188,12 +189,6 @@ class BackfillRepository:
 
     async def get(self, pk: int) -> BackfillRecord | None:
         return await self.session.get(BackfillRecord, pk, populate_existing=True)
-
-    async def get_by_idempotency_key(self, key: str) -> BackfillRecord | None:
-        result = await self.session.execute(
-            select(BackfillRecord).where(BackfillRecord.idempotency_key == key)
-        )
-        return result.scalar_one_or_none()
 
     async def get_many(self, pks: Iterable[int]) -> dict[int, BackfillRecord]:
         ids = list(set(pks))
