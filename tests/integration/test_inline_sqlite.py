@@ -12,12 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import text
 
 from backfiller.storage import Database
 from backfiller.storage.auth import AuditEntry, AuditRepository
 from backfiller.storage.auth_records import AuditOutcome, AuditRecord
 from backfiller.storage.migrations import upgrade_database
+from tests.support import count_rows
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("BACKFILLER_TEST_DATABASE_URL")), reason="SQLite's own driver"
@@ -58,13 +59,6 @@ def grows_beyond(path: Path, size: int, within: float) -> bool:
     return True
 
 
-async def count(db: Database) -> int:
-    async with db.read() as session:
-        return int(
-            (await session.execute(select(func.count()).select_from(AuditRecord))).scalar_one()
-        )
-
-
 async def test_a_writer_waits_for_another_process_lock_without_blocking_the_loop(
     sqlite_path: Path,
 ) -> None:
@@ -94,7 +88,7 @@ async def test_a_writer_waits_for_another_process_lock_without_blocking_the_loop
         waited, _ = await asyncio.gather(write(), ticker())
         assert waited >= 0.3  # it did wait for the lock...
         assert ticks >= 15  # ...and the loop went on meanwhile (a blocked loop ticks once)
-        assert await count(db) == 1
+        assert await count_rows(db, AuditRecord) == 1
     finally:
         release.join()
         holder.close()
@@ -111,7 +105,7 @@ async def test_writers_of_one_process_take_turns_and_lose_nothing(sqlite_path: P
 
     try:
         await asyncio.gather(*(write(i) for i in range(50)))
-        assert await count(db) == 50
+        assert await count_rows(db, AuditRecord) == 50
     finally:
         await db.dispose()
 
@@ -123,10 +117,10 @@ async def test_a_failed_transaction_rolls_back_whole(sqlite_path: Path) -> None:
             async with db.write() as session:
                 await AuditRepository(session).add(entry("lost"))
                 raise RuntimeError("boom")
-        assert await count(db) == 0
+        assert await count_rows(db, AuditRecord) == 0
         async with db.write() as session:  # the connection is usable afterwards
             await AuditRepository(session).add(entry("kept"))
-        assert await count(db) == 1
+        assert await count_rows(db, AuditRecord) == 1
     finally:
         await db.dispose()
 
@@ -143,6 +137,6 @@ async def test_the_wal_is_checkpointed_in_the_background(sqlite_path: Path) -> N
                 await AuditRepository(session).add(entry(f"c{i}" * 50))
         # ...and yet the rows reach the database file, moved there by the checkpointer.
         assert await asyncio.to_thread(grows_beyond, sqlite_path, before, 10.0)
-        assert await count(db) == 200
+        assert await count_rows(db, AuditRecord) == 200
     finally:
         await db.dispose()

@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from backfiller.domain import (
@@ -20,6 +20,7 @@ from backfiller.domain import (
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
 from backfiller.storage.repositories import BackfillRepository, NewBackfill, add_backfill
+from tests.support import count_rows
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 
@@ -144,17 +145,11 @@ async def test_conditional_moves_lose_against_a_newer_state(database: Database) 
         assert record.version == 1
 
 
-async def count_backfills(database: Database) -> int:
-    async with database.read() as session:
-        result = await session.execute(select(func.count()).select_from(BackfillRecord))
-        return int(result.scalar_one())
-
-
 async def test_transact_commits_what_its_work_wrote_and_returns_its_result(
     database: Database,
 ) -> None:
     record = await database.transact(lambda conn: add_backfill(conn, new_backfill("a"), NOW))
-    assert await count_backfills(database) == 1
+    assert await count_rows(database, BackfillRecord) == 1
     async with database.read() as session:
         loaded = await BackfillRepository(session).get(record.id)
     assert loaded is not None and loaded.idempotency_key == "a"
@@ -167,16 +162,16 @@ async def test_transact_rolls_back_whole_when_its_work_raises(database: Database
 
     with pytest.raises(RuntimeError, match="boom"):
         await database.transact(half_then_fail)
-    assert await count_backfills(database) == 0
+    assert await count_rows(database, BackfillRecord) == 0
     # The unique index fails the second insert: the first one goes too, and the
     # connection is usable afterwards.
     with pytest.raises(IntegrityError):
         await database.transact(
             lambda conn: [add_backfill(conn, new_backfill("twice"), NOW) for _ in range(2)]
         )
-    assert await count_backfills(database) == 0
+    assert await count_rows(database, BackfillRecord) == 0
     await database.transact(lambda conn: add_backfill(conn, new_backfill("kept"), NOW))
-    assert await count_backfills(database) == 1
+    assert await count_rows(database, BackfillRecord) == 1
 
 
 async def test_concurrent_transacts_lose_nothing(database: Database) -> None:
@@ -185,4 +180,4 @@ async def test_concurrent_transacts_lose_nothing(database: Database) -> None:
 
     records = await asyncio.gather(*(insert(i) for i in range(40)))
     assert len({record.id for record in records}) == 40
-    assert await count_backfills(database) == 40
+    assert await count_rows(database, BackfillRecord) == 40
