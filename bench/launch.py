@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,7 @@ START = "1900-01-01-00:00"
 def range_of(size: int) -> dict[str, object]:
     if size == 1:
         return {"target": {"job": "single"}, "partitions": {"keys": ["only"]}}
-    space = HourlyPartitions(start=START).key_space(
-        __import__("datetime").datetime.now(__import__("datetime").UTC)
-    )
+    space = HourlyPartitions(start=START).key_space(datetime.now(UTC))
     return {
         "target": {"job": "hourly_history"},
         "partitions": {"range": {"start": space.key_at(0), "end": space.key_at(size - 1)}},
