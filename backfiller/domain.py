@@ -106,6 +106,55 @@ def expected_for(
     return sorted(sources)
 
 
+class SteerVerb(enum.StrEnum):
+    """What a user asks of a backfill: the pause, resume and cancel mutations."""
+
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+
+
+@dataclass(frozen=True, slots=True)
+class SteerRule:
+    """A verb's rule: where it leads, and where it is already done (answered as is)."""
+
+    target: BackfillState
+    already: frozenset[BackfillState]
+
+
+STEER_RULES: Mapping[SteerVerb, SteerRule] = {
+    SteerVerb.PAUSE: SteerRule(BackfillState.PAUSED, frozenset({BackfillState.PAUSED})),
+    # Resume leads back to RUNNING, or to REQUESTED when the backfill never started.
+    SteerVerb.RESUME: SteerRule(
+        BackfillState.RUNNING, frozenset({BackfillState.REQUESTED, BackfillState.RUNNING})
+    ),
+    # Cancel leads to CANCELING (CANCELED at once when nothing is queued or running).
+    SteerVerb.CANCEL: SteerRule(
+        BackfillState.CANCELING, frozenset({BackfillState.CANCELING, BackfillState.CANCELED})
+    ),
+}
+
+
+class SteerRefused(Exception):
+    """The verb does not apply to a backfill in this state."""
+
+
+def steer_target(verb: SteerVerb, state: BackfillState, started: bool) -> BackfillState | None:
+    """Where ``verb`` moves a backfill in ``state`` (None: already done), from the table.
+
+    Raises :class:`SteerRefused` when the transition table forbids the move.
+    """
+    rule = STEER_RULES[verb]
+    if state in rule.already:
+        return None
+    target = rule.target
+    if verb is SteerVerb.RESUME and not started:
+        target = BackfillState.REQUESTED
+    if not can_transition(state, target):
+        raise SteerRefused(f"cannot {verb.value} a backfill that is {state.value}")
+    return target
+
+
 class SlotState(enum.StrEnum):
     """The state of one partition inside one backfill."""
 
