@@ -195,7 +195,11 @@ async def launch_runs(
             if room <= 0:
                 break
             want = min(share, room)
-            tasks = await _claim(database, clock, state, record, job, pinned, want, report)
+            try:
+                tasks = await _claim(database, clock, state, record, job, pinned, want, report)
+            except LeaseLost as exc:
+                lose_lease(state, launcher, str(exc))
+                return report
             if tasks:
                 launcher.submit(tasks)
                 room -= len(tasks)
@@ -236,9 +240,6 @@ async def _claim(
     except Conflict as exc:
         logger.info("claim of backfill %s lost a race, retrying later: %s", record.id, exc)
         report.conflicts += 1
-        return []
-    except LeaseLost as exc:
-        lose_lease(state, None, str(exc))
         return []
     report.skipped += claim.skipped
     claimed = claim.runs
@@ -308,8 +309,8 @@ async def record_results(
             logs=logs,
             retry_rules=retry_rules(definitions),
         )
-    if ends:
-        launcher.discard_results(e.run_id for e in ends)
+    if outcomes.written:
+        launcher.discard_results(outcomes.written)
     if outcomes.retried or outcomes.taken_back:
         # Slots went back to PENDING: the cached running backfills' counts say otherwise.
         state.forget_backfills()
