@@ -184,7 +184,7 @@ def token_revoke(
 
 
 async def _revoke(url: str, token: str, now: datetime) -> str | None:
-    from backfiller.resolvers.ids import parse_id
+    from backfiller.ids import parse_id
     from backfiller.storage import Database
     from backfiller.storage.auth import TokenRepository
 

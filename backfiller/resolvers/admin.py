@@ -8,9 +8,9 @@ from typing import assert_never
 import strawberry
 from sqlalchemy.exc import IntegrityError
 
+from backfiller.ids import encode_cursor, parse_id
 from backfiller.resolvers.commands import user_error
 from backfiller.resolvers.context import Info, check_page_size
-from backfiller.resolvers.ids import encode_cursor, parse_id
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.schema.admin import (
     ApiToken,

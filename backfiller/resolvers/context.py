@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import strawberry
@@ -14,24 +13,18 @@ from graphql import GraphQLError
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
 from backfiller.resolvers.access import Principal, RateLimiter
+from backfiller.services.backend import Backend
 from backfiller.storage import Database
 
 if TYPE_CHECKING:
     from backfiller.resolvers.source import StorageSource
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass
-class Services:
-    """Long-lived: one per server process."""
+class Services(Backend):
+    """Long-lived: one per server process. The services' :class:`Backend`, plus the caches
+    and limits of the API."""
 
-    database: Database
-    definitions: Definitions
-    settings: Settings
-    clock: Callable[[], datetime] = utc_now
     # Stored selections pinned to key spaces, by (backfill id, key space size): a small LRU.
     pinned_selections: OrderedDict[tuple[int, int], Any] = field(default_factory=OrderedDict)
     # Partition status ranges by (backfill id, version, planned): a small LRU.

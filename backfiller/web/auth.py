@@ -26,10 +26,10 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.exceptions import ConnectionRejectionError
 
+from backfiller.ids import parse_run_id
 from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal, actor_of
 from backfiller.resolvers.auth import AuthFailure, authenticate
 from backfiller.resolvers.context import Context, Services
-from backfiller.resolvers.ids import parse_run_id
 
 logger = logging.getLogger("backfiller.auth")
 

@@ -1,7 +1,8 @@
 """A stored backfill's selection, and the key space it is pinned to.
 
-Shared by the resolvers and the daemon so that both read a stored selection, and a job's
-partition keys, the same way.
+Shared by the launch service, the resolvers and the daemon so that all read a stored
+selection, and a job's partition keys, the same way. (Storage only reads the rows: joining
+them with a partitions definition is this layer's work.)
 """
 
 from __future__ import annotations
