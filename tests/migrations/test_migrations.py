@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, insert, select
 from backfiller.services.trigger_requests import from_json
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.migrations import alembic_config, upgrade_database
-from backfiller.storage.records import Base
+from backfiller.storage.records import Base, table_of
 from backfiller.storage.trigger_records import TriggerEvaluationRecord
 
 
@@ -91,7 +91,7 @@ def test_0006_rewrites_stored_trigger_requests_in_the_private_shape_and_back(
     url = f"sqlite:///{tmp_path / 'old.db'}"
     upgrade_database(url, "0004")
     engine = create_engine(url)
-    table = TriggerEvaluationRecord.__table__
+    table = table_of(TriggerEvaluationRecord)
     now = datetime(2026, 1, 5, tzinfo=UTC)
     with engine.begin() as conn:
         conn.execute(
