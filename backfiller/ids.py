@@ -12,6 +12,8 @@ import binascii
 BACKFILL_PREFIX = "bf_"
 RUN_PREFIX = "run_"
 EVALUATION_PREFIX = "tev_"
+TOKEN_PREFIX = "tok_"
+AUDIT_PREFIX = "audit_"
 
 MAX_ID_LENGTH = 64
 
@@ -27,6 +29,16 @@ def run_id(pk: int) -> str:
 def evaluation_id(pk: int) -> str:
     """The public id of a trigger evaluation."""
     return f"{EVALUATION_PREFIX}{pk}"
+
+
+def token_id(pk: int) -> str:
+    """The public id of an API token (not its secret)."""
+    return f"{TOKEN_PREFIX}{pk}"
+
+
+def audit_id(pk: int) -> str:
+    """The public id of an entry of the audit log."""
+    return f"{AUDIT_PREFIX}{pk}"
 
 
 def parse_id(value: str, prefix: str) -> int | None:
@@ -50,6 +62,10 @@ def parse_run_id(value: str) -> int | None:
 
 def parse_evaluation_id(value: str) -> int | None:
     return parse_id(value, EVALUATION_PREFIX)
+
+
+def parse_token_id(value: str) -> int | None:
+    return parse_id(value, TOKEN_PREFIX)
 
 
 def encode_cursor(kind: str, value: int) -> str:
