@@ -146,9 +146,9 @@ class RestApiDocument:
     @staticmethod
     def build() -> dict[str, Any]:
         from backfiller.api import build_schema
-        from backfiller.web.rest import build_openapi
+        from backfiller.web.rest_openapi import build_openapi
 
-        return build_openapi(build_schema().as_str(), load_operations(), 100)
+        return build_openapi(build_schema().as_str(), load_operations().document, 100)
 
     @staticmethod
     def routes() -> list[Any]:
