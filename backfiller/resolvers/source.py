@@ -126,8 +126,6 @@ class StorageSource:
             except SelectionProblem:
                 return None
             pinned[cache_key] = resolved
-            if len(pinned) > 256:
-                pinned.popitem(last=False)
         return job, space, resolved
 
     @staticmethod
@@ -196,7 +194,6 @@ class StorageSource:
             cache_key = (pk, record.version, record.planned)
             cached = self.services.status_ranges.get(cache_key)
             if cached is not None:
-                self.services.status_ranges.move_to_end(cache_key)
                 return list(cached)
             changes = await SlotReads(session).status_changes(pk) if record.planned else []
         folded: list[FoldedRange] = []
@@ -229,8 +226,6 @@ class StorageSource:
                 )
             )
         self.services.status_ranges[cache_key] = ranges
-        while len(self.services.status_ranges) > 64:
-            self.services.status_ranges.popitem(last=False)
         return list(ranges)
 
     async def backfill_events(

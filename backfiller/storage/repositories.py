@@ -446,19 +446,6 @@ class PartitionStateRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def latest(self, job_name: str, keys: Sequence[str]) -> dict[str, RunState]:
-        found: dict[str, RunState] = {}
-        for i in range(0, len(keys), 500):
-            chunk = list(keys[i : i + 500])
-            result = await self.session.execute(
-                select(PartitionStateRecord.partition_key, PartitionStateRecord.status).where(
-                    PartitionStateRecord.job_name == job_name,
-                    PartitionStateRecord.partition_key.in_(chunk),
-                )
-            )
-            found.update({k: RunState(s) for k, s in result.all()})
-        return found
-
     async def all_of_job(
         self, job_name: str, statuses: Sequence[RunState] | None = None
     ) -> dict[str, RunState]:
