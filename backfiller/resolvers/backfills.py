@@ -9,7 +9,7 @@ import strawberry
 from backfiller import domain
 from backfiller.domain import BackfillState, EventKind, SlotState
 from backfiller.ids import backfill_id, encode_cursor, parse_backfill_id
-from backfiller.planning import key_at, pin_stored_selection, request_fingerprint
+from backfiller.planning import key_at, request_fingerprint
 from backfiller.resolvers.auth import mark_audited, success_audit
 from backfiller.resolvers.commands import (
     preview_of,
@@ -48,7 +48,7 @@ from backfiller.services.launching import (
     preview_launch,
     validate_launch,
 )
-from backfiller.services.selections import key_space_of, stored_selection
+from backfiller.services.selections import Unpinnable, pin_backfill
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillQuery,
@@ -213,16 +213,13 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
                 ],
             )
         statuses = await SlotReads(session).statuses(pk)
-    space = await key_space_of(job.partitions, ctx.now(), ctx.database)
-    try:
-        resolved = pin_stored_selection(
-            stored_selection(parent), parent.total, job.partitions, space
-        )
-    except Exception as exc:  # the partitions vanished from the definition
+    pinned = await pin_backfill(ctx.database, job, parent, ctx.now())
+    if isinstance(pinned, Unpinnable):
         return RetryBackfillPayload(
             backfill=None,
-            user_errors=[user_error(UserErrorCode.PARTITION_NOT_FOUND, str(exc), ["id"])],
+            user_errors=[user_error(UserErrorCode.PARTITION_NOT_FOUND, pinned.message, ["id"])],
         )
+    space, resolved = pinned.space, pinned.resolved
     chosen = [p for p, s in statuses if s in wanted]
     if SlotState.PENDING in wanted and parent.planned < parent.total:
         chosen.extend(range(parent.planned, parent.total))

@@ -7,10 +7,12 @@ them with a partitions definition is this layer's work.)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
+from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace, PartitionsDefinition, PartitionsKind
-from backfiller.planning import Selection
+from backfiller.planning import ResolvedSelection, Selection, SelectionProblem, pin_stored_selection
 from backfiller.storage.engine import Database
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import DynamicPartitionRepository
@@ -37,3 +39,40 @@ def stored_selection(record: BackfillRecord) -> Selection:
         record.range_end,
         tuple(record.keys) if record.keys is not None else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """A stored backfill's selection pinned to its job's key space."""
+
+    space: KeySpace
+    resolved: ResolvedSelection
+
+
+@dataclass(frozen=True, slots=True)
+class Unpinnable:
+    """Why a stored backfill's selection no longer fits its job's keys."""
+
+    message: str
+
+    @property
+    def reason(self) -> str:
+        """The message as the backfill's error."""
+        return f"the partitions of the backfill vanished: {self.message}"
+
+
+async def pin_backfill(
+    database: Database, job: JobDefinition, record: BackfillRecord, at: datetime
+) -> Pinned | Unpinnable:
+    """The backfill's selection pinned to the job's keys as of ``at``, or why it cannot be."""
+    space = await key_space_of(job.partitions, at, database)
+    try:
+        resolved = pin_stored_selection(
+            stored_selection(record), record.total, job.partitions, space
+        )
+    except SelectionProblem as problem:
+        return Unpinnable(problem.message)
+    return Pinned(space, resolved)
+
+
+__all__ = ["Pinned", "Unpinnable", "key_space_of", "pin_backfill", "stored_selection"]

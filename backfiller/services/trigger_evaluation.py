@@ -112,7 +112,14 @@ def get_trigger_definition(backend: Backend, name: str) -> TriggerDefinition | N
     return found if isinstance(found, TriggerDefinition) else None
 
 
-def requests_of(value: object) -> list[BackfillRequest] | SkipReason | str:
+@dataclass(frozen=True, slots=True)
+class InvalidAnswer:
+    """Why what a trigger returned is not an answer it may give."""
+
+    message: str
+
+
+def requests_of(value: object) -> list[BackfillRequest] | SkipReason | InvalidAnswer:
     """The requests a trigger returned, its skip reason, or why its answer is invalid."""
     if isinstance(value, SkipReason):
         return value
@@ -120,12 +127,12 @@ def requests_of(value: object) -> list[BackfillRequest] | SkipReason | str:
         return [value]
     if isinstance(value, list | tuple) and all(isinstance(v, BackfillRequest) for v in value):
         if len(value) > MAX_REQUESTS_PER_EVALUATION:
-            return (
+            return InvalidAnswer(
                 f"the trigger returned {len(value)} requests; at most "
                 f"{MAX_REQUESTS_PER_EVALUATION} per evaluation"
             )
         return list(value)
-    return (
+    return InvalidAnswer(
         f"the trigger returned {type(value).__name__}; return a BackfillRequest, a list of "
         "them, or a SkipReason"
     )
@@ -212,8 +219,8 @@ async def _judge(
         evaluation.error_message = f"the cursor must be a string of at most {MAX_CURSOR_LENGTH}"
     else:
         found = requests_of(ran.value)
-        if isinstance(found, str):
-            evaluation.error_message = found
+        if isinstance(found, InvalidAnswer):
+            evaluation.error_message = found.message
         elif isinstance(found, SkipReason):
             evaluation.outcome = TriggerOutcome.SKIPPED
             evaluation.skip_reason = found.message[:MAX_MESSAGE] or "skipped"
