@@ -184,6 +184,41 @@ def _retry_states(include: Iterable[RetryInclude]) -> set[SlotState]:
     return states
 
 
+def _retry_of(
+    parent: BackfillRecord,
+    partitions_fingerprint: str,
+    keys: list[str],
+    include: list[RetryInclude],
+    input: RetryBackfillInput,
+    creator: str | None,
+) -> NewBackfill:
+    """The child backfill that runs ``keys`` of ``parent`` again."""
+    title = parent.title or backfill_id(parent.id)
+    return NewBackfill(
+        job_name=parent.job_name,
+        selection_kind=domain.SelectionKind.KEYS,
+        range_start=None,
+        range_end=None,
+        keys=keys,
+        partitions_fingerprint=partitions_fingerprint,
+        first_index=0,
+        total=len(keys),
+        reprocess=domain.Reprocess.ALL,
+        order=parent.order,
+        max_concurrent_runs=parent.max_concurrent_runs,
+        run_config=parent.run_config,
+        tags=[(k, v) for k, v in parent.tags],
+        title=f"Retry of {title}",
+        description=parent.description,
+        idempotency_key=input.idempotency_key,
+        request_fingerprint=request_fingerprint(
+            {"retry": parent.id, "include": sorted(i.value for i in include)}
+        ),
+        creator=creator,
+        parent_id=parent.id,
+    )
+
+
 async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfillPayload:
     """Launch the chosen partitions of a finished backfill again, as its child."""
     ctx = info.context
@@ -235,30 +270,7 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
             ],
         )
     keys = [key_at(resolved, parent.order, space, p) for p in sorted(chosen)]
-    key = input.idempotency_key
-    new = NewBackfill(
-        job_name=parent.job_name,
-        selection_kind=domain.SelectionKind.KEYS,
-        range_start=None,
-        range_end=None,
-        keys=keys,
-        partitions_fingerprint=job.partitions.fingerprint(),
-        first_index=0,
-        total=len(keys),
-        reprocess=domain.Reprocess.ALL,
-        order=parent.order,
-        max_concurrent_runs=parent.max_concurrent_runs,
-        run_config=parent.run_config,
-        tags=[(k, v) for k, v in parent.tags],
-        title=f"Retry of {parent.title}" if parent.title else f"Retry of {backfill_id(parent.id)}",
-        description=parent.description,
-        idempotency_key=key,
-        request_fingerprint=request_fingerprint(
-            {"retry": parent.id, "include": sorted(i.value for i in include)}
-        ),
-        creator=ctx.actor,
-        parent_id=parent.id,
-    )
+    new = _retry_of(parent, job.partitions.fingerprint(), keys, include, input, ctx.actor)
     launched = await create_backfill(ctx.services, new)
     if not isinstance(launched, Launched):
         return RetryBackfillPayload(backfill=None, user_errors=[user_error_of(launched)])
