@@ -18,6 +18,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 
 from backfiller.config import Settings
+from backfiller.ids import parse_backfill_id, parse_evaluation_id, parse_run_id
 from backfiller.resolvers import admin as admin_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
@@ -25,7 +26,6 @@ from backfiller.resolvers import progress as progress_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.auth import Authorize
 from backfiller.resolvers.errors import MaskUnexpectedErrors
-from backfiller.resolvers.ids import parse_backfill_id, parse_run_id
 from backfiller.resolvers.limits import QueryCostLimiter, tag_error_codes
 from backfiller.schema.admin import (
     ApiTokenConnection,
@@ -101,7 +101,7 @@ class Query:
             return await backfill_resolvers.get_backfill(info, id)
         if parse_run_id(id) is not None:
             return await job_resolvers.get_run(info, id)
-        if trigger_resolvers.parse_evaluation_id(id) is not None:
+        if parse_evaluation_id(id) is not None:
             return await trigger_resolvers.get_trigger_evaluation(info, id)
         return None
 

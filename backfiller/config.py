@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass, field, replace
+
+
+class AuthMode(enum.StrEnum):
+    """Who may call the API."""
+
+    TOKEN = "token"
+    """Every request needs a valid token (the default)."""
+    NONE = "none"
+    """Anyone who reaches the server, as an admin: for a server bound to the loopback."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +36,7 @@ class Settings:
     graphql_cache: bool = True
     public_url: str | None = None
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
-    # Access control: "token" (every request needs a token) or "none" (loopback only).
-    auth_mode: str = "token"
+    auth_mode: AuthMode = AuthMode.TOKEN
     insecure_no_auth: bool = False
     max_query_cost: int = 20_000
     launch_rate_limit: int = 120

@@ -252,7 +252,7 @@ async def in_process(count: int) -> None:
     import dataclasses
 
     from backfiller.cli.server import prepare_database
-    from backfiller.config import Settings
+    from backfiller.config import AuthMode, Settings
     from backfiller.resolvers.context import Services
     from backfiller.storage import Database
     from backfiller.web.app import create_app
@@ -261,7 +261,7 @@ async def in_process(count: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
         settings = dataclasses.replace(
-            Settings.from_env(), database_url=url, auth_mode="none", launch_rate_limit=0
+            Settings.from_env(), database_url=url, auth_mode=AuthMode.NONE, launch_rate_limit=0
         )
         database = Database(url)
         app = create_app(Services(database=database, definitions=definitions, settings=settings))

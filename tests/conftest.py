@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -58,15 +59,30 @@ def _truncate_postgres(url: str) -> None:
     engine.dispose()
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One SQLite file migrated to the newest revision, once per test session.
+
+    Each test gets a copy: copying a file costs far less than running every migration.
+    """
+    path = tmp_path_factory.mktemp("template") / "backfiller.db"
+    upgrade_database(f"sqlite:///{path}")
+    for suffix in ("-wal", "-shm"):  # the migrations close their engine: nothing is pending
+        assert not path.with_name(path.name + suffix).exists()
+    return path
+
+
 @pytest.fixture
-def database_url(tmp_path: Path, pg_template_url: str | None) -> str:
+def database_url(tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """A migrated, empty database for one test."""
-    if pg_template_url is not None:
-        _truncate_postgres(pg_template_url)
-        return pg_template_url
-    url = f"sqlite:///{tmp_path / 'backfiller.db'}"
-    upgrade_database(url)
-    return url
+    pg_url: str | None = request.getfixturevalue("pg_template_url")
+    if pg_url is not None:
+        _truncate_postgres(pg_url)
+        return pg_url
+    template: Path = request.getfixturevalue("sqlite_template")
+    path = tmp_path / "backfiller.db"
+    shutil.copyfile(template, path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture

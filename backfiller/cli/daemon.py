@@ -28,7 +28,7 @@ from backfiller.cli.server import (
     http_server,
     prepare_database,
 )
-from backfiller.config import Settings
+from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions
 
 if TYPE_CHECKING:
@@ -201,9 +201,7 @@ def _dev_settings(url: str, target: str, host: str, port: int) -> Settings:
         "host": host,
         "port": port,
     }
-    names = {f.name for f in dataclasses.fields(Settings)}
-    if "auth_mode" in names:
-        overrides["auth_mode"] = "none"  # the quick start is loopback-only
+    overrides["auth_mode"] = AuthMode.NONE  # the quick start is loopback-only
     settings = Settings.from_env(**overrides)
     check_access_settings(settings)  # --auth none refuses a non-loopback --host
     return settings

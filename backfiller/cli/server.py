@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from backfiller.cli.app import app, db_app, schema_app
-from backfiller.config import Settings
+from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
 
 if TYPE_CHECKING:
@@ -156,10 +156,14 @@ def serve(
 ) -> None:
     """Serve the public API (and the UI) over HTTP."""
     configure_logging()
+    try:
+        auth_mode = AuthMode(auth)
+    except ValueError:
+        raise fail(f"--auth must be 'token' or 'none', not {auth!r}") from None
     settings = Settings.from_env(
         host=host,
         port=port,
-        auth_mode=auth,
+        auth_mode=auth_mode,
         insecure_no_auth=insecure_no_auth,
         cors_origins=tuple(cors_origin) if cors_origin else None,
         max_partitions_per_backfill=max_partitions_per_backfill,
@@ -182,9 +186,7 @@ def check_access_settings(settings: Settings) -> None:
     """Refuse to start with settings that would expose the API to anyone."""
     from backfiller.web.auth import is_loopback
 
-    if settings.auth_mode not in ("token", "none"):
-        raise fail(f"--auth must be 'token' or 'none', not {settings.auth_mode!r}")
-    if settings.auth_mode == "none" and not is_loopback(settings.host):
+    if settings.auth_mode is AuthMode.NONE and not is_loopback(settings.host):
         if not settings.insecure_no_auth:
             raise fail(
                 f"refusing to serve without authentication on {settings.host}, which other "

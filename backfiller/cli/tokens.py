@@ -184,7 +184,7 @@ def token_revoke(
 
 
 async def _revoke(url: str, token: str, now: datetime) -> str | None:
-    from backfiller.resolvers.ids import parse_id
+    from backfiller.ids import parse_token_id
     from backfiller.storage import Database
     from backfiller.storage.auth import TokenRepository
 
@@ -192,7 +192,7 @@ async def _revoke(url: str, token: str, now: datetime) -> str | None:
     try:
         async with db.write() as session:
             repo = TokenRepository(session)
-            pk = parse_id(token, "tok_")
+            pk = parse_token_id(token)
             record = await repo.get(pk) if pk is not None else None
             if record is None or record.revoked_at is not None:
                 record = await repo.active_by_name(token)

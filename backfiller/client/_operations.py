@@ -10,55 +10,11 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from graphql import (
-    DocumentNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
-    Node,
-    OperationDefinitionNode,
-    parse,
-    print_ast,
-)
-from graphql.language import Visitor, visit
+from graphql import parse
+
+from backfiller.operations import split_operations
 
 DOCUMENT = "operations.graphql"
-
-
-class _Spreads(Visitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-
-    def enter_fragment_spread(self, node: FragmentSpreadNode, *_args: object) -> None:
-        self.names.add(node.name.value)
-
-
-def _spreads(node: Node) -> set[str]:
-    visitor = _Spreads()
-    visit(node, visitor)
-    return visitor.names
-
-
-def split_operations(document: DocumentNode) -> dict[str, str]:
-    """Each named operation of ``document`` printed with the fragments it needs."""
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
-    found: dict[str, str] = {}
-    for definition in document.definitions:
-        if not isinstance(definition, OperationDefinitionNode) or definition.name is None:
-            continue
-        needed: list[str] = []
-        todo = sorted(_spreads(definition))
-        while todo:
-            name = todo.pop()
-            if name in needed:
-                continue
-            needed.append(name)
-            todo.extend(sorted(_spreads(fragments[name]) - set(needed)))
-        parts = [print_ast(definition)] + [print_ast(fragments[n]) for n in sorted(needed)]
-        found[definition.name.value] = "\n\n".join(parts)
-    return found
 
 
 @functools.cache
@@ -70,3 +26,6 @@ def operations() -> dict[str, str]:
 def operation(name: str) -> str:
     """The text of one operation, ready to send."""
     return operations()[name]
+
+
+__all__ = ["operation", "operations", "split_operations"]

@@ -15,9 +15,9 @@ from cachetools import LRUCache
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace, PartitionsKind
 from backfiller.planning import ResolvedSelection, SelectionProblem, pin_stored_selection
+from backfiller.services.selections import key_space_of, stored_selection
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord
-from backfiller.storage.selections import key_space_of, stored_selection
 
 DYNAMIC_TTL_SECONDS = 5.0
 MAX_CACHED = 1_000

@@ -16,9 +16,9 @@ Two entry points:
   evaluations in the background and returns at once, so a slow trigger never holds up
   planning and launching runs (the loop runs its tasks one at a time).
 
-Evaluation goes through :func:`backfiller.resolvers.triggers.evaluate_trigger_now`: the one
-place that turns what a trigger returns into backfills, with the same validation as
-``launchBackfill`` (this is why the daemon reaches into ``resolvers`` here).
+Evaluation goes through :func:`backfiller.services.trigger_evaluation.evaluate_trigger_now`:
+the one place that turns what a trigger returns into backfills, through the launch service
+that ``launchBackfill`` uses too. The daemon imports no GraphQL.
 """
 
 from __future__ import annotations
@@ -35,12 +35,9 @@ from backfiller.client import Client
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
 from backfiller.definitions.triggers import TriggerDefinition
-from backfiller.resolvers.context import Services
-from backfiller.resolvers.triggers import (
-    client_factory_for,
-    evaluate_trigger_now,
-    trigger_definitions,
-)
+from backfiller.services.backend import Backend
+from backfiller.services.trigger_context import client_factory_for
+from backfiller.services.trigger_evaluation import evaluate_trigger_now, trigger_definitions
 from backfiller.storage import Database
 from backfiller.storage.trigger_records import TriggerOutcome
 from backfiller.storage.triggers import TriggerStateRepository
@@ -71,7 +68,7 @@ class TriggerTickReport:
         return False
 
 
-async def claim_due(services: Services, definition: TriggerDefinition) -> Claim:
+async def claim_due(services: Backend, definition: TriggerDefinition) -> Claim:
     """Whether this caller gets to evaluate ``definition`` now (a conditional update)."""
     interval = definition.interval_seconds
     assert interval is not None
@@ -95,7 +92,7 @@ async def claim_due(services: Services, definition: TriggerDefinition) -> Claim:
 
 
 async def _claim_all(
-    services: Services, report: TriggerTickReport, skip: set[str]
+    services: Backend, report: TriggerTickReport, skip: set[str]
 ) -> list[TriggerDefinition]:
     due: list[TriggerDefinition] = []
     for definition in trigger_definitions(services):
@@ -117,7 +114,7 @@ async def _claim_all(
 
 
 async def tick_triggers(
-    services: Services, client_factory: Callable[[], Client] | None = None
+    services: Backend, client_factory: Callable[[], Client] | None = None
 ) -> TriggerTickReport:
     """Evaluate every enabled interval trigger that is due, and wait for the outcomes.
 
@@ -169,7 +166,7 @@ class TriggerRunner:
         settings: Settings | None = None,
     ) -> None:
         settings = settings or Settings.from_env()
-        self.services = Services(
+        self.services = Backend(
             database=database, definitions=definitions, settings=settings, clock=clock
         )
         url = api_url or os.environ.get("BACKFILLER_URL") or settings.public_url

@@ -6,11 +6,10 @@ from datetime import datetime
 from typing import assert_never
 
 import strawberry
-from sqlalchemy.exc import IntegrityError
 
+from backfiller.ids import audit_id, encode_cursor, parse_token_id, token_id
 from backfiller.resolvers.commands import user_error
 from backfiller.resolvers.context import Info, check_page_size
-from backfiller.resolvers.ids import encode_cursor, parse_id
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.schema.admin import (
     ApiToken,
@@ -32,8 +31,6 @@ from backfiller.storage.auth import AuditRepository, NewToken, TokenNameTaken, T
 from backfiller.storage.auth_records import ApiTokenRecord, AuditRecord, Role
 from backfiller.storage.auth_records import AuditOutcome as StoredOutcome
 
-TOKEN_PREFIX = "tok_"
-AUDIT_PREFIX = "audit_"
 MAX_TOKEN_NAME = 200
 
 
@@ -78,7 +75,7 @@ def audit_outcome(outcome: StoredOutcome) -> AuditOutcome:
 def api_token_from_record(record: ApiTokenRecord, now: datetime) -> ApiToken:
     expired = record.expires_at is not None and record.expires_at <= now
     return ApiToken(
-        id=strawberry.ID(f"{TOKEN_PREFIX}{record.id}"),
+        id=strawberry.ID(token_id(record.id)),
         name=record.name,
         role=api_token_role(record.role),
         hint=record.hint,
@@ -98,7 +95,7 @@ def _codes(raw: list[object]) -> list[UserErrorCode]:
 def audit_entry_from_record(record: AuditRecord) -> AuditEntry:
     role = Role(record.role) if record.role in {r.value for r in Role} else None
     return AuditEntry(
-        id=strawberry.ID(f"{AUDIT_PREFIX}{record.id}"),
+        id=strawberry.ID(audit_id(record.id)),
         at=record.at,
         actor=record.actor,
         role=api_token_role(role) if role is not None else None,
@@ -165,7 +162,7 @@ async def create_api_token(info: Info, input: CreateApiTokenInput) -> CreateApiT
     try:
         async with ctx.database.write() as session:
             record, secret = await TokenRepository(session).add(new, now)
-    except (TokenNameTaken, IntegrityError):
+    except TokenNameTaken:
         return CreateApiTokenPayload(
             token=None,
             secret=None,
@@ -184,7 +181,7 @@ async def create_api_token(info: Info, input: CreateApiTokenInput) -> CreateApiT
 
 async def revoke_api_token(info: Info, input: RevokeApiTokenInput) -> RevokeApiTokenPayload:
     ctx = info.context
-    pk = parse_id(input.id, TOKEN_PREFIX)
+    pk = parse_token_id(input.id)
     not_found = user_error(UserErrorCode.NOT_FOUND, f"no token has id {input.id!r}", ["id"])
     if pk is None:
         return RevokeApiTokenPayload(token=None, user_errors=[not_found])

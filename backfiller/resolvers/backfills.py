@@ -5,31 +5,32 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import strawberry
-from sqlalchemy.exc import IntegrityError
 
 from backfiller import domain
 from backfiller.domain import (
     EventKind,
-    RunState,
     SlotState,
     SteerRefused,
     SteerVerb,
     steer_target,
 )
-from backfiller.planning import key_at, keys_between, pin_stored_selection, position_of
-from backfiller.resolvers.auth import mark_audited, success_audit
-from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
-from backfiller.resolvers.context import Context, Info, check_page_size
-from backfiller.resolvers.ids import backfill_id, encode_cursor, parse_backfill_id
-from backfiller.resolvers.pages import cursor_value, page_info
-from backfiller.resolvers.translate import backfill_from_record, backfill_state, skip_reason
-from backfiller.schema.backfills import (
-    Backfill,
-    BackfillConnection,
-    BackfillEdge,
-    BackfillPreview,
-    SkippedPartition,
+from backfiller.ids import backfill_id, encode_cursor, parse_backfill_id
+from backfiller.planning import (
+    key_at,
+    request_fingerprint,
 )
+from backfiller.resolvers.auth import mark_audited, success_audit
+from backfiller.resolvers.commands import (
+    preview_of,
+    request_from_input,
+    user_error,
+    user_error_of,
+    user_errors_of,
+)
+from backfiller.resolvers.context import Context, Info, check_page_size
+from backfiller.resolvers.pages import cursor_value, page_info
+from backfiller.resolvers.translate import backfill_from_record, backfill_state
+from backfiller.schema.backfills import Backfill, BackfillConnection, BackfillEdge
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.enums import RetryInclude
 from backfiller.schema.inputs import (
@@ -48,114 +49,57 @@ from backfiller.schema.payloads import (
     ResumeBackfillPayload,
     RetryBackfillPayload,
 )
+from backfiller.services.launching import (
+    Launched,
+    LaunchPlan,
+    LaunchRequest,
+    create_backfill,
+    preview_launch,
+    validate_launch,
+)
+from backfiller.services.selections import Unpinnable, pin_backfill
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillQuery,
     BackfillRepository,
     EventRepository,
     NewBackfill,
-    PartitionStateRepository,
     SlotReads,
-    launch_once,
 )
-from backfiller.storage.selections import key_space_of, stored_selection
-
-PREVIEW_LISTED = 20
-
-
-async def insert_backfill(
-    ctx: Context, new: NewBackfill, *, audited: bool = False
-) -> tuple[BackfillRecord | None, list[UserError]]:
-    """Insert a backfill, once per idempotency key, even under concurrent requests.
-
-    With ``audited``, the mutation's success entry of the audit log is written in the same
-    transaction as the backfill (the backfill is then what the mutation returns).
-    """
-    audit = success_audit(ctx) if audited else None
-    entry = (lambda pk: audit(backfill_id(pk))) if audit is not None else None
-    now = ctx.now()
-    for _ in range(3):
-        try:
-            outcome = await ctx.database.transact(lambda conn: launch_once(conn, new, now, entry))
-        except IntegrityError:
-            if new.idempotency_key is None:
-                raise
-            # Another request inserted this key first: the next attempt finds its backfill.
-            continue
-        if isinstance(outcome, BackfillRecord):
-            if audit is not None:
-                mark_audited(ctx)
-            return outcome, []
-        async with ctx.database.read() as session:
-            existing = await BackfillRepository(session).get(outcome.backfill_id)
-        if existing is not None:
-            return _same_request(existing, new)
-    raise RuntimeError("could not insert or find the backfill of an idempotency key")
-
-
-def _same_request(
-    existing: BackfillRecord, new: NewBackfill
-) -> tuple[BackfillRecord | None, list[UserError]]:
-    if existing.request_fingerprint == new.request_fingerprint:
-        return existing, []
-    return None, [
-        user_error(
-            UserErrorCode.IDEMPOTENCY_KEY_REUSED,
-            f"the idempotency key was used for another request (backfill bf_{existing.id})",
-            ["idempotencyKey"],
-        )
-    ]
 
 
 async def launch_backfill(info: Info, input: LaunchBackfillInput) -> LaunchBackfillPayload:
     ctx = info.context
-    command = await command_from_input(ctx, input)
-    if not isinstance(command, LaunchCommand):
-        return LaunchBackfillPayload(backfill=None, user_errors=command)
-    record, errors = await insert_backfill(ctx, command.new, audited=True)
-    if record is None:
-        return LaunchBackfillPayload(backfill=None, user_errors=errors)
-    return LaunchBackfillPayload(backfill=backfill_from_record(record), user_errors=[])
+    request = request_from_input(input)
+    if not isinstance(request, LaunchRequest):
+        return LaunchBackfillPayload(backfill=None, user_errors=request)
+    plan = await validate_launch(ctx.services, request, creator=ctx.actor)
+    if not isinstance(plan, LaunchPlan):
+        return LaunchBackfillPayload(backfill=None, user_errors=user_errors_of(plan))
+    # The mutation's success entry of the audit log commits with the backfill.
+    audit = success_audit(ctx)
+    launched = await create_backfill(
+        ctx.services,
+        plan.new,
+        audit=(lambda pk: audit(backfill_id(pk))) if audit is not None else None,
+    )
+    if not isinstance(launched, Launched):
+        return LaunchBackfillPayload(backfill=None, user_errors=[user_error_of(launched)])
+    if launched.created and audit is not None:
+        mark_audited(ctx)
+    return LaunchBackfillPayload(backfill=backfill_from_record(launched.record), user_errors=[])
 
 
 async def preview_backfill(info: Info, input: LaunchBackfillInput) -> PreviewBackfillPayload:
     ctx = info.context
-    command = await command_from_input(ctx, input)
-    if not isinstance(command, LaunchCommand):
-        return PreviewBackfillPayload(preview=None, user_errors=command)
-    resolved, space, new = command.resolved, command.space, command.new
-    skipped: dict[int, domain.SkipReason] = {}
-    if new.reprocess is not domain.Reprocess.ALL:
-        async with ctx.database.read() as session:
-            history = await PartitionStateRepository(session).all_of_job(
-                new.job_name, [RunState.SUCCESS, RunState.FAILED]
-            )
-        for key, state in history.items():
-            reason = domain.skip_reason_for(new.reprocess, state)
-            if reason is None:
-                continue
-            position = position_of(resolved, new.order, space, key)
-            if position is not None:
-                skipped[position] = reason
-    first: list[str] = []
-    position = 0
-    while len(first) < PREVIEW_LISTED and position < resolved.total:
-        if position not in skipped:
-            first.append(key_at(resolved, new.order, space, position))
-        position += 1
-    listed = sorted(skipped.items())[:PREVIEW_LISTED]
-    preview = BackfillPreview(
-        job=new.job_name,
-        total=resolved.total,
-        runs=resolved.total - len(skipped),
-        skipped=len(skipped),
-        first_partitions=first,
-        skipped_partitions=[
-            SkippedPartition(key=key_at(resolved, new.order, space, p), reason=skip_reason(r))
-            for p, r in listed
-        ],
-    )
-    return PreviewBackfillPayload(preview=preview, user_errors=[])
+    request = request_from_input(input)
+    if not isinstance(request, LaunchRequest):
+        return PreviewBackfillPayload(preview=None, user_errors=request)
+    plan = await validate_launch(ctx.services, request, creator=ctx.actor)
+    if not isinstance(plan, LaunchPlan):
+        return PreviewBackfillPayload(preview=None, user_errors=user_errors_of(plan))
+    preview = await preview_launch(ctx.services, plan)
+    return PreviewBackfillPayload(preview=preview_of(preview), user_errors=[])
 
 
 def _not_found(raw: str) -> UserError:
@@ -244,6 +188,41 @@ def _retry_states(include: Iterable[RetryInclude]) -> set[SlotState]:
     return states
 
 
+def _retry_of(
+    parent: BackfillRecord,
+    partitions_fingerprint: str,
+    keys: list[str],
+    include: list[RetryInclude],
+    input: RetryBackfillInput,
+    creator: str | None,
+) -> NewBackfill:
+    """The child backfill that runs ``keys`` of ``parent`` again."""
+    title = parent.title or backfill_id(parent.id)
+    return NewBackfill(
+        job_name=parent.job_name,
+        selection_kind=domain.SelectionKind.KEYS,
+        range_start=None,
+        range_end=None,
+        keys=keys,
+        partitions_fingerprint=partitions_fingerprint,
+        first_index=0,
+        total=len(keys),
+        reprocess=domain.Reprocess.ALL,
+        order=parent.order,
+        max_concurrent_runs=parent.max_concurrent_runs,
+        run_config=parent.run_config,
+        tags=[(k, v) for k, v in parent.tags],
+        title=f"Retry of {title}",
+        description=parent.description,
+        idempotency_key=input.idempotency_key,
+        request_fingerprint=request_fingerprint(
+            {"retry": parent.id, "include": sorted(i.value for i in include)}
+        ),
+        creator=creator,
+        parent_id=parent.id,
+    )
+
+
 async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfillPayload:
     """Launch the chosen partitions of a finished backfill again, as its child."""
     ctx = info.context
@@ -273,16 +252,13 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
                 ],
             )
         statuses = await SlotReads(session).statuses(pk)
-    space = await key_space_of(job.partitions, ctx.now(), ctx.database)
-    try:
-        resolved = pin_stored_selection(
-            stored_selection(parent), parent.total, job.partitions, space
-        )
-    except Exception as exc:  # the partitions vanished from the definition
+    pinned = await pin_backfill(ctx.database, job, parent, ctx.now())
+    if isinstance(pinned, Unpinnable):
         return RetryBackfillPayload(
             backfill=None,
-            user_errors=[user_error(UserErrorCode.PARTITION_NOT_FOUND, str(exc), ["id"])],
+            user_errors=[user_error(UserErrorCode.PARTITION_NOT_FOUND, pinned.message, ["id"])],
         )
+    space, resolved = pinned.space, pinned.resolved
     chosen = [p for p, s in statuses if s in wanted]
     if SlotState.PENDING in wanted and parent.planned < parent.total:
         chosen.extend(range(parent.planned, parent.total))
@@ -298,38 +274,18 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
             ],
         )
     keys = [key_at(resolved, parent.order, space, p) for p in sorted(chosen)]
-    from backfiller.planning import request_fingerprint
-
-    key = input.idempotency_key
-    new = NewBackfill(
-        job_name=parent.job_name,
-        selection_kind=domain.SelectionKind.KEYS,
-        range_start=None,
-        range_end=None,
-        keys=keys,
-        partitions_fingerprint=job.partitions.fingerprint(),
-        first_index=0,
-        total=len(keys),
-        reprocess=domain.Reprocess.ALL,
-        order=parent.order,
-        max_concurrent_runs=parent.max_concurrent_runs,
-        run_config=parent.run_config,
-        tags=[(k, v) for k, v in parent.tags],
-        title=f"Retry of {parent.title}" if parent.title else f"Retry of bf_{parent.id}",
-        description=parent.description,
-        idempotency_key=key,
-        request_fingerprint=request_fingerprint(
-            {"retry": parent.id, "include": sorted(i.value for i in include)}
-        ),
-        creator=ctx.actor,
-        parent_id=parent.id,
-    )
-    record, errors = await insert_backfill(ctx, new)
-    if record is None:
-        return RetryBackfillPayload(backfill=None, user_errors=errors)
+    new = _retry_of(parent, job.partitions.fingerprint(), keys, include, input, ctx.actor)
+    launched = await create_backfill(ctx.services, new)
+    if not isinstance(launched, Launched):
+        return RetryBackfillPayload(backfill=None, user_errors=[user_error_of(launched)])
+    record = launched.record
     async with ctx.database.write() as session:
         await EventRepository(session).add(
-            parent.id, EventKind.RETRIED, ctx.now(), ctx.actor, f"retried as bf_{record.id}"
+            parent.id,
+            EventKind.RETRIED,
+            ctx.now(),
+            ctx.actor,
+            f"retried as {backfill_id(record.id)}",
         )
     return RetryBackfillPayload(backfill=backfill_from_record(record), user_errors=[])
 
@@ -375,7 +331,6 @@ async def list_backfills(
 __all__ = [
     "cancel_backfill",
     "get_backfill",
-    "keys_between",
     "launch_backfill",
     "list_backfills",
     "pause_backfill",

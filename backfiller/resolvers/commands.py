@@ -1,38 +1,36 @@
-"""Public launch input -> private command, with every expected failure as a `UserError`."""
+"""Public launch input <-> the launch service's private request, problems and preview.
+
+The validation itself lives in :mod:`backfiller.services.launching`; this module only
+translates, exhaustively, so that GraphQL, REST and triggers get the same checks.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, assert_never, cast
 
 import strawberry
 
 from backfiller import domain
-from backfiller.definitions.jobs import JobDefinition
-from backfiller.definitions.partitions import KeySpace
-from backfiller.planning import (
-    ResolvedSelection,
-    Selection,
-    SelectionProblem,
-    request_fingerprint,
-    resolve_selection,
-)
-from backfiller.resolvers.context import Context
-from backfiller.resolvers.translate import order_of, reprocess_of
+from backfiller.planning import Selection
+from backfiller.resolvers.translate import order_of, reprocess_of, skip_reason
+from backfiller.schema.backfills import BackfillPreview, SkippedPartition
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.inputs import LaunchBackfillInput
-from backfiller.storage.repositories import NewBackfill
-from backfiller.storage.selections import key_space_of
+from backfiller.services.launching import (
+    MAX_KEY_LENGTH,
+    LaunchPreview,
+    LaunchProblem,
+    LaunchRequest,
+    ProblemCode,
+)
 
-MAX_TITLE = 500
-MAX_DESCRIPTION = 10_000
-MAX_TAGS = 50
-MAX_TAG_KEY = 200
-MAX_TAG_VALUE = 1_000
-MAX_IDEMPOTENCY_KEY = 200
-MAX_CONCURRENT_RUNS = 10_000
-MAX_RUN_CONFIG_BYTES = 256 * 1024
-MAX_KEY_LENGTH = 200
+# The first step of a private field path whose public name differs.
+_PUBLIC_FIELDS: dict[str, tuple[str, ...]] = {
+    "job": ("target", "job"),
+    "max_concurrent_runs": ("maxConcurrentRuns",),
+    "run_config": ("runConfig",),
+    "idempotency_key": ("idempotencyKey",),
+}
 
 
 def user_error(code: UserErrorCode, message: str, field: list[str] | None) -> UserError:
@@ -43,121 +41,8 @@ def _given(value: Any) -> bool:
     return value is not None and value is not strawberry.UNSET
 
 
-def _text_errors(value: str, limit: int, field: list[str]) -> list[UserError]:
-    if len(value) > limit:
-        return [
-            user_error(UserErrorCode.INVALID_ARGUMENT, f"must be at most {limit} characters", field)
-        ]
-    if "\x00" in value:
-        return [
-            user_error(UserErrorCode.INVALID_ARGUMENT, "must not contain NUL characters", field)
-        ]
-    return []
-
-
-@dataclass(frozen=True)
-class LaunchCommand:
-    """A validated launch: the job, its key space and the private record to insert."""
-
-    job: JobDefinition
-    space: KeySpace
-    resolved: ResolvedSelection
-    new: NewBackfill
-
-
-def scalar_errors(input: LaunchBackfillInput) -> list[UserError]:
-    """Checks that need neither the job nor the database."""
-    errors: list[UserError] = []
-    if _given(input.title):
-        errors += _text_errors(input.title or "", MAX_TITLE, ["title"])
-    if _given(input.description):
-        errors += _text_errors(input.description or "", MAX_DESCRIPTION, ["description"])
-    if _given(input.idempotency_key):
-        key = input.idempotency_key or ""
-        if not key.strip():
-            errors.append(
-                user_error(UserErrorCode.INVALID_ARGUMENT, "must not be blank", ["idempotencyKey"])
-            )
-        errors += _text_errors(key, MAX_IDEMPOTENCY_KEY, ["idempotencyKey"])
-    if _given(input.max_concurrent_runs):
-        n = input.max_concurrent_runs or 0
-        if not 1 <= n <= MAX_CONCURRENT_RUNS:
-            errors.append(
-                user_error(
-                    UserErrorCode.INVALID_ARGUMENT,
-                    f"must be between 1 and {MAX_CONCURRENT_RUNS}",
-                    ["maxConcurrentRuns"],
-                )
-            )
-    tags = input.tags or []
-    if len(tags) > MAX_TAGS:
-        errors.append(
-            user_error(UserErrorCode.INVALID_ARGUMENT, f"at most {MAX_TAGS} tags", ["tags"])
-        )
-    seen: set[str] = set()
-    for i, tag in enumerate(tags):
-        where = ["tags", str(i)]
-        if not tag.key.strip():
-            errors.append(
-                user_error(
-                    UserErrorCode.INVALID_ARGUMENT, "tag key must not be blank", [*where, "key"]
-                )
-            )
-        errors += _text_errors(tag.key, MAX_TAG_KEY, [*where, "key"])
-        errors += _text_errors(tag.value, MAX_TAG_VALUE, [*where, "value"])
-        if tag.key in seen:
-            errors.append(
-                user_error(
-                    UserErrorCode.INVALID_ARGUMENT,
-                    f"tag {tag.key!r} is given twice",
-                    [*where, "key"],
-                )
-            )
-        seen.add(tag.key)
-    selection = input.partitions
-    if _given(selection.all) and selection.all is not True:
-        errors.append(
-            user_error(UserErrorCode.INVALID_ARGUMENT, "`all` must be true", ["partitions", "all"])
-        )
-    if _given(selection.keys):
-        for i, key in enumerate(selection.keys or []):
-            if len(key) > MAX_KEY_LENGTH or "\x00" in key:
-                errors.append(
-                    user_error(
-                        UserErrorCode.INVALID_PARTITION_RANGE,
-                        "not a well-formed partition key",
-                        ["partitions", "keys", str(i)],
-                    )
-                )
-                break
-    if _given(selection.range):
-        assert selection.range is not None
-        for name in ("start", "end"):
-            key = getattr(selection.range, name)
-            if len(key) > MAX_KEY_LENGTH or "\x00" in key:
-                errors.append(
-                    user_error(
-                        UserErrorCode.INVALID_PARTITION_RANGE,
-                        "not a well-formed partition key",
-                        ["partitions", "range", name],
-                    )
-                )
-    if _given(input.run_config):
-        import json
-
-        try:
-            size = len(json.dumps(input.run_config))
-        except (TypeError, ValueError):
-            size = MAX_RUN_CONFIG_BYTES + 1
-        if size > MAX_RUN_CONFIG_BYTES:
-            errors.append(
-                user_error(
-                    UserErrorCode.INVALID_RUN_CONFIG,
-                    f"must be at most {MAX_RUN_CONFIG_BYTES} bytes as JSON",
-                    ["runConfig"],
-                )
-            )
-    return errors
+def _optional(value: Any) -> Any:
+    return value if _given(value) else None
 
 
 def selection_of(input: LaunchBackfillInput) -> Selection:
@@ -170,93 +55,87 @@ def selection_of(input: LaunchBackfillInput) -> Selection:
     return Selection(domain.SelectionKind.ALL)
 
 
-async def command_from_input(
-    ctx: Context,
-    input: LaunchBackfillInput,
-    *,
-    creator: str | None = None,
-    parent_id: int | None = None,
-) -> LaunchCommand | list[UserError]:
-    """Validate ``input`` against the definitions and the database; translate it."""
-    errors = scalar_errors(input)
-    job_name = input.target.job if _given(input.target.job) else None
-    job = ctx.definitions.get_job(job_name) if job_name else None
-    if job is None:
-        errors.insert(
-            0,
-            user_error(
-                UserErrorCode.JOB_NOT_FOUND,
-                f"no job named {job_name!r}" if job_name else "a target job is required",
-                ["target", "job"],
-            ),
-        )
-        return errors
-    run_config = cast(dict[str, Any] | None, input.run_config if _given(input.run_config) else None)
-    if not errors:
-        for path, message in job.config.errors(run_config if run_config is not None else {}):
-            errors.append(
-                user_error(UserErrorCode.INVALID_RUN_CONFIG, message, ["runConfig", *path])
-            )
-    if errors:
-        return errors
-    selection = selection_of(input)
-    now = ctx.now()
-    space = await key_space_of(job.partitions, now, ctx.database)
-    try:
-        resolved = resolve_selection(selection, job.partitions, space)
-    except SelectionProblem as problem:
-        return [user_error(UserErrorCode[problem.code], problem.message, problem.field)]
-    cap = ctx.services.settings.max_partitions_per_backfill
-    if resolved.total > cap:
+def request_from_input(input: LaunchBackfillInput) -> LaunchRequest | list[UserError]:
+    """The private request of a ``LaunchBackfillInput`` (pure: no job, no database).
+
+    Only what the private request cannot express is refused here: ``all: false``.
+    """
+    chosen = input.partitions
+    if _given(chosen.all) and chosen.all is not True:
         return [
-            user_error(
-                UserErrorCode.RANGE_TOO_LARGE,
-                f"the selection has {resolved.total} partitions; this server allows "
-                f"at most {cap} per backfill",
-                ["partitions"],
-            )
+            user_error(UserErrorCode.INVALID_ARGUMENT, "`all` must be true", ["partitions", "all"])
         ]
-    reprocess = reprocess_of(input.reprocess)
-    order = order_of(input.order)
-    tags = [(t.key, t.value) for t in (input.tags or [])]
-    title = input.title if _given(input.title) else None
-    description = input.description if _given(input.description) else None
-    mcr = input.max_concurrent_runs if _given(input.max_concurrent_runs) else None
-    normalized = {
-        "job": job.name,
-        "selection": [
-            selection.kind.value,
-            selection.range_start,
-            selection.range_end,
-            list(selection.keys) if selection.keys is not None else None,
-        ],
-        "reprocess": reprocess.value,
-        "order": order.value,
-        "max_concurrent_runs": mcr,
-        "run_config": run_config,
-        "tags": tags,
-        "title": title,
-        "description": description,
-    }
-    new = NewBackfill(
-        job_name=job.name,
-        selection_kind=selection.kind,
-        range_start=selection.range_start,
-        range_end=selection.range_end,
-        keys=list(selection.keys) if selection.keys is not None else None,
-        partitions_fingerprint=job.partitions.fingerprint(),
-        first_index=resolved.first_index,
-        total=resolved.total,
-        reprocess=reprocess,
-        order=order,
-        max_concurrent_runs=mcr,
-        run_config=run_config,
-        tags=tags,
-        title=title,
-        description=description,
-        idempotency_key=input.idempotency_key if _given(input.idempotency_key) else None,
-        request_fingerprint=request_fingerprint(normalized),
-        creator=creator if creator is not None else ctx.actor,
-        parent_id=parent_id,
+    return LaunchRequest(
+        job=input.target.job if _given(input.target.job) else None,
+        selection=selection_of(input),
+        reprocess=reprocess_of(input.reprocess),
+        order=order_of(input.order),
+        max_concurrent_runs=_optional(input.max_concurrent_runs),
+        run_config=cast(dict[str, Any] | None, _optional(input.run_config)),
+        tags=tuple((t.key, t.value) for t in (input.tags or [])),
+        title=_optional(input.title),
+        description=_optional(input.description),
+        idempotency_key=_optional(input.idempotency_key),
     )
-    return LaunchCommand(job=job, space=space, resolved=resolved, new=new)
+
+
+def error_code(code: ProblemCode) -> UserErrorCode:
+    match code:
+        case ProblemCode.JOB_NOT_FOUND:
+            return UserErrorCode.JOB_NOT_FOUND
+        case ProblemCode.PARTITION_NOT_FOUND:
+            return UserErrorCode.PARTITION_NOT_FOUND
+        case ProblemCode.INVALID_PARTITION_RANGE:
+            return UserErrorCode.INVALID_PARTITION_RANGE
+        case ProblemCode.EMPTY_SELECTION:
+            return UserErrorCode.EMPTY_SELECTION
+        case ProblemCode.INVALID_RUN_CONFIG:
+            return UserErrorCode.INVALID_RUN_CONFIG
+        case ProblemCode.INVALID_ARGUMENT:
+            return UserErrorCode.INVALID_ARGUMENT
+        case ProblemCode.IDEMPOTENCY_KEY_REUSED:
+            return UserErrorCode.IDEMPOTENCY_KEY_REUSED
+        case ProblemCode.RANGE_TOO_LARGE:
+            return UserErrorCode.RANGE_TOO_LARGE
+        case _:
+            assert_never(code)
+
+
+def public_field(path: tuple[str, ...] | None) -> list[str] | None:
+    """A private field path as a path in ``LaunchBackfillInput``."""
+    if not path:
+        return None
+    head = _PUBLIC_FIELDS.get(path[0], path[:1])
+    return [*head, *path[1:]]
+
+
+def user_error_of(problem: LaunchProblem) -> UserError:
+    return user_error(error_code(problem.code), problem.message, public_field(problem.field))
+
+
+def user_errors_of(problems: list[LaunchProblem]) -> list[UserError]:
+    return [user_error_of(p) for p in problems]
+
+
+def preview_of(preview: LaunchPreview) -> BackfillPreview:
+    return BackfillPreview(
+        job=preview.job,
+        total=preview.total,
+        runs=preview.runs,
+        skipped=preview.skipped,
+        first_partitions=list(preview.first_partitions),
+        skipped_partitions=[
+            SkippedPartition(key=key, reason=skip_reason(reason))
+            for key, reason in preview.skipped_partitions
+        ],
+    )
+
+
+__all__ = [
+    "MAX_KEY_LENGTH",
+    "preview_of",
+    "request_from_input",
+    "user_error",
+    "user_error_of",
+    "user_errors_of",
+]

@@ -2,40 +2,39 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import strawberry
+from cachetools import LRUCache
 from graphql import GraphQLError
 
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
+from backfiller.planning import ResolvedSelection
 from backfiller.resolvers.access import Principal, RateLimiter
+from backfiller.schema.backfills import PartitionStatusRange
+from backfiller.services.backend import Backend
 from backfiller.storage import Database
 
 if TYPE_CHECKING:
     from backfiller.resolvers.source import StorageSource
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass
-class Services:
-    """Long-lived: one per server process."""
+class Services(Backend):
+    """Long-lived: one per server process. The services' :class:`Backend`, plus the caches
+    and limits of the API."""
 
-    database: Database
-    definitions: Definitions
-    settings: Settings
-    clock: Callable[[], datetime] = utc_now
-    # Stored selections pinned to key spaces, by (backfill id, key space size): a small LRU.
-    pinned_selections: OrderedDict[tuple[int, int], Any] = field(default_factory=OrderedDict)
-    # Partition status ranges by (backfill id, version, planned): a small LRU.
-    status_ranges: OrderedDict[tuple[int, int, int], Any] = field(default_factory=OrderedDict)
+    # Stored selections pinned to key spaces, by (backfill id, key space size).
+    pinned_selections: LRUCache[tuple[int, int], ResolvedSelection] = field(
+        default_factory=lambda: LRUCache(maxsize=256)
+    )
+    # Partition status ranges by (backfill id, version, planned).
+    status_ranges: LRUCache[tuple[int, int, int], list[PartitionStatusRange]] = field(
+        default_factory=lambda: LRUCache(maxsize=64)
+    )
     rate_limiter: RateLimiter = field(default_factory=RateLimiter)
 
 

@@ -6,9 +6,9 @@ import strawberry
 
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import PartitionsKind as StoredKind
+from backfiller.ids import encode_cursor, parse_run_id
 from backfiller.resolvers.commands import MAX_KEY_LENGTH, user_error
 from backfiller.resolvers.context import Info, check_page_size
-from backfiller.resolvers.ids import encode_cursor, parse_run_id
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import run_from_record, run_state
 from backfiller.schema.backfills import Run, RunConnection, RunEdge

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from backfiller.ids import decode_cursor
 from backfiller.resolvers.context import PublicError
-from backfiller.resolvers.ids import decode_cursor
 from backfiller.schema.common import PageInfo
 
 

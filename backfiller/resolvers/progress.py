@@ -11,8 +11,8 @@ from collections.abc import AsyncGenerator
 
 import strawberry
 
+from backfiller.ids import parse_backfill_id
 from backfiller.resolvers.context import Info, PublicError
-from backfiller.resolvers.ids import parse_backfill_id
 from backfiller.resolvers.translate import backfill_from_record
 from backfiller.schema.subscriptions import BackfillProgress
 from backfiller.storage.repositories import BackfillRepository

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from backfiller import domain
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace
+from backfiller.ids import encode_cursor
 from backfiller.planning import (
     FoldedRange,
     ResolvedSelection,
@@ -17,7 +18,6 @@ from backfiller.planning import (
     pin_stored_selection,
 )
 from backfiller.resolvers.context import PublicError
-from backfiller.resolvers.ids import encode_cursor
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
     backfill_from_record,
@@ -46,6 +46,7 @@ from backfiller.schema.backfills import (
 )
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
+from backfiller.services.selections import key_space_of, stored_selection
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillRepository,
@@ -54,7 +55,6 @@ from backfiller.storage.repositories import (
     RunReads,
     SlotReads,
 )
-from backfiller.storage.selections import key_space_of, stored_selection
 
 if TYPE_CHECKING:
     from backfiller.resolvers.context import Services
@@ -126,8 +126,6 @@ class StorageSource:
             except SelectionProblem:
                 return None
             pinned[cache_key] = resolved
-            if len(pinned) > 256:
-                pinned.popitem(last=False)
         return job, space, resolved
 
     @staticmethod
@@ -196,7 +194,6 @@ class StorageSource:
             cache_key = (pk, record.version, record.planned)
             cached = self.services.status_ranges.get(cache_key)
             if cached is not None:
-                self.services.status_ranges.move_to_end(cache_key)
                 return list(cached)
             changes = await SlotReads(session).status_changes(pk) if record.planned else []
         folded: list[FoldedRange] = []
@@ -229,8 +226,6 @@ class StorageSource:
                 )
             )
         self.services.status_ranges[cache_key] = ranges
-        while len(self.services.status_ranges) > 64:
-            self.services.status_ranges.popitem(last=False)
         return list(ranges)
 
     async def backfill_events(

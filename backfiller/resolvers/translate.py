@@ -11,7 +11,8 @@ from typing import assert_never
 import strawberry
 
 from backfiller import domain
-from backfiller.resolvers.ids import backfill_id, run_id
+from backfiller.ids import backfill_id, run_id
+from backfiller.planning import Selection
 from backfiller.schema.backfills import (
     Backfill,
     BackfillCounts,
@@ -31,6 +32,7 @@ from backfiller.schema.enums import (
     RunStatus,
     SkipReason,
 )
+from backfiller.services.selections import stored_selection
 from backfiller.storage.records import BackfillRecord, RunRecord
 
 
@@ -274,19 +276,23 @@ def counts_from_record(record: BackfillRecord) -> BackfillCounts:
     )
 
 
-def selection_from_record(record: BackfillRecord) -> PartitionSelection:
-    match record.selection_kind:
+def public_selection(selection: Selection) -> PartitionSelection:
+    match selection.kind:
         case domain.SelectionKind.RANGE:
-            assert record.range_start is not None and record.range_end is not None
+            assert selection.range_start is not None and selection.range_end is not None
             return PartitionSelection(
-                range=PartitionRange(start=record.range_start, end=record.range_end)
+                range=PartitionRange(start=selection.range_start, end=selection.range_end)
             )
         case domain.SelectionKind.KEYS:
-            return PartitionSelection(keys=list(record.keys or []))
+            return PartitionSelection(keys=list(selection.keys or []))
         case domain.SelectionKind.ALL:
             return PartitionSelection(all=True)
         case _:
-            assert_never(record.selection_kind)
+            assert_never(selection.kind)
+
+
+def selection_from_record(record: BackfillRecord) -> PartitionSelection:
+    return public_selection(stored_selection(record))
 
 
 def backfill_from_record(record: BackfillRecord) -> Backfill:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.auth_records import ApiTokenRecord, AuditOutcome, AuditRecord, Role
@@ -66,7 +67,10 @@ class TokenRepository:
             last_used_at=None,
         )
         self.session.add(record)
-        await self.session.flush()
+        try:
+            await self.session.flush()
+        except IntegrityError as error:  # a concurrent create took the name first
+            raise TokenNameTaken(new.name) from error
         return record, secret
 
     async def find_by_secret(self, secret: str) -> ApiTokenRecord | None:

@@ -3,6 +3,7 @@
 :func:`conflicts_translated` wraps a transaction (commit included) and turns what a lost race
 looks like on each database (a unique violation, a serialization failure, a deadlock, a lock
 not available) into :class:`Conflict`; the caller rolls back and tries again later.
+:class:`IdempotencyConflict` is the launch path's lost race on an idempotency key.
 """
 
 from __future__ import annotations
@@ -47,3 +48,14 @@ async def conflicts_translated() -> AsyncIterator[None]:
         if is_transient(exc):
             raise Conflict(str(exc.orig or exc)) from exc
         raise
+
+
+class IdempotencyConflict(StorageError):
+    """Another transaction inserted a backfill with the same idempotency key first.
+
+    Launching again finds that backfill by its key.
+    """
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"a concurrent launch took the idempotency key {key!r}")
+        self.key = key

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,6 +19,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.domain import (
@@ -31,7 +32,7 @@ from backfiller.domain import (
     SlotState,
     expected_for,
 )
-from backfiller.storage.auth import AuditEntry, add_audit_entry
+from backfiller.storage.errors import IdempotencyConflict
 from backfiller.storage.records import (
     BackfillEventRecord,
     BackfillRecord,
@@ -161,24 +162,27 @@ class IdempotencyHit:
 
 
 def launch_once(
-    conn: Connection,
-    new: NewBackfill,
-    now: datetime,
-    audit: Callable[[int], AuditEntry] | None = None,
+    conn: Connection, new: NewBackfill, now: datetime
 ) -> BackfillRecord | IdempotencyHit:
-    """The whole write of a launch, in the caller's transaction: the backfill unless its
-    idempotency key is taken, and then ``audit(backfill id)``'s entry in the audit log.
+    """The write of a launch, in the caller's transaction: the backfill, unless its
+    idempotency key is taken (then the backfill that holds it).
 
-    A concurrent insert of the same key still fails on the unique index (IntegrityError).
+    The caller adds what belongs to the same transaction (the audit entry) after it.
+
+    Raises:
+        IdempotencyConflict: a concurrent launch inserted the same key first (the unique
+            index refused this one); launching again finds that backfill.
     """
-    if new.idempotency_key is not None:
-        row = conn.execute(_FIND_BY_IDEMPOTENCY_KEY, {"key": new.idempotency_key}).first()
+    key = new.idempotency_key
+    if key is not None:
+        row = conn.execute(_FIND_BY_IDEMPOTENCY_KEY, {"key": key}).first()
         if row is not None:
             return IdempotencyHit(row.id, row.request_fingerprint)
-    record = add_backfill(conn, new, now)
-    if audit is not None:
-        add_audit_entry(conn, audit(record.id))
-    return record
+        try:
+            return add_backfill(conn, new, now)
+        except IntegrityError as error:  # the whole transaction rolls back: no savepoint
+            raise IdempotencyConflict(key) from error
+    return add_backfill(conn, new, now)
 
 
 class BackfillRepository:

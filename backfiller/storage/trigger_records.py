@@ -53,8 +53,9 @@ class TriggerEvaluationRecord(Base):
     """One evaluation of a trigger and its outcome.
 
     ``error_traceback`` is the user's traceback: kept here for the operators, never served.
-    ``requests`` holds what the trigger returned, each with its preview, its user errors and
-    the backfill it launched (private JSON; the resolvers translate it).
+    ``requests`` holds what the trigger returned, each with its preview, its problems and the
+    backfill it launched: private, versioned JSON written and read by
+    ``backfiller.services.trigger_requests`` (the resolvers translate it to public types).
     """
 
     __tablename__ = "trigger_evaluations"

@@ -26,10 +26,11 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.exceptions import ConnectionRejectionError
 
+from backfiller.config import AuthMode
+from backfiller.ids import parse_run_id
 from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal, actor_of
 from backfiller.resolvers.auth import AuthFailure, authenticate
 from backfiller.resolvers.context import Context, Services
-from backfiller.resolvers.ids import parse_run_id
 
 logger = logging.getLogger("backfiller.auth")
 
@@ -105,7 +106,7 @@ async def accept_websocket(context: Context) -> None:
     if context.principal is not None:
         return
     services = context.services
-    if services.settings.auth_mode == "none":
+    if services.settings.auth_mode is AuthMode.NONE:
         context.principal = ANONYMOUS_ADMIN
         return
     params = context.connection_params or {}
@@ -199,7 +200,7 @@ class AccessGate:
                 await self._challenge(scope, receive, send, found.reason, True)
                 return
             principal = found
-        elif self.auth_mode == "none":
+        elif self.auth_mode is AuthMode.NONE:
             principal = ANONYMOUS_ADMIN
         elif scope["type"] == "http" and not self._is_ide_page(scope, headers):
             await self._challenge(

@@ -16,20 +16,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-import graphql
-from graphql import (
-    DocumentNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
-    GraphQLError,
-    GraphQLInputObjectType,
-    Node,
-    OperationDefinitionNode,
-    parse,
-    print_ast,
-)
+import strawberry
+from graphql import DocumentNode, GraphQLError, GraphQLSchema, OperationDefinitionNode, parse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -38,20 +28,13 @@ from starlette.routing import Mount, Route
 from strawberry.asgi import GraphQL
 from strawberry.types.execution import ExecutionResult
 
+from backfiller.operations import split_operations
 from backfiller.resolvers.context import Context
 from backfiller.schema.common import UserErrorCode
-from backfiller.web.openapi import JsonSchema, SchemaBuilder, nullable, ref
+from backfiller.web.rest_openapi import PREFIX, REST_ONLY_CODES, build_openapi
+from backfiller.web.rest_variables import VariableProblem, variable_problems
 
-PREFIX = "/api/v1"
 OPERATIONS_NAME = "rest.graphql"
-
-# Codes of the REST transport itself, beside the GraphQL ``UserErrorCode`` values.
-REST_ONLY_CODES = (
-    "MALFORMED_JSON",
-    "UNSUPPORTED_MEDIA_TYPE",
-    "METHOD_NOT_ALLOWED",
-    "INTERNAL_ERROR",
-)
 
 KNOWN_CODES = frozenset({c.value for c in UserErrorCode} | set(REST_ONLY_CODES))
 
@@ -82,33 +65,18 @@ class Operations:
     document: DocumentNode
     texts: dict[str, str]
 
+    def definition(self, name: str) -> OperationDefinitionNode:
+        found = {
+            d.name.value: d
+            for d in self.document.definitions
+            if isinstance(d, OperationDefinitionNode) and d.name is not None
+        }
+        return found[name]
+
 
 def load_operations(path: Path | None = None) -> Operations:
     document = parse((path or operations_path()).read_text())
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
-    texts: dict[str, str] = {}
-    for definition in document.definitions:
-        if isinstance(definition, OperationDefinitionNode) and definition.name is not None:
-            used = _fragments_used(definition, fragments)
-            standalone = DocumentNode(definitions=(definition, *(fragments[n] for n in used)))
-            texts[definition.name.value] = print_ast(standalone)
-    return Operations(document=document, texts=texts)
-
-
-def _fragments_used(node: Node, fragments: dict[str, FragmentDefinitionNode]) -> list[str]:
-    found: list[str] = []
-
-    class Collect(graphql.Visitor):
-        def enter_fragment_spread(self, spread: FragmentSpreadNode, *_: Any) -> None:
-            name = spread.name.value
-            if name not in found:
-                found.append(name)
-                graphql.visit(fragments[name], self)
-
-    graphql.visit(node, Collect())
-    return found
+    return Operations(document=document, texts=split_operations(document))
 
 
 # -- error bodies ----------------------------------------------------------------------------
@@ -134,42 +102,33 @@ def errors_response(
     return JSONResponse({"userErrors": errors}, status_code=status, headers=headers)
 
 
-_VARIABLE_ERROR = re.compile(
-    r"^Variable '\$(?P<var>\w+)' has invalid value(?: at (?P<at>[^:]*))?: (?P<msg>.*)$", re.S
-)
-_UNKNOWN_FIELD = re.compile(r"unknown field '(?P<name>[^']+)'")
-_PATH_STEP = re.compile(r"\.([A-Za-z_]\w*)|\[(\d+)\]")
-
-
-def _from_graphql_error(
-    err: GraphQLError, roots: dict[str, list[str]], rename: dict[str, str]
-) -> dict[str, Any]:
-    """One top-level GraphQL error as a REST error, with the body path it points at."""
+def _from_graphql_error(err: GraphQLError) -> dict[str, Any]:
+    """A top-level GraphQL error (auth, limits, a masked failure) as a REST error."""
     extensions = err.extensions or {}
     code = str(extensions.get("code") or "")
     if code not in KNOWN_CODES:  # GRAPHQL_VALIDATION_FAILED and other GraphQL-level codes
         code = "INVALID_ARGUMENT"
-    message = err.message
-    field: list[str] | None = None
-    matched = _VARIABLE_ERROR.match(message)
-    if matched:
-        field = list(roots.get(matched["var"], [matched["var"]]))
-        for name, index in _PATH_STEP.findall(matched["at"] or ""):
-            field.append(name or index)
-        if field and field[0] in rename:
-            field = [rename[field[0]]]
-        message = matched["msg"].split(", found: ")[0].rstrip(".") + "."
-        unknown = _UNKNOWN_FIELD.search(message)
-        if unknown:
-            field.append(unknown["name"])
-        code = "INVALID_ARGUMENT"
-    return error(code, message, field or None)
+    return error(code, err.message)
 
 
-def graphql_errors_response(
-    errors: list[GraphQLError], roots: dict[str, list[str]], rename: dict[str, str], request_id: str
+def _from_variable_problem(
+    problem: VariableProblem, roots: dict[str, list[str]], rename: dict[str, str]
+) -> dict[str, Any]:
+    """A bad value as a REST error whose field is where the request carried it."""
+    field = [*roots.get(problem.variable, [problem.variable]), *map(str, problem.path)]
+    if field and field[0] in rename:
+        field = [rename[field[0]]]
+    return error("INVALID_ARGUMENT", problem.message, field or None)
+
+
+def variable_errors_response(
+    problems: list[VariableProblem], roots: dict[str, list[str]], rename: dict[str, str]
 ) -> JSONResponse:
-    converted = [_from_graphql_error(e, roots, rename) for e in errors]
+    return errors_response([_from_variable_problem(p, roots, rename) for p in problems], 422)
+
+
+def graphql_errors_response(errors: list[GraphQLError], request_id: str) -> JSONResponse:
+    converted = [_from_graphql_error(e) for e in errors]
     status = status_for(e["code"] for e in converted)
     if status == 500:
         converted = [error("INTERNAL_ERROR", f"Internal server error (request {request_id}).")]
@@ -263,11 +222,14 @@ class RestApi:
         ``roots`` says where in the request each variable came from (``input`` is the body's
         root); ``rename`` maps a GraphQL input field to the query parameter that carried it.
         """
+        problems = variable_problems(
+            self.graphql_schema, self.operations.definition(operation), variables
+        )
+        if problems:
+            return variable_errors_response(problems, roots or {"input": []}, rename or {})
         result = await self.execute(request, operation, variables)
         if result.errors:
-            return graphql_errors_response(
-                result.errors, roots or {"input": []}, rename or {}, self.request_id(request)
-            )
+            return graphql_errors_response(result.errors, self.request_id(request))
         assert result.data is not None
         return result.data
 
@@ -382,8 +344,15 @@ class RestApi:
         return JSONResponse(self.document)
 
     @cached_property
+    def graphql_schema(self) -> GraphQLSchema:
+        """The executable schema (with the real scalars) that the variables are checked on."""
+        return cast(strawberry.Schema, self.view.schema)._schema
+
+    @cached_property
     def document(self) -> dict[str, Any]:
-        return build_openapi(self.view.schema.as_str(), self.operations, self.max_page_size)
+        return build_openapi(
+            self.view.schema.as_str(), self.operations.document, self.max_page_size
+        )
 
     def app(self) -> Starlette:
         routes = [
@@ -433,260 +402,4 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return errors_response([body], exc.status_code, headers=dict(exc.headers or {}))
 
 
-# -- the OpenAPI document --------------------------------------------------------------------
-
-_JSON = "application/json"
-
-
-def _content(schema: JsonSchema) -> dict[str, Any]:
-    return {_JSON: {"schema": schema}}
-
-
-def _response(description: str, schema: JsonSchema, **extra: Any) -> dict[str, Any]:
-    return {"description": description, "content": _content(schema), **extra}
-
-
-def build_openapi(sdl: str, operations: Operations, max_page_size: int) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the routes above, derived from the contract."""
-    gql = graphql.build_schema(sdl)
-    builder = SchemaBuilder(gql, operations.document)
-    builder.name_fragment("RestBackfill", "Backfill")
-    doc = operations.document
-    components = builder.components
-
-    launch_input = builder.input_type(_non_null(gql, "LaunchBackfillInput"))
-    retry_type = gql.get_type("RetryBackfillInput")
-    assert isinstance(retry_type, GraphQLInputObjectType)
-    components["RetryBackfillBody"] = builder.input_object(retry_type, omit=frozenset({"id"}))
-    pause_type = gql.get_type("PauseBackfillInput")
-    assert isinstance(pause_type, GraphQLInputObjectType)
-    components["EmptyBody"] = builder.input_object(pause_type, omit=frozenset({"id"}))
-    components["BackfillDetail"] = builder.operation_field(doc, "RestGetBackfill", ["backfill"])
-    components["BackfillPreview"] = builder.operation_field(
-        doc, "RestPreviewBackfill", ["previewBackfill", "preview"]
-    )
-    components["BackfillPage"] = {
-        "type": "object",
-        "properties": {
-            "backfills": {"type": "array", "items": ref("Backfill")},
-            "pageInfo": builder.operation_field(
-                doc, "RestListBackfills", ["backfills", "pageInfo"]
-            ),
-        },
-        "required": ["backfills", "pageInfo"],
-    }
-    user_codes = builder.enum(_named_enum(gql, "UserErrorCode"))
-    components["ErrorCode"] = {
-        "description": "A `UserErrorCode` of the GraphQL API, or a code of the REST transport.",
-        "anyOf": [user_codes, {"type": "string", "enum": list(REST_ONLY_CODES)}],
-    }
-    components["Error"] = {
-        "type": "object",
-        "properties": {
-            "field": nullable({"type": "array", "items": {"type": "string"}}),
-            "message": {"type": "string"},
-            "code": ref("ErrorCode"),
-        },
-        "required": ["field", "message", "code"],
-    }
-    components["ErrorBody"] = {
-        "type": "object",
-        "properties": {"userErrors": {"type": "array", "items": ref("Error"), "minItems": 1}},
-        "required": ["userErrors"],
-    }
-    components["TooLargeBody"] = {
-        "type": "object",
-        "description": "The answer of the server's body limit, shared with /graphql/v1.",
-        "properties": {"errors": {"type": "array", "items": {"type": "object"}}},
-        "required": ["errors"],
-    }
-
-    def errors(*statuses: int) -> dict[str, Any]:
-        described = {
-            400: "The body is not JSON (`MALFORMED_JSON`).",
-            401: "No valid token (`UNAUTHENTICATED`).",
-            403: "The token's role does not allow this (`FORBIDDEN`).",
-            404: "No backfill has this id (`BACKFILL_NOT_FOUND`).",
-            409: "The backfill's status does not allow this (`INVALID_STATE`).",
-            415: "The body is not `application/json` (`UNSUPPORTED_MEDIA_TYPE`).",
-            422: "The request was refused: the `userErrors` of the GraphQL API, or "
-            "`INVALID_ARGUMENT` for a value of the wrong shape or an unknown field.",
-            429: "Too many requests (`RATE_LIMITED`).",
-        }
-        out = {str(s): _response(described[s], ref("ErrorBody")) for s in statuses}
-        if 400 in statuses:
-            out["413"] = _response("The body is over the server's limit.", ref("TooLargeBody"))
-        return out
-
-    auth = (401, 403, 429)
-    with_body = (400, 415, 422, *auth)
-    id_param = {
-        "name": "id",
-        "in": "path",
-        "required": True,
-        "description": "The backfill's opaque id.",
-        "schema": {"type": "string"},
-    }
-    example_input = {
-        "target": {"job": "daily_sales"},
-        "partitions": {"range": {"start": "2024-01-01", "end": "2024-01-07"}},
-        "title": "First week of 2024",
-        "tags": [{"key": "ticket", "value": "DATA-42"}],
-    }
-    launch_body = {
-        "required": True,
-        "content": {_JSON: {"schema": launch_input, "example": example_input}},
-    }
-    location = {
-        "Location": {"description": "The URL of the new backfill.", "schema": {"type": "string"}}
-    }
-
-    def steer(verb: str, summary: str, status: int, body: str) -> dict[str, Any]:
-        ok = (
-            _response("The new backfill.", ref("Backfill"), headers=location)
-            if status == 201
-            else _response("The backfill after the change.", ref("Backfill"))
-        )
-        return {
-            "post": {
-                "operationId": f"{verb}Backfill",
-                "summary": summary,
-                "parameters": [id_param],
-                "requestBody": {"required": False, "content": _content(ref(body))},
-                "responses": {str(status): ok, **errors(404, 409, *with_body)},
-            }
-        }
-
-    paths: dict[str, Any] = {
-        f"{PREFIX}/backfills": {
-            "get": {
-                "operationId": "listBackfills",
-                "summary": "Backfills of every job, newest first.",
-                "parameters": [
-                    {
-                        "name": "first",
-                        "in": "query",
-                        "description": f"Page size, at most {max_page_size}.",
-                        "schema": {"type": "integer", "minimum": 0, "maximum": max_page_size},
-                    },
-                    {
-                        "name": "after",
-                        "in": "query",
-                        "description": "`pageInfo.endCursor` of the previous page.",
-                        "schema": {"type": "string"},
-                    },
-                    {
-                        "name": "status",
-                        "in": "query",
-                        "description": "Only backfills in these statuses.",
-                        "schema": {"type": "array", "items": ref("BackfillStatus")},
-                        "style": "form",
-                        "explode": True,
-                    },
-                    {
-                        "name": "job",
-                        "in": "query",
-                        "description": "Only backfills of this job.",
-                        "schema": {"type": "string"},
-                    },
-                    {
-                        "name": "tag",
-                        "in": "query",
-                        "description": "Only backfills with this tag, as `key=value`.",
-                        "schema": {"type": "string", "pattern": "^[^=]*=.*$"},
-                    },
-                ],
-                "responses": {
-                    "200": _response("One page of backfills.", ref("BackfillPage")),
-                    **errors(422, *auth),
-                },
-            },
-            "post": {
-                "operationId": "launchBackfill",
-                "summary": "Launch a backfill (the fields of GraphQL's `LaunchBackfillInput`).",
-                "requestBody": launch_body,
-                "responses": {
-                    "201": _response(
-                        "The backfill (also for a repeated idempotency key).",
-                        ref("Backfill"),
-                        headers=location,
-                    ),
-                    **errors(*with_body),
-                },
-            },
-        },
-        f"{PREFIX}/backfills:preview": {
-            "post": {
-                "operationId": "previewBackfill",
-                "summary": "What launching would do. Writes nothing.",
-                "requestBody": launch_body,
-                "responses": {
-                    "200": _response("The preview.", ref("BackfillPreview")),
-                    **errors(*with_body),
-                },
-            }
-        },
-        f"{PREFIX}/backfills/{{id}}": {
-            "get": {
-                "operationId": "getBackfill",
-                "summary": "One backfill, with its partitions folded into status ranges.",
-                "parameters": [id_param],
-                "responses": {
-                    "200": _response("The backfill.", ref("BackfillDetail")),
-                    **errors(404, 422, *auth),
-                },
-            }
-        },
-        f"{PREFIX}/backfills/{{id}}/pause": steer(
-            "pause", "Stop launching new runs; runs in flight finish.", 200, "EmptyBody"
-        ),
-        f"{PREFIX}/backfills/{{id}}/resume": steer(
-            "resume", "Continue a paused backfill.", 200, "EmptyBody"
-        ),
-        f"{PREFIX}/backfills/{{id}}/cancel": steer(
-            "cancel", "Stop launching runs and stop the runs in flight.", 200, "EmptyBody"
-        ),
-        f"{PREFIX}/backfills/{{id}}/retry": steer(
-            "retry",
-            "Launch the chosen partitions of a finished backfill again, as its child.",
-            201,
-            "RetryBackfillBody",
-        ),
-        f"{PREFIX}/openapi.json": {
-            "get": {
-                "operationId": "getOpenApi",
-                "summary": "This document.",
-                "responses": {
-                    "200": _response("OpenAPI 3.1.", {"type": "object"}),
-                    **errors(*auth),
-                },
-            }
-        },
-    }
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Backfiller REST API",
-            "version": "v1",
-            "description": "Backfills over REST. Each route runs a fixed operation of the "
-            "GraphQL API (/graphql/v1): same validation, same `userErrors`, same auth.",
-        },
-        "paths": paths,
-        "components": {
-            "schemas": dict(sorted(components.items())),
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        },
-        "security": [{}, {"bearer": []}],
-    }
-
-
-def _non_null(schema: graphql.GraphQLSchema, name: str) -> graphql.GraphQLNonNull[Any]:
-    type_ = schema.get_type(name)
-    assert isinstance(type_, GraphQLInputObjectType)
-    return graphql.GraphQLNonNull(type_)
-
-
-def _named_enum(schema: graphql.GraphQLSchema, name: str) -> graphql.GraphQLEnumType:
-    type_ = schema.get_type(name)
-    assert isinstance(type_, graphql.GraphQLEnumType)
-    return type_
+__all__ = ["PREFIX", "RestApi", "load_operations"]

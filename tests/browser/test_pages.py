@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import create_engine, insert, update
 
 from backfiller import domain
-from backfiller.resolvers.ids import parse_backfill_id
+from backfiller.ids import parse_backfill_id
 from backfiller.storage.records import BackfillRecord, SlotRecord
 from tests.browser.conftest import (
     DEFINITIONS,

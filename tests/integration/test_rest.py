@@ -17,7 +17,7 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from backfiller.config import Settings
+from backfiller.config import AuthMode, Settings
 from backfiller.storage.auth import NewToken, TokenRepository
 from backfiller.storage.auth_records import Role
 from backfiller.storage.records import BackfillRecord
@@ -92,7 +92,7 @@ class Rest:
 @pytest.fixture
 def settings() -> Settings:
     """Auth off (loopback): the routes' auth is the GraphQL API's, tested with it."""
-    return Settings(auth_mode="none")
+    return Settings(auth_mode=AuthMode.NONE)
 
 
 @pytest.fixture
@@ -146,9 +146,9 @@ class RestApiDocument:
     @staticmethod
     def build() -> dict[str, Any]:
         from backfiller.api import build_schema
-        from backfiller.web.rest import build_openapi
+        from backfiller.web.rest_openapi import build_openapi
 
-        return build_openapi(build_schema().as_str(), load_operations(), 100)
+        return build_openapi(build_schema().as_str(), load_operations().document, 100)
 
     @staticmethod
     def routes() -> list[Any]:
@@ -546,7 +546,7 @@ async def add_token(gql: GraphQLRunner, name: str, role: str) -> str:
 
 async def test_tokens_are_checked_as_on_graphql(gql: GraphQLRunner) -> None:
     services = dataclasses.replace(
-        gql.services, settings=dataclasses.replace(gql.settings, auth_mode="token")
+        gql.services, settings=dataclasses.replace(gql.settings, auth_mode=AuthMode.TOKEN)
     )
     operator = await add_token(gql, "ci-nightly", "operator")
     viewer = await add_token(gql, "dashboard", "viewer")

@@ -191,8 +191,10 @@ async def test_one_refused_request_launches_none_of_them(
 ) -> None:
     evaluation = await evaluate(gql, "refused")
     assert evaluation["outcome"] == "FAILED"
+    # The message names the field as the trigger wrote it (``BackfillRequest.job``); the
+    # structured user errors name it as the API does.
     assert evaluation["errorMessage"] == (
-        "request 2 of 2 was refused: JOB_NOT_FOUND at target.job: no job named 'no_such_job'"
+        "request 2 of 2 was refused: JOB_NOT_FOUND at job: no job named 'no_such_job'"
     )
     valid, invalid = evaluation["requests"]
     assert valid["userErrors"] == [] and valid["backfill"] is None

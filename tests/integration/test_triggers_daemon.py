@@ -13,7 +13,7 @@ from backfiller.daemon.triggers import TriggerRunner, tick_triggers
 from backfiller.definitions.loading import Definitions
 from backfiller.definitions.triggers import SkipReason, TriggerContext, TriggerResult, trigger
 from backfiller.resolvers.context import Services
-from backfiller.resolvers.triggers import evaluate_trigger_now
+from backfiller.services.trigger_evaluation import evaluate_trigger_now
 from backfiller.storage import Database
 from backfiller.storage.trigger_records import (
     TriggerEvaluationRecord,

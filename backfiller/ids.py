@@ -1,4 +1,8 @@
-"""Opaque public ids and cursors. Their shape is ours to change; clients must not parse them."""
+"""Opaque public ids and cursors. Their shape is ours to change; clients must not parse them.
+
+The one module that knows the prefixes (``bf_``, ``run_``, ``tev_``, ...): every layer that
+shows an id to a user (resolvers, launchers, the trigger service, the CLI) formats it here.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,9 @@ import binascii
 
 BACKFILL_PREFIX = "bf_"
 RUN_PREFIX = "run_"
+EVALUATION_PREFIX = "tev_"
+TOKEN_PREFIX = "tok_"
+AUDIT_PREFIX = "audit_"
 
 MAX_ID_LENGTH = 64
 
@@ -17,6 +24,21 @@ def backfill_id(pk: int) -> str:
 
 def run_id(pk: int) -> str:
     return f"{RUN_PREFIX}{pk}"
+
+
+def evaluation_id(pk: int) -> str:
+    """The public id of a trigger evaluation."""
+    return f"{EVALUATION_PREFIX}{pk}"
+
+
+def token_id(pk: int) -> str:
+    """The public id of an API token (not its secret)."""
+    return f"{TOKEN_PREFIX}{pk}"
+
+
+def audit_id(pk: int) -> str:
+    """The public id of an entry of the audit log."""
+    return f"{AUDIT_PREFIX}{pk}"
 
 
 def parse_id(value: str, prefix: str) -> int | None:
@@ -36,6 +58,14 @@ def parse_backfill_id(value: str) -> int | None:
 
 def parse_run_id(value: str) -> int | None:
     return parse_id(value, RUN_PREFIX)
+
+
+def parse_evaluation_id(value: str) -> int | None:
+    return parse_id(value, EVALUATION_PREFIX)
+
+
+def parse_token_id(value: str) -> int | None:
+    return parse_id(value, TOKEN_PREFIX)
 
 
 def encode_cursor(kind: str, value: int) -> str:

@@ -1,0 +1,1 @@
+"""The HTTP side: the Starlette app, its access gate, REST and OpenAPI, the UI routes."""

@@ -1,0 +1,133 @@
+"""The migrations: they build exactly the ORM models' schema, and convert stored rows."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, insert, select
+
+from backfiller.services.trigger_requests import from_json
+from backfiller.storage.engine import sync_database_url
+from backfiller.storage.migrations import alembic_config, upgrade_database
+from backfiller.storage.records import Base, table_of
+from backfiller.storage.trigger_records import TriggerEvaluationRecord
+
+
+def test_the_migrations_build_exactly_the_models_schema(database_url: str) -> None:
+    """On SQLite, and on PostgreSQL when ``BACKFILLER_TEST_DATABASE_URL`` is set."""
+    engine = create_engine(sync_database_url(database_url))
+    try:
+        with engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    finally:
+        engine.dispose()
+    assert diff == []
+
+
+# An evaluation's requests as 0003-0004 stored them: the public GraphQL shape.
+PUBLIC_SHAPED: list[dict[str, Any]] = [
+    {
+        "input": {
+            "target": {"job": "daily_sales"},
+            "partitions": {"range": {"start": "2026-01-01", "end": "2026-01-03"}},
+            "reprocess": "FAILED_AND_MISSING",
+            "order": "NEWEST_FIRST",
+            "tags": [{"key": "team", "value": "ops"}],
+            "maxConcurrentRuns": 4,
+            "runConfig": {"limit": 3},
+            "title": "Q1",
+            "idempotencyKey": "k-1",
+        },
+        "preview": {
+            "job": "daily_sales",
+            "total": 3,
+            "runs": 2,
+            "skipped": 1,
+            "firstPartitions": ["2026-01-03", "2026-01-01"],
+            "skippedPartitions": [{"key": "2026-01-02", "reason": "ALREADY_SUCCEEDED"}],
+        },
+        "errors": [],
+        "backfillId": None,
+    },
+    {
+        "input": {
+            "target": {"job": "nope"},
+            "partitions": {"all": True},
+            "reprocess": "MISSING",
+            "order": "OLDEST_FIRST",
+            "tags": [],
+        },
+        "preview": None,
+        "errors": [
+            {"code": "JOB_NOT_FOUND", "field": ["target", "job"], "message": "no job named 'nope'"},
+            {"code": "INVALID_RUN_CONFIG", "field": ["runConfig", "limit"], "message": "bad"},
+        ],
+        "backfillId": None,
+    },
+    {
+        "input": {
+            "target": {"job": "regions"},
+            "partitions": {"keys": ["emea", "apac"]},
+            "reprocess": "ALL",
+            "order": "OLDEST_FIRST",
+            "tags": [],
+        },
+        "preview": None,
+        "errors": [],
+        "backfillId": 7,
+    },
+]
+
+
+def test_0006_rewrites_stored_trigger_requests_in_the_private_shape_and_back(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade_database(url, "0004")
+    engine = create_engine(url)
+    table = table_of(TriggerEvaluationRecord)
+    now = datetime(2026, 1, 5, tzinfo=UTC)
+    with engine.begin() as conn:
+        conn.execute(
+            insert(table).values(
+                trigger_name="t",
+                outcome="launched",
+                started_at=now,
+                evaluated_at=now,
+                duration_seconds=0.1,
+                dry_run=True,
+                backfill_ids=[7],
+                requests=copy.deepcopy(PUBLIC_SHAPED),
+            )
+        )
+    upgrade_database(url, "0006")
+    with engine.connect() as conn:
+        stored = conn.execute(select(table.c.requests)).scalar_one()
+    previewed, refused, launched = (from_json(e) for e in stored)
+    assert previewed.request.job == "daily_sales"
+    assert previewed.request.reprocess.value == "failed_and_missing"
+    assert previewed.request.order.value == "newest_first"
+    assert previewed.request.selection.range_start == "2026-01-01"
+    assert previewed.request.tags == (("team", "ops"),)
+    assert previewed.request.max_concurrent_runs == 4
+    assert previewed.request.run_config == {"limit": 3}
+    assert previewed.request.idempotency_key == "k-1"
+    assert previewed.preview is not None
+    assert previewed.preview.skipped_partitions[0][1].value == "already_succeeded"
+    assert [(p.code.value, p.field) for p in refused.problems] == [
+        ("job_not_found", ("job",)),
+        ("invalid_run_config", ("run_config", "limit")),
+    ]
+    assert launched.request.selection.keys == ("emea", "apac")
+    assert launched.backfill_id == 7
+    command.downgrade(alembic_config(url), "0004")
+    with engine.connect() as conn:
+        restored = conn.execute(select(table.c.requests)).scalar_one()
+    engine.dispose()
+    assert restored == PUBLIC_SHAPED
