@@ -45,6 +45,7 @@ from backfiller.storage.execution import (
 )
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
+from backfiller.storage.run_credentials import mint_run_credentials
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -308,6 +309,8 @@ async def _claim(
         report.conflicts += 1
         return []
     tags = {**dict(job.tags), **{str(k): str(v) for k, v in record.tags}}
+    ids, timeout = [c.run_id for c in claimed], job.timeout_seconds
+    credentials = await mint_run_credentials(database, record.id, record.creator, ids, now, timeout)
     tasks: list[RunTask] = []
     for c in claimed:
         window = pinned.space.window(c.partition_key)
@@ -323,6 +326,7 @@ async def _claim(
                 partition_start=window[0] if window else None,
                 partition_end=window[1] if window else None,
                 timeout_seconds=job.timeout_seconds,
+                credential=credentials.get(c.run_id),
             )
         )
     return tasks

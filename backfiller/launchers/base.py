@@ -26,6 +26,8 @@ class RunTask:
     partition_start: datetime | None = None
     partition_end: datetime | None = None
     timeout_seconds: float | None = None
+    credential: str | None = None
+    """The run's own bearer token for ``context.client`` (see storage.run_credentials)."""
 
 
 class Outcome(enum.StrEnum):

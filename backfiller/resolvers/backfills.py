@@ -15,6 +15,7 @@ from backfiller.resolvers.commands import LaunchCommand, command_from_input, use
 from backfiller.resolvers.context import Context, Info, check_page_size
 from backfiller.resolvers.ids import backfill_id, encode_cursor, parse_backfill_id
 from backfiller.resolvers.pages import cursor_value, page_info
+from backfiller.resolvers.policy import job_refusal
 from backfiller.resolvers.translate import backfill_from_record, backfill_state, skip_reason
 from backfiller.schema.backfills import (
     Backfill,
@@ -64,6 +65,9 @@ async def insert_backfill(
     With ``audited``, the mutation's success entry of the audit log is written in the same
     transaction as the backfill (the backfill is then what the mutation returns).
     """
+    refused = job_refusal(ctx.principal, new.job_name)  # every launch: retries, triggers
+    if refused is not None:
+        return None, [user_error(refused.code, refused.message, refused.field)]
     audit = success_audit(ctx) if audited else None
     entry = (lambda pk: audit(backfill_id(pk))) if audit is not None else None
     now = ctx.now()

@@ -24,7 +24,6 @@ import asyncio
 import concurrent.futures
 import inspect
 import logging
-import os
 import threading
 import time
 import traceback
@@ -732,11 +731,9 @@ async def evaluate_trigger(info: Info, input: EvaluateTriggerInput) -> EvaluateT
         definition,
         actor=ctx.actor,
         dry_run=input.dry_run,
-        # The trigger acts as whoever pressed the button: it gets the caller's token.
-        client_factory=client_factory_for(
-            service_url(ctx.services.settings),
-            ctx.token or os.environ.get("BACKFILLER_TOKEN") or None,
-        ),
+        # The trigger acts as whoever pressed the button: it gets the caller's token, never
+        # the server's (without one, under --auth none, the server needs none).
+        client_factory=client_factory_for(service_url(ctx.services.settings), ctx.token),
     )
     evaluation = (await evaluations_from_records(ctx.services, [record]))[0]
     return EvaluateTriggerPayload(evaluation=evaluation, user_errors=[])

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backfiller.resolvers.auth import FIELD_ROLES
+from backfiller.resolvers.policy import FIELD_ROLES
 from backfiller.storage.auth_records import Role
 from tests.security.conftest import Tokens, bearer, client_of, gql, row_counts
 from tests.security.operations import all_root_fields, operation_for
