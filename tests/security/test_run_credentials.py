@@ -29,7 +29,6 @@ def daily(day: int) -> dict[str, Any]:
     return {"target": {"job": "daily_sales"}, "partitions": {"keys": [f"2024-03-{day:02}"]}}
 
 
-
 @pytest.fixture(scope="module")
 def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
     live = LiveServer(shared_database_url, DEFS, auth="token", extra=["--rate-limit", "0"])
