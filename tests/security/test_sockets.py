@@ -71,8 +71,11 @@ class Socket:
     def __init__(self, server: LiveServer, token: str | None, **headers: str) -> None:
         url = server.url.replace("http", "ws") + "/graphql/v1"
         self._connection = connect(
-            url, subprotocols=PROTOCOL, additional_headers=headers or None, max_size=None
-        )  # type: ignore[arg-type]
+            url,
+            subprotocols=PROTOCOL,  # type: ignore[arg-type]
+            additional_headers=headers or None,
+            max_size=None,
+        )
         self.ws: ClientConnection = self._connection.__enter__()
         payload = {"Authorization": f"Bearer {token}"} if token else {}
         self.ws.send(json.dumps({"type": "connection_init", "payload": payload}))
@@ -202,7 +205,7 @@ def test_operations_in_flight_are_capped_per_socket(server: LiveServer, tokens: 
     sock = Socket(server, tokens.viewer)
     watch = "subscription($id: ID!) { backfillProgress(id: $id) { status } }"
     ids = [sock.send(watch, {"id": backfill}) for _ in range(26)]
-    errors = []
+    errors: list[dict[str, Any]] = []
     seen = 0
     while seen < 27 and not errors:
         message = json.loads(sock.ws.recv(timeout=20))
