@@ -11,8 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import ClientConnection, connect
 
 from tests.security.conftest import (
     DEFS,
@@ -24,9 +22,9 @@ from tests.security.conftest import (
     gql,
 )
 from tests.security.defs import LEAK
+from tests.security.sockets import Socket
 from tests.support import LiveServer
 
-PROTOCOL = ["graphql-transport-ws"]
 LAUNCH = """mutation($i: LaunchBackfillInput!) { launchBackfill(input: $i) {
   backfill { id creator } userErrors { code message } } }"""
 CREATE = """mutation($i: CreateApiTokenInput!) { createApiToken(input: $i) {
@@ -63,54 +61,6 @@ def token_id(server: LiveServer, tokens: Tokens, name: str) -> str:
     query = "{ apiTokens(first: 100) { nodes { id name } } }"
     nodes = gql(server, query, token=tokens.admin).json()["data"]["apiTokens"]["nodes"]
     return next(str(n["id"]) for n in nodes if n["name"] == name)
-
-
-class Socket:
-    """graphql-transport-ws over a real WebSocket client."""
-
-    def __init__(self, server: LiveServer, token: str | None, **headers: str) -> None:
-        url = server.url.replace("http", "ws") + "/graphql/v1"
-        self._connection = connect(
-            url,
-            subprotocols=PROTOCOL,  # type: ignore[arg-type]
-            additional_headers=headers or None,
-            max_size=None,
-        )
-        self.ws: ClientConnection = self._connection.__enter__()
-        payload = {"Authorization": f"Bearer {token}"} if token else {}
-        self.ws.send(json.dumps({"type": "connection_init", "payload": payload}))
-        assert json.loads(self.ws.recv(timeout=10))["type"] == "connection_ack"
-        self.next_id = 0
-        self.pending: dict[str, dict[str, Any]] = {}
-
-    def send(self, query: str, variables: dict[str, Any] | None = None) -> str:
-        self.next_id += 1
-        op_id = str(self.next_id)
-        payload = {"query": query, "variables": variables or {}}
-        self.ws.send(json.dumps({"id": op_id, "type": "subscribe", "payload": payload}))
-        return op_id
-
-    def answer(self, op_id: str) -> dict[str, Any]:
-        """The first ``next`` or ``error`` message of an operation."""
-        while op_id not in self.pending:
-            message = json.loads(self.ws.recv(timeout=20))
-            if message["type"] in ("next", "error"):
-                self.pending.setdefault(message["id"], message)
-        return self.pending.pop(op_id)
-
-    def ask(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-        return self.answer(self.send(query, variables))
-
-    def close_code(self) -> int | None:
-        """The code the server closed the socket with (waiting for it)."""
-        try:
-            while True:
-                self.ws.recv(timeout=20)
-        except ConnectionClosed as closed:
-            return closed.rcvd.code if closed.rcvd else None
-
-    def close(self) -> None:
-        self._connection.__exit__(None, None, None)
 
 
 # -- 1. a dead token stops working on open sockets ---------------------------------------------
