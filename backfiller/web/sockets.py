@@ -36,6 +36,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ConnectionInitMessage,
     ErrorMessage,
+    Message,
     SubscribeMessage,
 )
 
@@ -138,6 +139,21 @@ class CappedWebSocketAdapter(ASGIWebSocketAdapter):
             yield decoded
 
 
+def _well_formed(message: object) -> bool:
+    """A ``subscribe`` message whose parts have the protocol's types (else strawberry fails on
+    it with an unexpected error rather than closing the socket with 4400)."""
+    if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+        return False
+    payload = message.get("payload")
+    if not isinstance(payload, dict) or not isinstance(payload.get("query"), str):
+        return False
+    variables = payload.get("variables")
+    name = payload.get("operationName")
+    return (variables is None or isinstance(variables, dict)) and (
+        name is None or isinstance(name, str)
+    )
+
+
 class GuardedTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """graphql-transport-ws with a context per operation and a token that is kept checked."""
 
@@ -168,6 +184,12 @@ class GuardedTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         assert self._socket_context is not None
         return self._socket_context
 
+    async def handle_message(self, message: Message) -> None:
+        if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+            await self.handle_invalid_message("a message is a JSON object with a type")
+            return
+        await super().handle_message(message)
+
     async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
         await super().handle_connection_init(message)
         if self.connection_acknowledged and self._watcher is None and self.socket.token:
@@ -175,6 +197,9 @@ class GuardedTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             self._watcher = asyncio.create_task(self._watch())
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        if not _well_formed(message):
+            await self.handle_invalid_message("Invalid subscribe message")
+            return
         if not self.connection_acknowledged:
             await super().handle_subscribe(message)
             return
