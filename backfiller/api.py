@@ -24,7 +24,7 @@ from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
 from backfiller.resolvers import progress as progress_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
-from backfiller.resolvers.auth import Authorize
+from backfiller.resolvers.authorize import Authorize
 from backfiller.resolvers.errors import MaskUnexpectedErrors
 from backfiller.resolvers.limits import QueryCostLimiter, tag_error_codes
 from backfiller.schema.admin import (

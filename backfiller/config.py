@@ -41,6 +41,10 @@ class Settings:
     max_query_cost: int = 20_000
     launch_rate_limit: int = 120
     rate_limit_window_seconds: float = 60.0
+    # Host names (besides loopback ones) the server answers to: a guard against DNS rebinding.
+    allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+    max_operations_per_socket: int = 25
+    max_operations_per_token: int = 100
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

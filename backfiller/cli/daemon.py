@@ -17,6 +17,7 @@ import typer
 from backfiller.cli.app import app
 from backfiller.cli.server import (
     EXAMPLE_DEFINITIONS,
+    AllowedHostOption,
     DatabaseOption,
     DefinitionsOption,
     HostOption,
@@ -247,6 +248,7 @@ def dev(
     host: HostOption = "127.0.0.1",
     port: PortOption = 8000,
     workers: WorkersOption = None,
+    allowed_host: AllowedHostOption = None,
 ) -> None:
     """The quick start: API, UI and daemon together, on SQLite, with the example jobs."""
     configure_logging("WARNING")
@@ -255,4 +257,6 @@ def dev(
     url = prepare_database(database)
     # Runs launched by the quick start talk back to this very server through context.client.
     options = DaemonOptions(target, workers, None, f"http://{host}:{port}", 5.0, 30.0)
-    asyncio.run(run_dev(defs, _dev_settings(url, target, host, port), options))
+    settings = _dev_settings(url, target, host, port)
+    settings = dataclasses.replace(settings, allowed_hosts=tuple(allowed_host or ()))
+    asyncio.run(run_dev(defs, settings, options))

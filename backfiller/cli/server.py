@@ -68,6 +68,14 @@ CorsOriginOption = Annotated[
         "repeat for more. None by default.",
     ),
 ]
+AllowedHostOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowed-host",
+        help="A host name the server answers to, besides loopback ones (guards against DNS "
+        "rebinding); repeat for more. Without it, --auth token answers any host.",
+    ),
+]
 MaxPartitionsOption = Annotated[
     int | None,
     typer.Option(
@@ -153,6 +161,7 @@ def serve(
     max_partitions_per_backfill: MaxPartitionsOption = None,
     rate_limit: RateLimitOption = None,
     workers: WorkersOption = 1,
+    allowed_host: AllowedHostOption = None,
 ) -> None:
     """Serve the public API (and the UI) over HTTP."""
     configure_logging()
@@ -166,6 +175,7 @@ def serve(
         auth_mode=auth_mode,
         insecure_no_auth=insecure_no_auth,
         cors_origins=tuple(cors_origin) if cors_origin else None,
+        allowed_hosts=tuple(allowed_host) if allowed_host else None,
         max_partitions_per_backfill=max_partitions_per_backfill,
         launch_rate_limit=rate_limit,
     )
@@ -225,6 +235,8 @@ def http_server(defs: Definitions, settings: Settings) -> uvicorn.Server:
         log_level="warning",
         lifespan="on",
         ws="websockets-sansio",
+        ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
+        http="backfiller.web.protocol:DeadlineH11Protocol",  # slow clients are cut off
     )
     return uvicorn.Server(config)
 
@@ -246,6 +258,8 @@ def serve_workers(settings: Settings, workers: int) -> None:
         log_level="warning",
         lifespan="on",
         ws="websockets-sansio",
+        ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
+        http="backfiller.web.protocol:DeadlineH11Protocol",  # slow clients are cut off
     )
     base = f"http://{settings.host}:{settings.port}"
     typer.echo(

@@ -55,6 +55,10 @@ def token_create(
     ] = None,
     database: DatabaseOption = None,
     output_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    job: Annotated[
+        list[str] | None,
+        typer.Option("--job", help="Limit the token to launching this job; repeat for more."),
+    ] = None,
 ) -> None:
     """Create a token and print it, once: only its hash is stored."""
     from backfiller.storage.auth import NewToken, TokenNameTaken
@@ -71,7 +75,10 @@ def token_create(
     except ValueError as exc:
         raise fail(f"--expires: {exc}") from None
     url = prepare_database(database)
-    new = NewToken(name=name, role=Role(role), expires_at=expires_at, created_by="cli")
+    if job is not None and any(not j.strip() for j in job):
+        raise fail("--job takes a job's name")
+    jobs = frozenset(job) if job else None
+    new = NewToken(name, Role(role), expires_at, created_by="cli", jobs=jobs)
     try:
         record_id, secret = asyncio.run(_create(url, new, now))
     except TokenNameTaken:
@@ -84,6 +91,7 @@ def token_create(
                     "name": name,
                     "role": role,
                     "expiresAt": expires_at.isoformat() if expires_at else None,
+                    "jobs": sorted(jobs) if jobs is not None else None,
                     "token": secret,
                 }
             )
@@ -161,6 +169,7 @@ async def _list(url: str, include_revoked: bool) -> list[dict[str, object]]:
                             "expiresAt": r.expires_at.isoformat() if r.expires_at else None,
                             "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None,
                             "lastUsedAt": r.last_used_at.isoformat() if r.last_used_at else None,
+                            "jobs": r.jobs,
                         }
                     )
                 if len(page) < 500:

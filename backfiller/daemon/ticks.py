@@ -40,6 +40,7 @@ from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated
 from backfiller.storage.execution import ExecutionRepository, LogEntry, PlannedSlot, RunStart
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
+from backfiller.storage.run_credentials import mint_run_credentials
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -257,6 +258,8 @@ async def _claim(
     report.skipped += claim.skipped
     claimed = claim.runs
     tags = {**dict(job.tags), **{str(k): str(v) for k, v in record.tags}}
+    ids, timeout = [c.run_id for c in claimed], job.timeout_seconds
+    credentials = await mint_run_credentials(database, record.id, record.creator, ids, now, timeout)
     tasks: list[RunTask] = []
     for c in claimed:
         window = pinned.space.window(c.partition_key)
@@ -272,6 +275,7 @@ async def _claim(
                 partition_start=window[0] if window else None,
                 partition_end=window[1] if window else None,
                 timeout_seconds=job.timeout_seconds,
+                credential=credentials.get(c.run_id),
             )
         )
     return tasks

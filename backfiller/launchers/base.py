@@ -69,6 +69,8 @@ class RunTask:
     partition_start: datetime | None = None
     partition_end: datetime | None = None
     timeout_seconds: float | None = None
+    credential: str | None = None
+    """The run's own bearer token for ``context.client`` (see storage.run_credentials)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,15 +128,16 @@ class _RunLogHandler(logging.Handler):
         return tuple(lines)
 
 
-def _client_factory(options: WorkerOptions, run_id: str) -> Callable[[], Any] | None:
+def _client_factory(options: WorkerOptions, credential: str | None) -> Callable[[], Any] | None:
     if not options.api_url:
         return None
-    url, token = options.api_url, options.token
+    url = options.api_url
 
     def build() -> Any:
         from backfiller.client import Client  # type: ignore[attr-defined,unused-ignore]
 
-        return Client(url, token=token, headers={"X-Backfiller-Run-Id": run_id})
+        # The run's own credential, never the daemon's token.
+        return Client(url, token=credential)
 
     return build
 
@@ -295,7 +296,7 @@ def _execute(
         tags=dict(task.tags),
         backfill_id=f"bf_{task.backfill_id}",
         log=logger,
-        client_factory=_client_factory(options, public_run_id),
+        client_factory=_client_factory(options, task.credential),
     )
     try:
         job(context)

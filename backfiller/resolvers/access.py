@@ -15,32 +15,46 @@ from backfiller.storage.auth_records import Role
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """The caller of one request: a token (by name and role), or everyone when auth is off."""
+    """The caller of one request: a token (by name and role), or everyone when auth is off.
+
+    A run's own credential is a principal too: ``run_id`` and ``backfill_id`` say which run,
+    ``name`` is the token that launched its backfill (None when that was done without auth).
+    """
 
     name: str | None
     role: Role
     token_id: int | None = None
+    jobs: frozenset[str] | None = None
+    """The jobs this token may launch; None for every job."""
+    run_id: int | None = None
+    backfill_id: int | None = None
 
     @property
     def authenticated(self) -> bool:
-        return self.token_id is not None
+        return self.token_id is not None or self.run_id is not None
+
+    def may_launch(self, job_name: str) -> bool:
+        return self.jobs is None or job_name in self.jobs
 
 
 ANONYMOUS_ADMIN = Principal(name=None, role=Role.ADMIN)
 """The principal of every request under ``--auth none`` (loopback only)."""
 
 
-def actor_of(principal: Principal | None, run_id: str | None) -> str | None:
-    """What is recorded as the creator of what a request does.
+def actor_of(principal: Principal | None) -> str | None:
+    """What is recorded as the creator of what a request does: the token's name.
 
-    The token's name, and the run when a job launches through its client:
-    ``"ci-token (run run_12)"``; ``"run run_12"`` without auth; None without either.
+    For a run's credential, the name of the token that launched the run's backfill; the run
+    itself goes in an audit field of its own (see :func:`run_of`), never in this name.
     """
-    name = principal.name if principal is not None else None
-    run = f"run {run_id}" if run_id else None
-    if name and run:
-        return f"{name} ({run})"
-    return name or run
+    return principal.name if principal is not None else None
+
+
+def run_of(principal: Principal | None) -> str | None:
+    """The public id of the run a request comes from (only from a run credential)."""
+    if principal is None or principal.run_id is None:
+        return None
+    return f"run_{principal.run_id}"
 
 
 class RateLimiter:
@@ -68,6 +82,14 @@ class RateLimiter:
             if len(self._hits) > 10_000:
                 self._forget_idle(t - window_s)
             return True
+
+    def retry_after(self, bucket: str, caller: str, window_s: float, now: datetime) -> float:
+        """Seconds until the oldest hit of (bucket, caller) leaves the window (0 when none)."""
+        with self._lock:
+            hits = self._hits.get((bucket, caller))
+            if not hits:
+                return 0.0
+            return max(0.0, hits[0] + window_s - now.timestamp())
 
     def _forget_idle(self, horizon: float) -> None:
         for key in [k for k, v in self._hits.items() if not v or v[-1] <= horizon]:

@@ -7,6 +7,7 @@ from typing import assert_never
 
 import strawberry
 
+from backfiller.definitions.loading import Definitions
 from backfiller.ids import audit_id, encode_cursor, parse_token_id, token_id
 from backfiller.resolvers.commands import user_error
 from backfiller.resolvers.context import Info, check_page_size
@@ -84,6 +85,7 @@ def api_token_from_record(record: ApiTokenRecord, now: datetime) -> ApiToken:
         expires_at=record.expires_at,
         revoked_at=record.revoked_at,
         last_used_at=record.last_used_at,
+        jobs=[str(j) for j in record.jobs] if record.jobs is not None else None,
         _active=record.revoked_at is None and not expired,
     )
 
@@ -105,6 +107,7 @@ def audit_entry_from_record(record: AuditRecord) -> AuditEntry:
         codes=_codes(record.codes),
         message=record.message,
         request_id=record.request_id,
+        run_id=strawberry.ID(record.run_id) if record.run_id else None,
     )
 
 
@@ -138,6 +141,21 @@ def _name_errors(name: str) -> list[UserError]:
     return []
 
 
+def job_scope_errors(definitions: Definitions, jobs: list[str] | None) -> list[UserError]:
+    """A job scope names known jobs, at least one."""
+    if jobs is None:
+        return []
+    if not jobs:
+        message = "name at least one job, or leave `jobs` null for every job"
+        return [user_error(UserErrorCode.INVALID_ARGUMENT, message, ["jobs"])]
+    known = {job.name for job in definitions.jobs}
+    unknown = sorted({j for j in jobs if j not in known})
+    if unknown:
+        message = f"no such job: {', '.join(repr(j[:200]) for j in unknown[:10])}"
+        return [user_error(UserErrorCode.INVALID_ARGUMENT, message, ["jobs"])]
+    return []
+
+
 async def create_api_token(info: Info, input: CreateApiTokenInput) -> CreateApiTokenPayload:
     ctx = info.context
     errors = _name_errors(input.name)
@@ -151,6 +169,7 @@ async def create_api_token(info: Info, input: CreateApiTokenInput) -> CreateApiT
             errors.append(
                 user_error(UserErrorCode.INVALID_ARGUMENT, "must be in the future", ["expiresAt"])
             )
+    errors += job_scope_errors(ctx.definitions, input.jobs)
     if errors:
         return CreateApiTokenPayload(token=None, secret=None, user_errors=errors)
     new = NewToken(
@@ -158,6 +177,7 @@ async def create_api_token(info: Info, input: CreateApiTokenInput) -> CreateApiT
         role=stored_role(input.role),
         expires_at=input.expires_at,
         created_by=ctx.actor,
+        jobs=frozenset(input.jobs) if input.jobs is not None else None,
     )
     try:
         async with ctx.database.write() as session:

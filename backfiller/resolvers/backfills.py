@@ -29,6 +29,7 @@ from backfiller.resolvers.commands import (
 )
 from backfiller.resolvers.context import Context, Info, check_page_size
 from backfiller.resolvers.pages import cursor_value, page_info
+from backfiller.resolvers.policy import job_refusal
 from backfiller.resolvers.translate import backfill_from_record, backfill_state
 from backfiller.schema.backfills import Backfill, BackfillConnection, BackfillEdge
 from backfiller.schema.common import UserError, UserErrorCode
@@ -272,6 +273,11 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
                     ["include"],
                 )
             ],
+        )
+    refused = job_refusal(ctx.principal, parent.job_name)  # a job-scoped token
+    if refused is not None:
+        return RetryBackfillPayload(
+            backfill=None, user_errors=[user_error(refused.code, refused.message, refused.field)]
         )
     keys = [key_at(resolved, parent.order, space, p) for p in sorted(chosen)]
     new = _retry_of(parent, job.partitions.fingerprint(), keys, include, input, ctx.actor)

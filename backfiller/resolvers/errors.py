@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 from graphql import ExecutionResult as GraphQLExecutionResult
 from graphql import GraphQLError
@@ -23,7 +24,14 @@ class MaskUnexpectedErrors(SchemaExtension):
 
     def on_operation(self) -> Iterator[None]:
         yield
-        result = self.execution_context.result
+        self._mask_result(self.execution_context.result)
+
+    def on_stream_result(self, result: Any) -> Iterator[None]:
+        """Each result sent on a WebSocket (a subscription's events, a query's answer)."""
+        self._mask_result(result)
+        yield
+
+    def _mask_result(self, result: object) -> None:
         if not isinstance(result, GraphQLExecutionResult | ExecutionResult) or not result.errors:
             return
         context = self.execution_context.context
@@ -34,6 +42,8 @@ class MaskUnexpectedErrors(SchemaExtension):
     def _mask(error: GraphQLError, request_id: str) -> GraphQLError:
         from backfiller.resolvers.context import PublicError
 
+        if error.extensions and error.extensions.get("code") == "INTERNAL_ERROR":
+            return error  # masked already (a stream's last result passes twice)
         original = error.original_error
         if original is None or isinstance(original, PublicError):
             return error

@@ -9,6 +9,8 @@ from backfiller.ids import decode_cursor
 from backfiller.resolvers.context import PublicError
 from backfiller.schema.common import PageInfo
 
+INT64_MAX = 2**63 - 1
+
 
 class _Edge(Protocol):
     @property
@@ -18,9 +20,13 @@ class _Edge(Protocol):
 def cursor_value(kind: str, after: str | None) -> int | None:
     """The position inside an ``after`` cursor of ``kind``; a foreign cursor is refused."""
     try:
-        return decode_cursor(kind, after)
+        value = decode_cursor(kind, after)
     except ValueError:
-        raise PublicError("`after` is not a cursor of this list") from None
+        value = INT64_MAX + 1
+    if value is not None and not -INT64_MAX <= value <= INT64_MAX:
+        # Tampered (or from another list): a typed error, never a database overflow.
+        raise PublicError("`after` is not a cursor of this list")
+    return value
 
 
 def page_info(edges: Sequence[_Edge], has_next: bool, after: str | None) -> PageInfo:

@@ -7,7 +7,6 @@ these resolvers call it and translate its stored records to public types
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable, Sequence
 
 import strawberry
@@ -131,11 +130,9 @@ async def evaluate_trigger(info: Info, input: EvaluateTriggerInput) -> EvaluateT
         definition,
         actor=ctx.actor,
         dry_run=input.dry_run,
-        # The trigger acts as whoever pressed the button: it gets the caller's token.
-        client_factory=client_factory_for(
-            service_url(ctx.services.settings),
-            ctx.token or os.environ.get("BACKFILLER_TOKEN") or None,
-        ),
+        # The trigger acts as whoever pressed the button: it gets the caller's token, never
+        # the server's (without one, under --auth none, the server needs none).
+        client_factory=client_factory_for(service_url(ctx.services.settings), ctx.token),
     )
     evaluation = (await evaluations_from_records(ctx.services, [record]))[0]
     return EvaluateTriggerPayload(evaluation=evaluation, user_errors=[])

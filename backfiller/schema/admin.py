@@ -38,6 +38,10 @@ class ApiToken:
     last_used_at: datetime | None = strawberry.field(
         description="When it was last presented (updated at most once a minute)."
     )
+    jobs: list[str] | None = strawberry.field(
+        default=None,
+        description="The only jobs it may launch backfills of; null for every job.",
+    )
 
     @strawberry.field(description="Neither revoked nor expired (as of the request).")
     def active(self) -> bool:
@@ -79,6 +83,11 @@ class CreateApiTokenInput:
     role: ApiTokenRole
     expires_at: datetime | None = strawberry.field(
         default=None, description="When the token stops working; never when null."
+    )
+    jobs: list[str] | None = strawberry.field(
+        default=None,
+        description="Limit the token to launching backfills of these jobs (it may not "
+        "evaluate triggers then); every job when null.",
     )
 
 
@@ -131,6 +140,11 @@ class AuditEntry:
     codes: list[UserErrorCode] = strawberry.field(description="The codes of its `userErrors`.")
     message: str | None
     request_id: str | None
+    run_id: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="The run whose own credential made the request (its job's "
+        "`context.client`); `actor` is then the token that launched the run's backfill.",
+    )
 
 
 @strawberry.type

@@ -1,4 +1,11 @@
-"""Repositories of API tokens and of the audit log. They never commit."""
+"""Repositories of API tokens and of the audit log. They never commit.
+
+Why SHA-256 and not a password hash: a token is 256 bits from ``secrets`` (not chosen by a
+person), so there is no dictionary to try and no salt or slow hash (bcrypt, argon2) adds
+anything; a guess succeeds with probability 2**-256 whatever the speed of the hash. A fast,
+unsalted digest lets the lookup use a unique index, and the stored digest is useless to anyone
+who reads the table (finding a secret from it is a preimage attack on SHA-256).
+"""
 
 from __future__ import annotations
 
@@ -40,6 +47,8 @@ class NewToken:
     role: Role
     expires_at: datetime | None
     created_by: str | None
+    jobs: frozenset[str] | None = None
+    """The jobs it may launch; None for every job."""
 
 
 class TokenNameTaken(Exception):
@@ -65,6 +74,7 @@ class TokenRepository:
             expires_at=new.expires_at,
             revoked_at=None,
             last_used_at=None,
+            jobs=sorted(new.jobs) if new.jobs is not None else None,
         )
         self.session.add(record)
         try:
@@ -137,6 +147,7 @@ class AuditEntry:
     codes: Sequence[str]
     message: str | None
     request_id: str | None
+    run_id: str | None = None
 
 
 _INSERT_AUDIT = insert(table_of(AuditRecord))
@@ -156,6 +167,7 @@ def add_audit_entry(conn: Connection, entry: AuditEntry) -> None:
             "codes": list(entry.codes),
             "message": entry.message,
             "request_id": entry.request_id,
+            "run_id": entry.run_id,
         },
     )
 

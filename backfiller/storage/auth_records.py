@@ -62,6 +62,8 @@ class ApiTokenRecord(Base):
     expires_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
     last_used_at: Mapped[datetime | None]
+    jobs: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
+    """The names of the jobs this token may launch; null for every job."""
 
     __table_args__ = (
         # One active token per name; a revoked name may be reused.
@@ -90,5 +92,17 @@ class AuditRecord(Base):
     codes: Mapped[list[Any]] = mapped_column(JSON, default=list)
     message: Mapped[str | None] = mapped_column(Text)
     request_id: Mapped[str | None] = mapped_column(String(64))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    """The run whose own credential made the request (``run_12``); set only from one."""
 
     __table_args__ = (Index("ix_audit_log_at", "at"),)
+
+
+class SigningKeyRecord(Base):
+    """A random key that signs the credentials given to runs (created once, on first use)."""
+
+    __tablename__ = "signing_keys"
+
+    purpose: Mapped[str] = mapped_column(String(32), primary_key=True)
+    secret: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime]

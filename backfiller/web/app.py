@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -21,25 +22,48 @@ from strawberry.types.unset import UNSET, UnsetType
 from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
+from backfiller.web.headers import SecurityHeaders
 from backfiller.web.rest import RestApi
+from backfiller.web.sockets import (
+    CappedWebSocketAdapter,
+    GuardedTransportWSHandler,
+    OperationCounter,
+)
 from backfiller.web.ui_routes import ui_routes
 
 logger = logging.getLogger("backfiller.web")
 
 
 class PublicGraphQL(GraphQL[Context, None]):
-    """Strawberry's ASGI view with our per-request context."""
+    """Strawberry's ASGI view with our per-request context (per operation on a WebSocket)."""
+
+    websocket_adapter_class = CappedWebSocketAdapter
+    graphql_transport_ws_handler_class = GuardedTransportWSHandler
 
     def __init__(self, services: Services, **kwargs: Any) -> None:
-        super().__init__(build_schema(services.settings), **kwargs)
+        settings = services.settings
+        super().__init__(
+            build_schema(settings),
+            max_subscriptions_per_connection=settings.max_operations_per_socket,
+            **kwargs,
+        )
         self.services = services
+        self.max_message_bytes = settings.max_body_bytes
+        self.socket_operations = OperationCounter()
+
+    def decode_json(self, data: str | bytes) -> object:
+        try:
+            return json.loads(data)
+        except RecursionError:
+            # Nested deeper than the parser can go: bad JSON (400 on HTTP, 4400 on a socket).
+            raise json.JSONDecodeError("nested too deeply", "", 0) from None
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
         request_id = request.scope.get("state", {}).get("request_id") or uuid.uuid4().hex
         # The principal comes from the gate (backfiller.web.auth); the actor is its token's
-        # name, with the run of an `X-Backfiller-Run-Id` header when a job launches.
+        # name (a run's credential names the token that launched its backfill).
         return request_context(self.services, request.scope, request_id)
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
@@ -181,4 +205,6 @@ def create_app(services: Services) -> ASGIApp:
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
-    return RequestId(secure(BodyLimit(app, services.settings.max_body_bytes), services))
+    settings = services.settings
+    limited = BodyLimit(app, settings.max_body_bytes)
+    return RequestId(SecurityHeaders(secure(limited, services), settings))

@@ -7,8 +7,14 @@
   ``--auth none`` (loopback only) every request acts as an admin without a name.
   WebSocket clients that cannot set headers (browsers) send the token in the
   ``connection_init`` payload as ``{"Authorization": "Bearer <token>"}``.
-- CSRF: a request that a browser sends (it carries ``Origin``) must come from this server's
-  own origin or one of ``--cors-origin``; and an unsafe one (POST, ...) must have
+- DNS rebinding: every request (but ``/healthz``) must name an allowed host in ``Host``:
+  a loopback name (``localhost``, ``127.0.0.1``, ``[::1]``), the address the server binds, the
+  host of ``BACKFILLER_PUBLIC_URL`` or one of ``--allowed-host``. Under ``--auth none`` that
+  list is all there is; under ``--auth token`` without ``--allowed-host`` any host is answered
+  (a rebound page has no token to send).
+- CSRF: a request that a browser sends (it carries ``Origin``) must come from one of
+  ``--cors-origin`` or from the origin of an allowed host (never merely the one its ``Host``
+  header names); and an unsafe one (POST, ...) must have
   ``Content-Type: application/json``, a header a page on another origin can only send after a
   CORS preflight, which only configured origins pass. Mutations are never accepted over GET.
 - CORS headers are sent for the configured origins only.
@@ -26,17 +32,15 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.exceptions import ConnectionRejectionError
 
-from backfiller.config import AuthMode
-from backfiller.ids import parse_run_id
+from backfiller.config import AuthMode, Settings
 from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal, actor_of
-from backfiller.resolvers.auth import AuthFailure, authenticate
+from backfiller.resolvers.authentication import AuthFailure, authenticate
 from backfiller.resolvers.context import Context, Services
 
 logger = logging.getLogger("backfiller.auth")
 
 API_PREFIXES = ("/graphql", "/api/")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-RUN_ID_HEADER = "x-backfiller-run-id"
 PRINCIPAL_KEY = "principal"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost", "[::1]"})
 
@@ -74,14 +78,6 @@ def principal_of(scope: Scope) -> Principal | None:
     return found if isinstance(found, Principal) else None
 
 
-def run_id_of(headers: Headers) -> str | None:
-    """The run a request comes from, when a job's client says so (ignored when malformed)."""
-    value = headers.get(RUN_ID_HEADER)
-    if value is None or parse_run_id(value) is None:
-        return None
-    return value
-
-
 def request_context(services: Services, scope: Scope, request_id: str) -> Context:
     """The per-request context of an API request that passed the gate (GraphQL and REST)."""
     from backfiller.resolvers.source import StorageSource
@@ -90,7 +86,7 @@ def request_context(services: Services, scope: Scope, request_id: str) -> Contex
     return Context(
         services=services,
         source=StorageSource(services),
-        actor=actor_of(principal, run_id_of(Headers(scope=scope))),
+        actor=actor_of(principal),
         request_id=request_id,
         principal=principal,
         token=bearer_token(Headers(scope=scope)) if principal is not None else None,
@@ -100,32 +96,71 @@ def request_context(services: Services, scope: Scope, request_id: str) -> Contex
 async def accept_websocket(context: Context) -> None:
     """Authenticate a WebSocket from its ``connection_init`` payload when no header did.
 
+    A token in the payload is checked even under ``--auth none`` (as one in a header is).
+
     Raises:
         ConnectionRejectionError: no valid token (the socket closes with 4403).
     """
-    if context.principal is not None:
-        return
-    services = context.services
-    if services.settings.auth_mode is AuthMode.NONE:
-        context.principal = ANONYMOUS_ADMIN
-        return
+    if context.token:
+        return  # authenticated by its Authorization header, at the gate
     params = context.connection_params or {}
     token = bearer_token(params) if isinstance(params, dict) else None
     if not token:
+        if context.principal is ANONYMOUS_ADMIN:
+            return  # --auth none
         raise ConnectionRejectionError({"code": "UNAUTHENTICATED"})
+    services = context.services
     found = await authenticate(services, token, services.clock())
     if isinstance(found, AuthFailure):
         raise ConnectionRejectionError({"code": "UNAUTHENTICATED", "message": found.reason})
     context.principal = found
-    context.actor = actor_of(found, None)
+    context.actor = actor_of(found)
+    # The caller's own token: what a trigger it presses acts with (never the server's).
+    context.token = token
 
 
-def _same_origin(origin: str, headers: Headers, scheme: str) -> bool:
-    host = headers.get("host")
+def host_name(value: str) -> str:
+    """The host of a ``Host`` header or URL netloc, lowercased, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def allowed_hosts(settings: Settings) -> frozenset[str] | None:
+    """The host names this server answers to; None for any (token auth, none configured)."""
+    names = {host_name(h) for h in settings.allowed_hosts}
+    if settings.auth_mode is not AuthMode.NONE and not names:
+        return None
+    names |= {"localhost", "127.0.0.1", "::1"}
+    if settings.host not in ("0.0.0.0", "::", ""):
+        names.add(host_name(settings.host))
+    if settings.public_url:
+        names.add(host_name(urlsplit(settings.public_url).netloc))
+    return frozenset(names)
+
+
+def host_allowed(host: str | None, allowed: frozenset[str] | None) -> bool:
+    if allowed is None:
+        return True
     if not host:
         return False
+    name = host_name(host)
+    return name in allowed or (name.endswith(".localhost") and "localhost" in allowed)
+
+
+def origin_allowed(
+    origin: str, headers: Headers, cors: frozenset[str], hosts: frozenset[str] | None
+) -> bool:
+    """A configured origin, or this server's own: the ``Host`` it was asked for (http or
+    https), provided that host is itself allowed."""
+    if origin.rstrip("/") in cors:
+        return True
+    host = headers.get("host")
     parsed = urlsplit(origin)
-    return parsed.netloc.lower() == host.lower() and parsed.scheme in (scheme, scheme + "s")
+    if not host or parsed.scheme not in ("http", "https"):
+        return False
+    return parsed.netloc.lower() == host.lower() and host_allowed(parsed.netloc, hosts)
 
 
 def _unauthorized(path: str, message: str, token_given: bool) -> JSONResponse:
@@ -158,20 +193,24 @@ class AccessGate:
         settings = services.settings
         self.auth_mode = settings.auth_mode
         self.origins = frozenset(o.rstrip("/") for o in settings.cors_origins)
+        self.hosts = allowed_hosts(settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or not is_api_path(scope["path"]):
+        if scope["type"] not in ("http", "websocket") or scope["path"] == "/healthz":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        if not host_allowed(headers.get("host"), self.hosts):
+            logger.info("refused a request for host %r", headers.get("host"))
+            await self._deny(scope, receive, send, 421, "MISDIRECTED_REQUEST", "host not allowed")
+            return
+        if not is_api_path(scope["path"]):
+            await self.app(scope, receive, send)
+            return
         path: str = scope["path"]
         origin = headers.get("origin")
         # A browser sends its page's origin (http or https), for a WebSocket too.
-        if (
-            origin is not None
-            and origin.rstrip("/") not in self.origins
-            and not _same_origin(origin, headers, "http")
-        ):
+        if origin is not None and not origin_allowed(origin, headers, self.origins, self.hosts):
             await self._deny(scope, receive, send, 403, "FORBIDDEN", "origin not allowed")
             return
         if scope["type"] == "http":
@@ -250,7 +289,7 @@ def secure(app: ASGIApp, services: Services) -> ASGIApp:
             gated,
             allow_origins=origins,
             allow_methods=["GET", "POST", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "X-Backfiller-Run-Id"],
+            allow_headers=["Authorization", "Content-Type"],
             expose_headers=["X-Request-ID"],
             max_age=600,
         )

@@ -32,6 +32,7 @@ def settings_to_environment(settings: Settings) -> str:
 def settings_from_environment() -> Settings:
     raw: dict[str, Any] = json.loads(os.environ[SETTINGS_VARIABLE])
     raw["cors_origins"] = tuple(raw.get("cors_origins") or ())
+    raw["allowed_hosts"] = tuple(raw.get("allowed_hosts") or ())
     names = {f.name for f in dataclasses.fields(Settings)}
     return Settings(**{k: v for k, v in raw.items() if k in names})
 

@@ -7,6 +7,8 @@ from datetime import datetime
 
 from backfiller import Definitions, RunContext, StaticPartitions, job
 from backfiller.definitions.partitions import KeySpace
+from backfiller.definitions.requests import AllPartitions, BackfillRequest
+from backfiller.definitions.triggers import SkipReason, TriggerContext, trigger
 from backfiller.examples.quickstart import definitions as quickstart
 
 LEAK = "SELECT password FROM api_tokens WHERE 1=1 -- Traceback (most recent call last)"
@@ -24,4 +26,15 @@ def exploding(context: RunContext) -> None:
     """Never runs."""
 
 
-definitions = Definitions(jobs=[*quickstart.jobs, exploding], triggers=quickstart.triggers)
+@trigger
+def launch_as_caller(context: TriggerContext) -> SkipReason:
+    """Launches through its client, and says who that client acted as."""
+    launched = context.client.launch_backfill(
+        BackfillRequest(job="region_report", partitions=AllPartitions(), title="from a trigger")
+    )
+    return SkipReason(f"launched as {launched.creator}")
+
+
+definitions = Definitions(
+    jobs=[*quickstart.jobs, exploding], triggers=[*quickstart.triggers, launch_as_caller]
+)

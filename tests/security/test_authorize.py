@@ -145,7 +145,7 @@ async def test_audit_log_is_readable_by_admins_only(gql: GraphQLRunner) -> None:
 async def test_an_unknown_root_field_is_refused_even_to_admins(
     gql: GraphQLRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from backfiller.resolvers import auth
+    from backfiller.resolvers import policy as auth
 
     without_jobs = {
         root: {k: v for k, v in fields.items() if k != "jobs"}

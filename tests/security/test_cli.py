@@ -126,12 +126,19 @@ def test_token_lifecycle_through_the_cli(database_url: str) -> None:
     )  # fmt: skip
     reader = json.loads(as_json.stdout)
     assert reader["role"] == "viewer" and reader["expiresAt"] and reader["token"].startswith("bft_")
+    assert reader["jobs"] is None
+    scoped = backfiller(
+        "token", "create", "--name", "sales", "--role", "operator", "--job", "daily_sales",
+        "--job", "region_report", "--json", "--database", database_url,
+    )  # fmt: skip
+    assert json.loads(scoped.stdout)["jobs"] == ["daily_sales", "region_report"]
 
     listed = backfiller("token", "list", "--json", "--database", database_url)
     entries = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert [(e["name"], e["role"], e["state"]) for e in entries] == [
-        ("ci", "operator", "active"),
-        ("reader", "viewer", "active"),
+    assert [(e["name"], e["role"], e["state"], e["jobs"]) for e in entries] == [
+        ("ci", "operator", "active", None),
+        ("reader", "viewer", "active", None),
+        ("sales", "operator", "active", ["daily_sales", "region_report"]),
     ]
     assert secret not in listed.stdout and reader["token"] not in listed.stdout
 

@@ -80,6 +80,100 @@ def test_schemathesis_graphql(server: LiveServer, tokens: Tokens) -> None:
     assert len(seen) > 5
 
 
+def test_schemathesis_graphql_over_websocket(server: LiveServer, tokens: Tokens) -> None:
+    """The same generated operations over one WebSocket: answered, never an internal error."""
+    from websockets.exceptions import ConnectionClosed
+
+    from tests.security.sockets import Socket
+
+    introspection = graphql_sync(schema._schema, get_introspection_query()).data
+    assert introspection is not None
+    loaded = schemathesis.graphql.from_dict(introspection)
+    sockets = [Socket(server, tokens.admin)]
+    answered = 0
+
+    @FUZZ
+    @given(case=loaded.as_strategy())
+    def check(case: Any) -> None:
+        nonlocal answered
+        query = case.body if isinstance(case.body, str) else ""
+        try:
+            answer = sockets[-1].ask(query)
+        except ConnectionClosed as closed:
+            # The protocol closes a socket on a document that does not parse: 4400, no more.
+            assert closed.rcvd is not None and closed.rcvd.code == 4400, (query, closed)
+            sockets.append(Socket(server, tokens.admin))
+            return
+        answered += 1
+        text = json.dumps(answer)
+        assert "INTERNAL_ERROR" not in text and "Traceback" not in text, (query, text[:500])
+
+    try:
+        check()
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert answered > 5
+
+
+frames = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+
+
+@st.composite
+def socket_messages(draw: st.DrawFn) -> Any:
+    """Messages of the protocol, well-formed or not."""
+    kind = draw(st.sampled_from(["subscribe", "complete", "ping", "pong", "connection_init"]))
+    message: dict[str, Any] = {"type": draw(st.just(kind) | st.text(max_size=10))}
+    if draw(st.booleans()):
+        message["id"] = draw(st.text(max_size=10) | st.integers())
+    if draw(st.booleans()):
+        query = st.sampled_from(["{ apiVersion }", "{ me { name } }", "{", "subscription { x }"])
+        message["payload"] = draw(
+            st.fixed_dictionaries({"query": query | frames}, optional={"variables": frames})
+            | frames
+        )
+    return draw(st.just(message) | frames)
+
+
+def test_hostile_websocket_frames_close_cleanly(server: LiveServer, tokens: Tokens) -> None:
+    """Any frame after the handshake: an answer or a 44xx close, never an internal error, and
+    the server keeps answering."""
+    from websockets.exceptions import ConnectionClosed
+
+    from tests.security.sockets import Socket
+
+    sockets = [Socket(server, tokens.viewer)]
+
+    @FUZZ
+    @given(message=socket_messages())
+    def check(message: Any) -> None:
+        sock = sockets[-1]
+        try:
+            sock.ws.send(json.dumps(message))
+            sock.ws.send(json.dumps({"type": "ping"}))
+            while True:  # everything up to the pong that answers our ping
+                answer = json.loads(sock.ws.recv(timeout=20))
+                text = json.dumps(answer)
+                assert "INTERNAL_ERROR" not in text and "Traceback" not in text, (message, text)
+                if answer.get("type") == "pong":
+                    return
+        except ConnectionClosed as closed:
+            code = closed.rcvd.code if closed.rcvd else None
+            assert code is not None and 4400 <= code < 4500, (message, code)
+            sockets.append(Socket(server, tokens.viewer))
+
+    try:
+        check()
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+
+
 def test_schemathesis_rest(server: LiveServer, tokens: Tokens) -> None:
     document = httpx.get(
         f"{server.url}/api/v1/openapi.json", headers=bearer(tokens.admin), timeout=30

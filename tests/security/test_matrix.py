@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backfiller.resolvers.auth import FIELD_ROLES
+from backfiller.resolvers.policy import FIELD_ROLES
 from backfiller.storage.auth_records import Role
 from tests.security.conftest import Tokens, bearer, client_of, gql, row_counts
 from tests.security.operations import all_root_fields, operation_for
@@ -249,3 +249,62 @@ def test_a_malformed_authorization_header_is_401(secure_server: LiveServer) -> N
             headers={"Authorization": value},
         )
         assert response.status_code == 401, value
+
+
+def socket_codes(answer: dict[str, Any], field: str, is_mutation: bool) -> list[str]:
+    payload = answer["payload"]
+    if isinstance(payload, list):  # an `error` message: refused before it ran
+        return [e.get("extensions", {}).get("code") for e in payload]
+    return codes_of(payload, field, is_mutation)
+
+
+def run_credential(server: LiveServer, tokens: Tokens, url: str) -> str:
+    """The credential the daemon gives a run of a backfill the operator launched."""
+    from tests.security.test_run_credentials import credential_of_a_run
+
+    given = {"target": {"job": "daily_sales"}, "partitions": {"keys": ["2024-04-30"]}}
+    return credential_of_a_run(server, url, tokens.operator, given)
+
+
+def test_websocket_matrix(
+    secure_server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    """Every query, mutation and subscription over a WebSocket, for every role and for a run's
+    own credential (an operator): the same answers as over HTTP. Sockets without a valid token
+    are refused at ``connection_init``."""
+    from websockets.exceptions import ConnectionClosed
+
+    from tests.security.sockets import Socket
+
+    for who in ("none", "revoked", "expired"):
+        with pytest.raises((AssertionError, ConnectionClosed)):
+            Socket(secure_server, tokens.of(who))
+    helper = Helper(secure_server, tokens)
+    secrets = {w: tokens.of(w) for w in ("viewer", "operator", "admin")}
+    secrets["run"] = run_credential(secure_server, tokens, shared_database_url)
+    roles = {**ROLE_OF, "run": Role.OPERATOR}
+    fields = all_root_fields("Query", "Mutation", "Subscription")
+    for who, secret in secrets.items():
+        sock = Socket(secure_server, secret)
+        for root, field in fields:
+            is_mutation = root == "Mutation"
+            prepare = WORKING.get(field)
+            if root == "Subscription":
+                variables: dict[str, Any] | None = {"id": helper.backfill()}
+            else:
+                variables = prepare(helper) if prepare else None
+            op = operation_for(root, field, variables)
+            before = row_counts(shared_database_url)
+            codes = socket_codes(sock.ask(op.document, op.variables), field, is_mutation)
+            case = f"{root}.{field} as {who} over a socket: {codes}"
+            if roles[who].allows(least_role(root, field)):
+                assert not AUTH_CODES & set(codes), case
+                if prepare is not None:
+                    assert codes == [], case
+            else:
+                assert codes == ["FORBIDDEN"], case
+                after = row_counts(shared_database_url)
+                if is_mutation:
+                    before["audit_log"] += 1
+                assert after == before, case
+        sock.close()

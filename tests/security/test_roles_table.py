@@ -6,7 +6,7 @@ import pytest
 
 from backfiller.api import schema
 from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal
-from backfiller.resolvers.auth import FIELD_ROLES, decide
+from backfiller.resolvers.policy import FIELD_ROLES, decide
 from backfiller.schema.common import UserErrorCode
 from backfiller.storage.auth_records import Role
 

@@ -1,0 +1,55 @@
+"""Text no database can store: refused in arguments, escaped in what the server records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backfiller.resolvers.policy import Refusal
+from backfiller.schema.common import UserErrorCode
+
+
+def unstorable_text(value: Any, path: list[str]) -> list[str] | None:
+    """The path of a string no database can store (NUL, lone surrogates), if any.
+
+    PostgreSQL refuses NUL in text and JSON; neither database takes text that is not UTF-8.
+    Checked on the arguments of every root field, so no resolver meets such a string.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            return path
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = unstorable_text(item, [*path, str(key)])
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = unstorable_text(item, [*path, str(index)])
+            if found is not None:
+                return found
+    return None
+
+
+def check_text(kwargs: dict[str, Any]) -> Refusal | None:
+    for name, value in kwargs.items():
+        found = unstorable_text(value, [name])
+        if found is not None:
+            field = found[1:] if found[0] == "input" and len(found) > 1 else found
+            return Refusal(
+                UserErrorCode.INVALID_ARGUMENT,
+                "must not contain NUL characters or unpaired UTF-16 surrogates",
+                field,
+            )
+    return None
+
+
+def storable(text: str | None) -> str | None:
+    """``text`` as the database can keep it: NUL and unpaired surrogates escaped."""
+    if text is None:
+        return None
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")

@@ -1,0 +1,313 @@
+"""The WebSocket and loopback holes of issue 16, each against a live server and a real client."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.security.conftest import (
+    DEFS,
+    Tokens,
+    audit_entries_sync,
+    bearer,
+    client_of,
+    close_client,
+    gql,
+)
+from tests.security.defs import LEAK
+from tests.security.sockets import Socket
+from tests.support import LiveServer
+
+LAUNCH = """mutation($i: LaunchBackfillInput!) { launchBackfill(input: $i) {
+  backfill { id creator } userErrors { code message } } }"""
+CREATE = """mutation($i: CreateApiTokenInput!) { createApiToken(input: $i) {
+  secret token { id jobs } userErrors { code field } } }"""
+REVOKE = """mutation($i: RevokeApiTokenInput!) { revokeApiToken(input: $i) {
+  token { id } userErrors { code } } }"""
+REGION = {"target": {"job": "region_report"}, "partitions": {"all": True}}
+
+
+@pytest.fixture(scope="module")
+def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
+    # The server holds an admin token, as the docs' examples do: no caller may borrow it.
+    live = LiveServer(
+        shared_database_url,
+        DEFS,
+        auth="token",
+        extra=["--rate-limit", "0"],
+        env={"BACKFILLER_TOKEN": tokens.admin, "BACKFILLER_CLIENT_TIMEOUT": "1"},
+    )
+    yield live
+    close_client(live)
+    live.stop()
+
+
+def new_token(server: LiveServer, tokens: Tokens, name: str, **extra: Any) -> str:
+    given = {"name": name, "role": "OPERATOR", **extra}
+    found = gql(server, CREATE, {"i": given}, tokens.admin).json()["data"]["createApiToken"]
+    assert found["userErrors"] == [], found
+    secret: str = found["secret"]
+    return secret
+
+
+def token_id(server: LiveServer, tokens: Tokens, name: str) -> str:
+    query = "{ apiTokens(first: 100) { nodes { id name } } }"
+    nodes = gql(server, query, token=tokens.admin).json()["data"]["apiTokens"]["nodes"]
+    return next(str(n["id"]) for n in nodes if n["name"] == name)
+
+
+# -- 1. a dead token stops working on open sockets ---------------------------------------------
+
+
+def test_a_revoked_token_stops_working_on_an_open_socket(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    secret = new_token(server, tokens, "ws-revoked")
+    sock = Socket(server, secret)
+    assert sock.ask("{ me { name } }")["payload"]["data"] == {"me": {"name": "ws-revoked"}}
+    gql(server, REVOKE, {"i": {"id": token_id(server, tokens, "ws-revoked")}}, tokens.admin)
+    time.sleep(2.1)  # past the few seconds for which a socket's verdict on its token holds
+    before = len(
+        gql(server, "{ backfills { nodes { id } } }", token=tokens.admin).json()["data"][
+            "backfills"
+        ]["nodes"]
+    )
+    sock.send(LAUNCH, {"i": REGION})
+    assert sock.close_code() == 4401
+    after = gql(server, "{ backfills { nodes { id } } }", token=tokens.admin).json()
+    assert len(after["data"]["backfills"]["nodes"]) == before
+
+
+def test_an_expired_token_closes_its_socket(server: LiveServer, tokens: Tokens) -> None:
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    secret = new_token(server, tokens, "ws-expiring", expiresAt=soon)
+    sock = Socket(server, secret)
+    assert "data" in sock.ask("{ me { name } }")["payload"]
+    time.sleep(2.5)
+    sock.send("{ me { name } }")
+    assert sock.close_code() == 4401
+
+
+# -- 2. a request acts as its caller, never as the server ---------------------------------------
+
+
+def test_a_trigger_pressed_over_a_socket_acts_as_the_caller(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    secret = new_token(server, tokens, "ws-presser")
+    sock = Socket(server, secret)
+    answer = sock.ask(
+        """mutation { evaluateTrigger(input: {name: "launch_as_caller"}) {
+        evaluation { outcome skipReason } userErrors { code } } }"""
+    )
+    evaluation = answer["payload"]["data"]["evaluateTrigger"]["evaluation"]
+    assert evaluation["skipReason"] == "launched as ws-presser"  # not the server's "admin"
+    sock.close()
+
+
+# -- 5. every operation of a socket has its own context -----------------------------------------
+
+
+def test_operations_on_one_socket_are_audited_apart(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    secret = new_token(server, tokens, "ws-audited")
+    sock = Socket(server, secret)
+    refused = sock.send(CREATE, {"i": {"name": "not-allowed", "role": "ADMIN"}})
+    launched = sock.send(LAUNCH, {"i": REGION})
+    answers = {sock.answer(refused)["id"], sock.answer(launched)["id"]}
+    assert answers == {refused, launched}
+    mine = [e for e in audit_entries_sync(shared_database_url) if e.actor == "ws-audited"]
+    by_operation = {e.operation: e for e in mine}
+    assert by_operation["createApiToken"].outcome.value == "denied"
+    assert by_operation["createApiToken"].message is not None
+    assert "bf_" not in (by_operation["createApiToken"].message or "")
+    assert by_operation["createApiToken"].subject == "not-allowed"
+    assert by_operation["launchBackfill"].outcome.value == "succeeded"
+    assert by_operation["launchBackfill"].subject == "job region_report"
+    assert by_operation["createApiToken"].request_id != by_operation["launchBackfill"].request_id
+    sock.close()
+
+
+# -- 6. limits on sockets equal HTTP's ------------------------------------------------------------
+
+
+def test_a_message_over_the_body_limit_closes_the_socket_and_nothing_waits(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    sock = Socket(server, tokens.viewer)
+    huge = {"i": {**REGION, "description": "x" * 3_000_000}}
+    sock.send(LAUNCH, huge)
+    assert sock.close_code() == 1009
+    assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
+def test_operations_in_flight_are_capped_per_socket(server: LiveServer, tokens: Tokens) -> None:
+    launched = gql(server, LAUNCH, {"i": REGION}, tokens.operator).json()
+    backfill = launched["data"]["launchBackfill"]["backfill"]["id"]
+    sock = Socket(server, tokens.viewer)
+    watch = "subscription($id: ID!) { backfillProgress(id: $id) { status } }"
+    ids = [sock.send(watch, {"id": backfill}) for _ in range(26)]
+    errors: list[dict[str, Any]] = []
+    seen = 0
+    while seen < 27 and not errors:
+        message = json.loads(sock.ws.recv(timeout=20))
+        seen += 1
+        if message["type"] == "error":
+            errors.append(message)
+    assert errors and errors[0]["id"] == ids[-1]
+    sock.close()
+
+
+def test_unexpected_errors_are_masked_on_sockets(server: LiveServer, tokens: Tokens) -> None:
+    sock = Socket(server, tokens.viewer)
+    answer = sock.ask('{ job(name: "exploding") { name partitions { keys(first: 5) { nodes } } } }')
+    text = json.dumps(answer)
+    assert LEAK not in text and "Traceback" not in text
+    sock.close()
+
+
+def test_queries_refused_by_role_are_refused_before_running(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    sock = Socket(server, tokens.viewer)
+    answer = sock.ask("{ auditLog { nodes { id } } }")
+    payload = answer["payload"]
+    errors = payload if isinstance(payload, list) else payload["errors"]
+    codes = [e["extensions"]["code"] for e in errors]
+    assert codes == ["FORBIDDEN"]
+    sock.close()
+
+
+# -- 3. runs act with their own credential -------------------------------------------------------
+
+
+def test_the_run_header_changes_nothing_in_the_audit_log(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    gql(server, LAUNCH, {"i": REGION}, tokens.operator, headers={"X-Backfiller-Run-Id": "run_99"})
+    entries = audit_entries_sync(shared_database_url)
+    assert entries[-1].actor == "operator"
+    assert entries[-1].run_id is None
+
+
+# -- 7. smaller holes ---------------------------------------------------------------------------
+
+
+def test_pages_cannot_be_framed_or_sniffed(server: LiveServer) -> None:
+    for path in ("/ui/index.html", "/graphql/v1", "/healthz"):
+        response = httpx.get(f"{server.url}{path}", headers={"Accept": "text/html"}, timeout=10)
+        assert response.headers["x-frame-options"] == "DENY"
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+        assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_tampered_cursors_are_typed_errors(server: LiveServer, tokens: Tokens) -> None:
+    import base64
+
+    beyond = base64.urlsafe_b64encode(b"bf:9999999999999999999").decode().rstrip("=")
+    answer = gql(
+        server,
+        "query($a: String) { backfills(after: $a) { nodes { id } } }",
+        {"a": beyond},
+        tokens.viewer,
+    )
+    assert answer.status_code == 200
+    assert [e["extensions"]["code"] for e in answer.json()["errors"]] == ["INVALID_ARGUMENT"]
+    rest = client_of(server).get(
+        "/api/v1/backfills", params={"after": beyond}, headers=bearer(tokens.viewer)
+    )
+    assert rest.status_code in (400, 422), rest.text
+    assert "Traceback" not in rest.text
+
+
+def test_json_nested_too_deeply_is_a_400(server: LiveServer, tokens: Tokens) -> None:
+    body = '{"query": "{ apiVersion }", "variables": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    response = client_of(server).post(
+        "/graphql/v1",
+        content=body,
+        headers={"Content-Type": "application/json", **bearer(tokens.viewer)},
+    )
+    assert response.status_code == 400
+
+
+def test_a_client_that_sends_its_headers_slowly_is_cut_off(server: LiveServer) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
+        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        # ...and never the blank line that ends them: the server closes the connection.
+        assert conn.recv(1024) == b""
+
+
+# -- 8. tokens limited to some jobs --------------------------------------------------------------
+
+
+def test_a_token_scoped_to_jobs_launches_only_those(server: LiveServer, tokens: Tokens) -> None:
+    secret = new_token(server, tokens, "scoped", jobs=["region_report"])
+    allowed = gql(server, LAUNCH, {"i": REGION}, secret).json()["data"]["launchBackfill"]
+    assert allowed["userErrors"] == []
+    other = {"target": {"job": "daily_sales"}, "partitions": {"keys": ["2024-01-01"]}}
+    refused = gql(server, LAUNCH, {"i": other}, secret).json()["data"]["launchBackfill"]
+    assert [e["code"] for e in refused["userErrors"]] == ["FORBIDDEN"]
+    trigger = gql(
+        server,
+        'mutation { evaluateTrigger(input: {name: "launch_as_caller"}) { userErrors { code } } }',
+        token=secret,
+    ).json()["data"]["evaluateTrigger"]
+    assert [e["code"] for e in trigger["userErrors"]] == ["FORBIDDEN"]
+    unknown = gql(
+        server,
+        CREATE,
+        {"i": {"name": "bad-scope", "role": "OPERATOR", "jobs": ["nope"]}},
+        tokens.admin,
+    ).json()["data"]["createApiToken"]
+    assert unknown["userErrors"] == [{"code": "INVALID_ARGUMENT", "field": ["jobs"]}]
+
+
+# -- 4. DNS rebinding ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def open_server(shared_database_url: str) -> Iterator[LiveServer]:
+    """``--auth none`` on loopback, as ``backfiller dev`` runs, plus one configured host."""
+    live = LiveServer(
+        shared_database_url, DEFS, auth="none", extra=["--allowed-host", "backfiller.test"]
+    )
+    yield live
+    live.stop()
+
+
+def test_a_rebound_host_is_refused(open_server: LiveServer, shared_database_url: str) -> None:
+    evil = {"Host": "evil.example", "Origin": "http://evil.example"}
+    create = {"i": {"name": "rebound", "role": "ADMIN"}}
+    refused = httpx.post(
+        f"{open_server.url}/graphql/v1",
+        json={"query": CREATE, "variables": create},
+        headers=evil,
+        timeout=10,
+    )
+    assert refused.status_code == 421
+    # An allowed host with a foreign origin is refused too (the origin is not compared to Host).
+    foreign = httpx.post(
+        f"{open_server.url}/graphql/v1",
+        json={"query": CREATE, "variables": create},
+        headers={"Origin": "http://evil.example"},
+        timeout=10,
+    )
+    assert foreign.status_code == 403
+    assert httpx.get(f"{open_server.url}/ui/", headers={"Host": "evil.example"}).status_code == 421
+    configured = httpx.post(
+        f"{open_server.url}/graphql/v1",
+        json={"query": "{ apiVersion }"},
+        headers={"Host": "backfiller.test:80", "Origin": "http://backfiller.test:80"},
+        timeout=10,
+    )
+    assert configured.status_code == 200
+    names = [e.subject for e in audit_entries_sync(shared_database_url)]
+    assert "rebound" not in names
