@@ -31,7 +31,11 @@ from backfiller.schema.enums import (
     RunStatus,
     SkipReason,
 )
+from backfiller.storage.backfill_reads import BackfillRow
 from backfiller.storage.records import BackfillRecord, RunRecord
+
+Backfillish = BackfillRecord | BackfillRow
+"""A backfill as stored: an ORM record, or a Core row of the same columns."""
 
 
 def backfill_status(state: domain.BackfillState) -> BackfillStatus:
@@ -261,8 +265,8 @@ def event_kind(value: domain.EventKind) -> BackfillEventKind:
             assert_never(value)
 
 
-def counts_from_record(record: BackfillRecord) -> BackfillCounts:
-    return BackfillCounts(
+def counts_from_record(record: Backfillish) -> BackfillCounts:
+    return BackfillCounts.of(
         total=record.total,
         pending=record.pending,
         queued=record.queued,
@@ -274,7 +278,7 @@ def counts_from_record(record: BackfillRecord) -> BackfillCounts:
     )
 
 
-def selection_from_record(record: BackfillRecord) -> PartitionSelection:
+def selection_from_record(record: Backfillish) -> PartitionSelection:
     match record.selection_kind:
         case domain.SelectionKind.RANGE:
             assert record.range_start is not None and record.range_end is not None
@@ -289,7 +293,7 @@ def selection_from_record(record: BackfillRecord) -> PartitionSelection:
             assert_never(record.selection_kind)
 
 
-def backfill_from_record(record: BackfillRecord) -> Backfill:
+def backfill_from_record(record: Backfillish) -> Backfill:
     return Backfill(
         id=strawberry.ID(backfill_id(record.id)),
         title=record.title,

@@ -170,6 +170,16 @@ class Database:
         with self.write_engine.sync_engine.begin() as conn:
             return work(conn)
 
+    async def query(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work(connection)`` in a read-only transaction on a Core connection (rolled
+        back at the end): for the hot reads, in one trip into SQLAlchemy's synchronous core
+        and without building ORM records (as ``transact`` for writes)."""
+        return await greenlet_spawn(self._query, work)
+
+    def _query(self, work: Callable[[Connection], T]) -> T:
+        with self.read_engine.sync_engine.connect() as conn:
+            return work(conn)
+
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
         """A read-only transaction (rolled back at the end)."""
