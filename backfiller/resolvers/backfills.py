@@ -69,7 +69,9 @@ async def insert_backfill(
     now = ctx.now()
     for _ in range(3):
         try:
-            outcome = await ctx.database.transact(lambda conn: launch_once(conn, new, now, entry))
+            outcome = await ctx.database.transact_grouped(
+                lambda conn: launch_once(conn, new, now, entry)
+            )
         except IntegrityError:
             if new.idempotency_key is None:
                 raise
