@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from backfiller import Definitions, HourlyPartitions, RunContext, StaticPartitions, job
+from backfiller import (
+    DailyPartitions,
+    Definitions,
+    HourlyPartitions,
+    RunContext,
+    StaticPartitions,
+    job,
+)
 
 
 @job(partitions=HourlyPartitions(start="1900-01-01-00:00"))
@@ -15,4 +22,9 @@ def single(context: RunContext) -> None:
     """A no-op with one partition."""
 
 
-definitions = Definitions(jobs=[hourly_history, single])
+@job(partitions=DailyPartitions(start="2000-01-01"))
+def daily_history(context: RunContext) -> None:
+    """A no-op over the days since 2000-01-01 (the key-list benchmark's job)."""
+
+
+definitions = Definitions(jobs=[hourly_history, single, daily_history])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -55,8 +56,15 @@ class Server:
         self.proc.wait(10)
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 def start_server(database: Path, cache: bool, workers: int = 1) -> Server:
-    port = 18000 + (os.getpid() % 1000)
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "BACKFILLER_GRAPHQL_CACHE": "1" if cache else "0"}
     args = [
         sys.executable,

@@ -120,6 +120,7 @@ _DAY = 86400
 _MIN_YEAR = 1000
 _MAX_YEAR = 9998
 _PROBE_STEP = 3 * _DAY
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _MIN_INSTANT = int(datetime(_MIN_YEAR - 1, 12, 30, tzinfo=UTC).timestamp())
 _MAX_INSTANT = int(datetime(_MAX_YEAR, 12, 30, tzinfo=UTC).timestamp())
 _SUFFIX_RE = re.compile(r"([+-])(\d{2}):(\d{2})(?::(\d{2}))?$")
@@ -460,6 +461,58 @@ def _fast_pattern(fmt: str) -> tuple[re.Pattern[str], tuple[str, ...]] | None:
     return re.compile("".join(parts)), tuple(fields)
 
 
+@dataclass(frozen=True, slots=True)
+class _NumericFormat:
+    """A key format of fixed-width numbers and literals, read with one regex, no strptime.
+
+    Every field has a fixed width, so a text that matches is also the canonical spelling of
+    the values it holds (``strftime`` gives it back) whenever they form a valid datetime.
+    The attributes are the regex group of each field (None when the format has none).
+    """
+
+    pattern: re.Pattern[str]
+    year: int
+    month: int
+    day: int
+    hour: int | None
+    minute: int | None
+    second: int | None
+    time_groups: tuple[int, ...]  # the groups of hour, minute and second that there are
+
+    def read(self, text: str) -> tuple[int, int, int, int, int, int] | None:
+        """``(year, month, day, hour, minute, second)`` of ``text``, or None if no match."""
+        m = self.pattern.fullmatch(text)
+        if m is None:
+            return None
+        g = m.groups()
+        return (
+            int(g[self.year]),
+            int(g[self.month]),
+            int(g[self.day]),
+            0 if self.hour is None else int(g[self.hour]),
+            0 if self.minute is None else int(g[self.minute]),
+            0 if self.second is None else int(g[self.second]),
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _numeric_format(fmt: str) -> _NumericFormat | None:
+    fast = _fast_pattern(fmt)
+    if fast is None:
+        return None
+    where = {name: i for i, name in enumerate(fast[1])}
+    return _NumericFormat(
+        fast[0],
+        where["year"],
+        where["month"],
+        where["day"],
+        where.get("hour"),
+        where.get("minute"),
+        where.get("second"),
+        tuple(where[name] for name in ("hour", "minute", "second") if name in where),
+    )
+
+
 def _strptime(text: str, fmt: str) -> datetime:
     """``datetime.strptime`` with a fast path for zero-padded numeric formats."""
     fast = _fast_pattern(fmt)
@@ -508,6 +561,7 @@ class _Axis(abc.ABC):
     def __init__(self, tz: ZoneInfo, fmt: str) -> None:
         self.tz = tz
         self.fmt = fmt
+        self.numeric = _numeric_format(fmt)
 
     @abc.abstractmethod
     def first_period(self) -> int:
@@ -532,6 +586,20 @@ class _Axis(abc.ABC):
     @abc.abstractmethod
     def period_at(self, x: int) -> int | None:
         """Period starting at instant ``x`` (within generated range), or None."""
+
+    def period_of_key(self, key: str, lo: int, hi: int) -> int | None:
+        """Period whose window ``key`` names, or None when it names none (or is malformed).
+
+        ``[lo, hi)`` are window starts (instants) outside which the answer is None whatever
+        the key: the caller checks the period it gets against its own bounds too, and these
+        only stop a key far away from making a cron or hourly axis generate up to it. The
+        same answer as ``period_at(parse(key))`` within them; subclasses answer the common
+        keys without the zone arithmetic (a launch with a list of keys asks once per key).
+        """
+        x = self.parse(key)
+        if isinstance(x, str) or not lo <= x < hi:
+            return None
+        return self.period_at(x)
 
     def datetime_at(self, x: int) -> datetime:
         # UTC, not the zone: Python compares and subtracts datetimes sharing a tzinfo by wall
@@ -581,6 +649,7 @@ class _CalendarAxis(_Axis):
     def __init__(self, tz: ZoneInfo, fmt: str, start_bound: int) -> None:
         super().__init__(tz, fmt)
         self.start_bound = start_bound
+        self.iso = fmt == "%Y-%m-%d"
 
     @abc.abstractmethod
     def day_of(self, period: int) -> date: ...
@@ -636,6 +705,42 @@ class _CalendarAxis(_Axis):
     def period_at(self, x: int) -> int | None:
         p = self.floor(x)
         return p if self.start(p) == x else None
+
+    def period_of_key(self, key: str, lo: int, hi: int) -> int | None:
+        # Periods are numbered by the calendar, so a key's period follows from its date alone:
+        # no zone arithmetic. Window starts grow with the period, so "the window starting at
+        # the key's instant" is this period whenever the key is canonical and aligned.
+        if self.iso:
+            # The default format: the C parser, and a canonical key is what it reads back to.
+            try:
+                day = date.fromisoformat(key)
+            except ValueError:
+                return super().period_of_key(key, lo, hi)
+            if day.isoformat() == key:
+                if not _MIN_YEAR <= day.year <= _MAX_YEAR or self.misalignment(day):
+                    return None
+                return self.period_of_day(day)
+            return super().period_of_key(key, lo, hi)
+        numeric = self.numeric
+        m = None if numeric is None else numeric.pattern.fullmatch(key)
+        if m is None:
+            return super().period_of_key(key, lo, hi)  # a non-numeric format, or no match
+        # Read inline rather than with numeric.read: this runs once per key of a key list.
+        assert numeric is not None
+        g = m.groups()
+        for i in numeric.time_groups:
+            if g[i] != "00":
+                return None
+        year = int(g[numeric.year])
+        if not _MIN_YEAR <= year <= _MAX_YEAR:
+            return None
+        try:
+            day = date(year, int(g[numeric.month]), int(g[numeric.day]))
+        except ValueError:
+            return None
+        if self.misalignment(day) is not None:
+            return None
+        return self.period_of_day(day)
 
 
 class _DailyAxis(_CalendarAxis):
@@ -706,6 +811,7 @@ class _HourlyAxis(_Axis):
         self.table: tuple[list[int], list[int], list[int]] = ([origin], [_residue(tz, origin)], [0])
         self.covered_year = _utc_year(origin) - 1
         self.covered = origin
+        self.last_offset = _offset(tz, origin)  # a guess for period_of_key
         self.lock = threading.Lock()
         self._extend_to(origin)
 
@@ -776,6 +882,34 @@ class _HourlyAxis(_Axis):
         if x < self.origin or (x + _offset(self.tz, x)) % _HOUR:
             return None
         return self.count(x)
+
+    def period_of_key(self, key: str, lo: int, hi: int) -> int | None:
+        # An unsuffixed key names the first occurrence of its wall time. Guess its instant
+        # with the offset of the previous key (keys of a list are mostly near each other),
+        # then check the guess with one conversion: a wall time that reads back the same,
+        # first occurrence, is the key's window start. Anything else takes the full parse.
+        fields = None if self.numeric is None else self.numeric.read(key)
+        if fields is None:
+            return super().period_of_key(key, lo, hi)  # a suffixed key, a non-numeric format
+        year, month, day, hour, minute, second = fields
+        if minute or second or not _MIN_YEAR <= year <= _MAX_YEAR:
+            return None
+        try:
+            wall = datetime(year, month, day, hour)
+        except ValueError:
+            return None
+        local = (wall.toordinal() - _EPOCH_ORDINAL) * _DAY + wall.hour * _HOUR
+        offset = self.last_offset
+        for _ in range(2):
+            x = local - offset
+            seen = datetime.fromtimestamp(x, self.tz)
+            if seen.replace(tzinfo=None) == wall and not seen.fold:
+                self.last_offset = offset
+                return self.count(x) if lo <= x < hi and x >= self.origin else None
+            off = seen.utcoffset()
+            assert off is not None
+            offset = off.days * _DAY + off.seconds
+        return super().period_of_key(key, lo, hi)
 
 
 def _cron_fields(expr: str) -> list[str]:
@@ -933,14 +1067,17 @@ class _TimeKeySpace:
     def _period(self, key: str) -> int | None:
         if not isinstance(key, str) or self._hi == self._lo:
             return None
-        x = self._axis.parse(key)
-        if isinstance(x, str) or not self._start_lo <= x < self._start_hi:
-            return None
-        return self._axis.period_at(x)
+        # Window starts grow with the period, so [lo, hi) of periods is [start_lo, start_hi)
+        # of instants.
+        p = self._axis.period_of_key(key, self._start_lo, self._start_hi)
+        return p if p is not None and self._lo <= p < self._hi else None
 
     def index_of(self, key: str) -> int | None:
-        p = self._period(key)
-        return None if p is None else p - self._lo
+        # _period inlined: a launch with a list of keys calls this once per key.
+        if not isinstance(key, str) or self._hi == self._lo:
+            return None
+        p = self._axis.period_of_key(key, self._start_lo, self._start_hi)
+        return p - self._lo if p is not None and self._lo <= p < self._hi else None
 
     def keys(self, start: int, stop: int) -> list[str]:
         n = self._hi - self._lo

@@ -322,8 +322,7 @@ async def list_backfills(
             job_name=filter.job,
             tag=tag,
         )
-    async with ctx.database.read() as session:
-        records = await BackfillRepository(session).page(query, limit + 1, before_id)
+    records = await ctx.source.backfill_page(query, limit + 1, before_id)
     page = records[:limit]
     edges = [
         BackfillEdge(cursor=encode_cursor("bf", r.id), node=backfill_from_record(r)) for r in page

@@ -15,7 +15,7 @@ from backfiller.ids import parse_backfill_id
 from backfiller.resolvers.context import Info, PublicError
 from backfiller.resolvers.translate import backfill_from_record
 from backfiller.schema.subscriptions import BackfillProgress
-from backfiller.storage.repositories import BackfillRepository
+from backfiller.storage.backfill_reads import backfill_row
 
 POLL_SECONDS = 0.5
 
@@ -29,8 +29,7 @@ async def backfill_progress(
         raise PublicError(f"no backfill has id {id!r}", code="NOT_FOUND")
     seen: int | None = None
     while True:
-        async with info.context.database.read() as session:
-            record = await BackfillRepository(session).get(pk)
+        record = await info.context.database.query(lambda conn: backfill_row(conn, pk))
         if record is None:
             raise PublicError(f"no backfill has id {id!r}", code="NOT_FOUND")
         ended = record.status.is_terminal

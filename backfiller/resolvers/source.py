@@ -47,8 +47,10 @@ from backfiller.schema.backfills import (
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
 from backfiller.services.selections import key_space_of, stored_selection
+from backfiller.storage.backfill_reads import BackfillRow, backfill_row, backfill_rows
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
+    BackfillQuery,
     BackfillRepository,
     EventRepository,
     PartitionStateRepository,
@@ -78,9 +80,16 @@ class StorageSource:
         return first
 
     async def backfill(self, pk: int) -> Backfill | None:
-        async with self.database.read() as session:
-            record = await BackfillRepository(session).get(pk)
-        return backfill_from_record(record) if record else None
+        row = await self.services.database.query(lambda conn: backfill_row(conn, pk))
+        return backfill_from_record(row) if row else None
+
+    async def backfill_page(
+        self, query: BackfillQuery, limit: int, before_id: int | None
+    ) -> list[BackfillRow]:
+        """Up to ``limit`` backfills, newest first, below ``before_id`` (rows, not records)."""
+        return await self.services.database.query(
+            lambda conn: backfill_rows(conn, query, limit, before_id)
+        )
 
     async def backfill_retries(self, pk: int) -> list[Backfill]:
         async with self.database.read() as session:

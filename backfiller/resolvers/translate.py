@@ -33,7 +33,11 @@ from backfiller.schema.enums import (
     SkipReason,
 )
 from backfiller.services.selections import stored_selection
+from backfiller.storage.backfill_reads import BackfillRow
 from backfiller.storage.records import BackfillRecord, RunRecord
+
+Backfillish = BackfillRecord | BackfillRow
+"""A backfill as stored: an ORM record, or a Core row of the same columns."""
 
 
 def backfill_status(state: domain.BackfillState) -> BackfillStatus:
@@ -263,8 +267,8 @@ def event_kind(value: domain.EventKind) -> BackfillEventKind:
             assert_never(value)
 
 
-def counts_from_record(record: BackfillRecord) -> BackfillCounts:
-    return BackfillCounts(
+def counts_from_record(record: Backfillish) -> BackfillCounts:
+    return BackfillCounts.of(
         total=record.total,
         pending=record.pending,
         queued=record.queued,
@@ -291,11 +295,11 @@ def public_selection(selection: Selection) -> PartitionSelection:
             assert_never(selection.kind)
 
 
-def selection_from_record(record: BackfillRecord) -> PartitionSelection:
+def selection_from_record(record: Backfillish) -> PartitionSelection:
     return public_selection(stored_selection(record))
 
 
-def backfill_from_record(record: BackfillRecord) -> Backfill:
+def backfill_from_record(record: Backfillish) -> Backfill:
     return Backfill(
         id=strawberry.ID(backfill_id(record.id)),
         title=record.title,

@@ -375,7 +375,7 @@ async def create_backfill(
 
     for _ in range(LAUNCH_ATTEMPTS):
         try:
-            outcome = await backend.database.transact(write)
+            outcome = await backend.database.transact_grouped(write)
         except IdempotencyConflict:
             continue  # another request inserted this key first: the next attempt finds it
         if isinstance(outcome, BackfillRecord):

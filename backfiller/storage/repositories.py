@@ -9,10 +9,8 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
-    and_,
     bindparam,
     delete,
-    exists,
     func,
     insert,
     select,
@@ -204,31 +202,6 @@ class BackfillRepository:
             select(BackfillRecord).where(BackfillRecord.id.in_(ids))
         )
         return {r.id: r for r in result.scalars()}
-
-    async def page(
-        self, query: BackfillQuery, limit: int, before_id: int | None
-    ) -> list[BackfillRecord]:
-        """Newest first; keyset pagination on the id."""
-        stmt = select(BackfillRecord).order_by(BackfillRecord.id.desc()).limit(limit)
-        if before_id is not None:
-            stmt = stmt.where(BackfillRecord.id < before_id)
-        if query.statuses:
-            stmt = stmt.where(BackfillRecord.status.in_(list(query.statuses)))
-        if query.job_name is not None:
-            stmt = stmt.where(BackfillRecord.job_name == query.job_name)
-        if query.tag is not None:
-            key, value = query.tag
-            stmt = stmt.where(
-                exists().where(
-                    and_(
-                        BackfillTagRecord.backfill_id == BackfillRecord.id,
-                        BackfillTagRecord.key == key,
-                        BackfillTagRecord.value == value,
-                    )
-                )
-            )
-        result = await self.session.execute(stmt)
-        return list(result.scalars())
 
     async def children(self, pk: int) -> list[BackfillRecord]:
         result = await self.session.execute(

@@ -536,3 +536,32 @@ def test_cron_properties(zone: str, anchor: date, shift: int, expr: str) -> None
         ]
         got = [int(w[0].timestamp()) for w in windows if w is not None]
         assert got == expected[:-1]
+
+
+def near_misses(key: str) -> list[str]:
+    """Strings next to a key: other digits, other offsets, non-canonical spellings."""
+    out = [key + "+00:00", key + "-05:00", key[:-1], key + "0", " " + key, key.replace("-", "/")]
+    for i, ch in enumerate(key):
+        if ch.isdigit():
+            for digit in ("0", "1", "3", "9"):
+                out.append(key[:i] + digit + key[i + 1 :])
+    return out
+
+
+@PROPS
+@given(ranges(), st.data())
+def test_index_of_is_the_position_in_the_list_of_keys(
+    case: tuple[str, str, int, datetime, datetime], data: st.DataObject
+) -> None:
+    """index_of (which reads numeric keys without strptime or zone arithmetic) answers what a
+    scan of the space's keys answers, for keys, keys of a wider space and near misses."""
+    cadence, zone, param, start, end = case
+    space = make(cadence, start, end, zone, param).key_space(NOW)
+    wide = make(cadence, start - timedelta(days=3), end + timedelta(days=3), zone, param)
+    wide_keys = all_keys(wide.key_space(NOW))
+    keys = all_keys(space)
+    position = {key: i for i, key in enumerate(keys)}
+    picked = data.draw(st.lists(st.sampled_from(wide_keys), max_size=6)) if wide_keys else []
+    for key in picked:
+        for candidate in [key, *near_misses(key)]:
+            assert space.index_of(candidate) == position.get(candidate), candidate
