@@ -32,6 +32,9 @@ class Settings:
     max_query_cost: int = 20_000
     launch_rate_limit: int = 120
     rate_limit_window_seconds: float = 60.0
+    # /metrics without a token on this port of `metrics_host` (loopback), besides the API's.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

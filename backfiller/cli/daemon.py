@@ -69,6 +69,19 @@ LeaseOption = Annotated[
 ]
 
 
+MetricsPortOption = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        envvar="BACKFILLER_METRICS_PORT",
+        help="Serve /metrics (the daemon's and its workers'), /healthz and /readyz here.",
+    ),
+]
+MetricsHostOption = Annotated[
+    str, typer.Option("--metrics-host", help="Address of --metrics-port (loopback by default).")
+]
+
+
 @dataclasses.dataclass(frozen=True)
 class DaemonOptions:
     target: str
@@ -77,6 +90,8 @@ class DaemonOptions:
     api_url: str | None
     grace_seconds: float
     lease_timeout: float
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -94,8 +109,10 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
     # Imported here so that `backfiller --help` and the client commands start fast.
     from backfiller.daemon import Daemon, DaemonSettings
     from backfiller.launchers import LocalLauncher
+    from backfiller.observability.exposition import prepare_worker_metrics
     from backfiller.storage import Database
 
+    prepare_worker_metrics()  # before the workers start: they inherit where to record
     launcher = LocalLauncher(
         options.target,
         options.workers,
@@ -109,7 +126,11 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
         lease_timeout_seconds=options.lease_timeout,
         shutdown_grace_seconds=options.grace_seconds,
     )
-    return Daemon(Database(database_url), defs, launcher, settings, api_url=options.api_url)
+    daemon = Daemon(Database(database_url), defs, launcher, settings, api_url=options.api_url)
+    from backfiller.observability.daemon_ops import observe_daemon
+
+    observe_daemon(daemon, options.metrics_port, options.metrics_host)
+    return daemon
 
 
 async def run_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> None:
@@ -135,6 +156,8 @@ def daemon(
     api_url: ApiUrlOption = None,
     grace_seconds: GraceOption = 5.0,
     lease_timeout: LeaseOption = 30.0,
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = "127.0.0.1",
 ) -> None:
     """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
     configure_logging()
@@ -143,7 +166,9 @@ def daemon(
     target = definitions or EXAMPLE_DEFINITIONS
     defs = definitions_or_exit(target)
     url = prepare_database(database)
-    options = DaemonOptions(target, workers, max_runs, api_url, grace_seconds, lease_timeout)
+    options = DaemonOptions(
+        target, workers, max_runs, api_url, grace_seconds, lease_timeout, metrics_port, metrics_host
+    )
     asyncio.run(run_daemon(url, defs, options))
 
 

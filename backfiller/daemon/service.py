@@ -15,6 +15,7 @@ from backfiller.daemon.ticks import DaemonState, Limits, TickReport
 from backfiller.daemon.triggers import TICK_SECONDS, TriggerRunner
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import Launcher, LauncherEvent, RunFinished, RunLogs, RunStarted
+from backfiller.observability import daemon_metrics
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository
 
@@ -90,6 +91,7 @@ class Daemon:
 
     def _count(self, report: TickReport) -> TickReport:
         self.totals = self.totals + report
+        daemon_metrics.observe_report(report)
         return report
 
     async def write_results(self) -> TickReport:
@@ -97,6 +99,7 @@ class Daemon:
         self._unwritten = []
         if not batch:
             return TickReport()
+        daemon_metrics.observe_launcher_events(batch)
         try:
             report = await ticks.record_results(
                 self.database, self.definitions, self.clock, self.launcher, self.state, batch

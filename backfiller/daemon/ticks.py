@@ -32,6 +32,7 @@ from backfiller.launchers.base import (
     RunStarted,
     RunTask,
 )
+from backfiller.observability import daemon_metrics
 from backfiller.planning import keys_between
 from backfiller.storage import Database
 from backfiller.storage.execution import (
@@ -264,6 +265,7 @@ async def launch_runs(
             want = min(share, room)
             tasks = await _claim(database, clock, state, record, job, pinned, want, report)
             if tasks:
+                daemon_metrics.runs_submitted(t.run_id for t in tasks)
                 launcher.submit(tasks)
                 room -= len(tasks)
                 report.claimed += len(tasks)
@@ -286,6 +288,7 @@ async def _claim(
     report: TickReport,
 ) -> list[RunTask]:
     now = clock()
+    began = time.perf_counter()
     try:
         async with database.write() as session:
             claimed = await ExecutionRepository(session).claim_slots(
@@ -307,6 +310,7 @@ async def _claim(
         logger.info("claim of backfill %s hit a transient error: %s", record.id, exc)
         report.conflicts += 1
         return []
+    daemon_metrics.observe_claim(time.perf_counter() - began)
     tags = {**dict(job.tags), **{str(k): str(v) for k, v in record.tags}}
     tasks: list[RunTask] = []
     for c in claimed:

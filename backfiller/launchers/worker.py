@@ -149,6 +149,9 @@ def run_worker(conn: Connection, options: WorkerOptions, parent_pid: int) -> Non
             sys.path.insert(0, entry)
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
+    from backfiller.observability import worker_metrics
+
+    worker_metrics.start()  # first: before anything imports prometheus_client here
     try:
         _serve(conn, options, parent_pid)
     except Terminated:
@@ -156,6 +159,8 @@ def run_worker(conn: Connection, options: WorkerOptions, parent_pid: int) -> Non
 
 
 def _serve(conn: Connection, options: WorkerOptions, parent_pid: int) -> None:
+    from backfiller.observability import worker_metrics
+
     sender = _Sender(conn)
     current: list[_RunLogHandler | None] = [None]
     threading.Thread(target=_watch_parent, args=(parent_pid, current), daemon=True).start()
@@ -178,7 +183,9 @@ def _serve(conn: Connection, options: WorkerOptions, parent_pid: int) -> None:
         assert isinstance(task, RunTask)
         handler = _RunLogHandler(task.run_id, sender)
         current[0] = handler
+        began = worker_metrics.run_started()
         outcome, message, trace = _execute(definitions, task, handler, options)
+        worker_metrics.run_finished(task.job_name, outcome, began)
         current[0] = None
         sender.send(("done", task.run_id, outcome.value, message, trace, handler.final_lines()))
 

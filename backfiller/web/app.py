@@ -21,6 +21,7 @@ from strawberry.types.unset import UNSET, UnsetType
 from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
+from backfiller.web.operations import Operations
 from backfiller.web.rest import RestApi
 from backfiller.web.ui_routes import ui_routes
 
@@ -181,4 +182,6 @@ def create_app(services: Services) -> ASGIApp:
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
-    return RequestId(secure(BodyLimit(app, services.settings.max_body_bytes), services))
+    return Operations(
+        RequestId(secure(BodyLimit(app, services.settings.max_body_bytes), services)), services
+    )
