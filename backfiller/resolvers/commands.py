@@ -18,6 +18,7 @@ from backfiller.planning import (
     resolve_selection,
 )
 from backfiller.resolvers.context import Context
+from backfiller.resolvers.notifications import fingerprint_of, notify_errors, webhooks_of
 from backfiller.resolvers.translate import order_of, reprocess_of
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.inputs import LaunchBackfillInput
@@ -178,7 +179,7 @@ async def command_from_input(
     parent_id: int | None = None,
 ) -> LaunchCommand | list[UserError]:
     """Validate ``input`` against the definitions and the database; translate it."""
-    errors = scalar_errors(input)
+    errors = scalar_errors(input) + notify_errors(input.notify)
     job_name = input.target.job if _given(input.target.job) else None
     job = ctx.definitions.get_job(job_name) if job_name else None
     if job is None:
@@ -238,6 +239,8 @@ async def command_from_input(
         "title": title,
         "description": description,
     }
+    if input.notify:  # absent otherwise: fingerprints of earlier launches stay the same
+        normalized["notify"] = fingerprint_of(input.notify)
     new = NewBackfill(
         job_name=job.name,
         selection_kind=selection.kind,
@@ -258,5 +261,6 @@ async def command_from_input(
         request_fingerprint=request_fingerprint(normalized),
         creator=creator if creator is not None else ctx.actor,
         parent_id=parent_id,
+        notify=webhooks_of(input.notify),
     )
     return LaunchCommand(job=job, space=space, resolved=resolved, new=new)

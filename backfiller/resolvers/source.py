@@ -18,6 +18,7 @@ from backfiller.planning import (
 )
 from backfiller.resolvers.context import PublicError
 from backfiller.resolvers.ids import encode_cursor
+from backfiller.resolvers.notifications import notifications_page
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
     backfill_from_record,
@@ -46,6 +47,7 @@ from backfiller.schema.backfills import (
 )
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
+from backfiller.schema.notifications import NotificationConnection
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillRepository,
@@ -258,6 +260,11 @@ class StorageSource:
             edges=edges,
             page_info=page_info(edges, len(records) > limit, after),
         )
+
+    async def backfill_notifications(
+        self, pk: int, first: int, after: str | None
+    ) -> NotificationConnection:
+        return await notifications_page(self.database, pk, self._limit(first), after)
 
     async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection:
         limit = self._limit(first)

@@ -301,5 +301,8 @@ class DaemonLeaseRecord(Base):
 # Access-control records live in their own module; importing it registers them on Base.
 from backfiller.storage import auth_records as _auth_records  # noqa: E402, F401
 
+# Notification records live in their own module; importing it registers them on Base.
+from backfiller.storage import notification_records as _notification_records  # noqa: E402, F401
+
 # Trigger records live in their own module; importing it registers them on Base.
 from backfiller.storage import trigger_records as _trigger_records  # noqa: E402, F401

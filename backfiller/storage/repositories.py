@@ -31,6 +31,7 @@ from backfiller.domain import (
     SlotState,
 )
 from backfiller.storage.auth import AuditEntry, add_audit_entry
+from backfiller.storage.notifications import WebhookTarget, add_webhooks
 from backfiller.storage.records import (
     BackfillEventRecord,
     BackfillRecord,
@@ -90,6 +91,7 @@ class NewBackfill:
     request_fingerprint: str
     creator: str | None
     parent_id: int | None = None
+    notify: tuple[WebhookTarget, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +148,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
     pk: int = conn.execute(_INSERT_BACKFILL, values).scalar_one()
     if new.tags:
         conn.execute(_INSERT_TAG, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
+    add_webhooks(conn, pk, new.notify)
     conn.execute(INSERT_EVENT, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
     return BackfillRecord(id=pk, **values)
 
