@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 from dataclasses import replace
@@ -147,11 +146,9 @@ def prepare_database(url: str | None) -> str:
 
 
 def configure_logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    from backfiller.observability.logs import configure
+
+    configure(level)  # --log-format / $BACKFILLER_LOG_FORMAT, context fields, no secrets
 
 
 @app.command()

@@ -35,6 +35,7 @@ from backfiller.notify.events import (
     webhook_event_of,
 )
 from backfiller.notify.payloads import build_payload
+from backfiller.observability import logs
 from backfiller.storage.notification_records import NotificationRecord
 from backfiller.storage.notifications import (
     Attempt,
@@ -182,6 +183,10 @@ class Notifier:
         return self._client
 
     async def _deliver(self, n: NotificationRecord) -> None:
+        with logs.bound(backfill_id=f"bf_{n.backfill_id}"):
+            await self._attempt(n)
+
+    async def _attempt(self, n: NotificationRecord) -> None:
         attempt = n.attempts + 1
         body = json.dumps(n.payload, separators=(",", ":")).encode()
         headers = signing.headers(

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from graphql import GraphQLError
 from prometheus_client import Counter, Gauge, Histogram
 from strawberry.extensions import SchemaExtension
 
-from backfiller.observability import db_metrics
+from backfiller.observability import db_metrics, logs
 
 ROUTES = ("graphql", "rest", "health", "metrics", "ui", "other")
 METHODS = frozenset({"GET", "HEAD", "POST", "OPTIONS", "PUT", "PATCH", "DELETE"})
@@ -115,8 +115,20 @@ def _error_code(exc: BaseException) -> str | None:
 
 
 class OperationMetrics(SchemaExtension):
-    """Times every root field and counts its outcome. Put it first among the extensions, so
-    that it also sees the refusals of the access extension."""
+    """Times every root field and counts its outcome; binds the request's id and actor to
+    the log lines of the operation. Put it first among the extensions, so that it also sees
+    the refusals of the access extension."""
+
+    def on_execute(self) -> Iterator[None]:
+        context = self.execution_context.context
+        token = logs.bind(
+            request_id=getattr(context, "request_id", None) or None,
+            actor=getattr(context, "actor", None),
+        )
+        try:
+            yield
+        finally:
+            logs.unbind(token)
 
     def resolve(
         self, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any

@@ -13,6 +13,7 @@ HTTP request by route, and answers two paths itself:
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -22,6 +23,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backfiller.observability import api_metrics, exposition, health
 from backfiller.resolvers.context import Services
+
+access_logger = logging.getLogger("backfiller.access")
 
 
 class Operations:
@@ -55,7 +58,9 @@ class Operations:
             await self.app(scope, receive, send_status)
         finally:
             api_metrics.HTTP_IN_PROGRESS.dec()
-            api_metrics.observe_http(route, scope["method"], status, time.perf_counter() - began)
+            seconds = time.perf_counter() - began
+            api_metrics.observe_http(route, scope["method"], status, seconds)
+            _access_log(scope, status, seconds)
 
     async def _metrics(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = await self._refusal(Headers(scope=scope))
@@ -87,6 +92,27 @@ class Operations:
         checks.append(health.definitions_check(self.services.definitions))
         status, body = health.as_json(checks)
         await JSONResponse(body, status_code=status)(scope, receive, send)
+
+
+def _access_log(scope: Scope, status: int, seconds: float) -> None:
+    """One line per request, with its id and actor (never its headers or body)."""
+    if not access_logger.isEnabledFor(logging.INFO):
+        return
+    from backfiller.web.auth import principal_of
+
+    state = scope.get("state") or {}
+    principal = principal_of(scope)
+    access_logger.info(
+        "%s %s %d %.1f ms",
+        scope["method"],
+        scope["path"],
+        status,
+        seconds * 1000,
+        extra={
+            "request_id": state.get("request_id"),
+            "actor": principal.name if principal is not None else None,
+        },
+    )
 
 
 def _error(status: int, code: str, message: str) -> Response:
