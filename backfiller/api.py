@@ -19,6 +19,7 @@ from strawberry.schema.config import StrawberryConfig
 
 from backfiller.config import Settings
 from backfiller.ids import parse_backfill_id, parse_evaluation_id, parse_run_id
+from backfiller.observability.api_metrics import OperationMetrics
 from backfiller.resolvers import admin as admin_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
@@ -185,6 +186,7 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
         *MaxAliasesLimiter(max_alias_count=aliases).validation_rules,
     ]
     protective: list[Any] = [
+        OperationMetrics,
         lambda: AddValidationRules(rules),
         lambda: MaxTokensLimiter(max_token_count=tokens),
     ]

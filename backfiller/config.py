@@ -45,6 +45,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
     max_operations_per_socket: int = 25
     max_operations_per_token: int = 100
+    # /metrics without a token on this port of `metrics_host` (loopback), besides the API's.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

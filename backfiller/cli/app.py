@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(
@@ -14,6 +17,25 @@ app = typer.Typer(
 db_app = typer.Typer(help="Manage the database.", no_args_is_help=True)
 schema_app = typer.Typer(help="The public GraphQL schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+
+
+@app.callback()
+def _global_options(
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format",
+            envvar="BACKFILLER_LOG_FORMAT",
+            help="Log lines as json (one object per line) or text, for every command.",
+        ),
+    ] = "text",
+) -> None:
+    if log_format not in ("json", "text"):
+        raise typer.BadParameter("must be json or text", param_hint="--log-format")
+    # Read by every process this command starts (server and worker processes too).
+    os.environ["BACKFILLER_LOG_FORMAT"] = log_format
+
+
 app.add_typer(schema_app, name="schema")
 
 

@@ -34,6 +34,7 @@ from backfiller.definitions.loading import Definitions
 
 if TYPE_CHECKING:
     from backfiller.daemon import Daemon
+    from backfiller.notify.notifier import NotifierSettings
 
 WorkersOption = Annotated[
     int | None,
@@ -97,6 +98,41 @@ def default_results_dir(database_url: str) -> str:
     return str(Path(tempfile.gettempdir()) / f"backfiller-results-{os.getuid()}" / digest)
 
 
+MetricsPortOption = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        envvar="BACKFILLER_METRICS_PORT",
+        help="Serve /metrics (the daemon's and its workers'), /healthz and /readyz here.",
+    ),
+]
+MetricsHostOption = Annotated[
+    str, typer.Option("--metrics-host", help="Address of --metrics-port (loopback by default).")
+]
+NotifyUrlOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--notify-url",
+        help="POST backfill lifecycle events to this webhook (repeat for more), signed with "
+        "HMAC-SHA256 of $BACKFILLER_WEBHOOK_SECRET. Backfills add their own with `notify`.",
+    ),
+]
+NotifyEventsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--notify-events",
+        help="Comma-separated events for --notify-url: launched, paused, canceled, "
+        "completed_success, completed_failed, failed, run_failed (default: all).",
+    ),
+]
+NotifyFormatOption = Annotated[
+    str, typer.Option("--notify-format", help='generic (JSON) or slack ({"text": ...}).')
+]
+NotifyTimeoutOption = Annotated[
+    float, typer.Option("--notify-timeout", help="Seconds a webhook may take to answer.")
+]
+
+
 @dataclasses.dataclass(frozen=True)
 class DaemonOptions:
     target: str
@@ -107,6 +143,9 @@ class DaemonOptions:
     lease_timeout: float
     heartbeat_seconds: float | None = None
     results_dir: str | None = None
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    notify: NotifierSettings | None = None
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -124,8 +163,10 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
     # Imported here so that `backfiller --help` and the client commands start fast.
     from backfiller.daemon import Daemon, DaemonSettings
     from backfiller.launchers import LocalLauncher
+    from backfiller.observability.exposition import prepare_worker_metrics
     from backfiller.storage import Database
 
+    prepare_worker_metrics()  # before the workers start: they inherit where to record
     launcher = LocalLauncher(
         options.target,
         options.workers,
@@ -142,7 +183,14 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
         heartbeat_seconds=heartbeat,
         shutdown_grace_seconds=options.grace_seconds,
     )
-    return Daemon(Database(database_url), defs, launcher, settings, api_url=options.api_url)
+    daemon = Daemon(Database(database_url), defs, launcher, settings, api_url=options.api_url)
+    from backfiller.notify.notifier import NotifierSettings
+    from backfiller.notify.wiring import install_notifier
+    from backfiller.observability.daemon_ops import observe_daemon
+
+    observe_daemon(daemon, options.metrics_port, options.metrics_host)
+    install_notifier(daemon, options.notify or NotifierSettings())
+    return daemon
 
 
 async def run_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> None:
@@ -170,6 +218,12 @@ def daemon(
     lease_timeout: LeaseOption = 30.0,
     heartbeat_seconds: HeartbeatOption = None,
     results_dir: ResultsDirOption = None,
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = "127.0.0.1",
+    notify_url: NotifyUrlOption = None,
+    notify_events: NotifyEventsOption = None,
+    notify_format: NotifyFormatOption = "generic",
+    notify_timeout: NotifyTimeoutOption = 10.0,
 ) -> None:
     """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
     configure_logging()
@@ -182,6 +236,12 @@ def daemon(
     target = definitions or EXAMPLE_DEFINITIONS
     defs = definitions_or_exit(target)
     url = prepare_database(database)
+    from backfiller.notify.wiring import notifier_settings
+
+    try:
+        notify = notifier_settings(notify_url or [], notify_events, notify_format, notify_timeout)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     options = DaemonOptions(
         target,
         workers,
@@ -191,6 +251,9 @@ def daemon(
         lease_timeout,
         heartbeat_seconds,
         results_dir,
+        metrics_port,
+        metrics_host,
+        notify,
     )
     asyncio.run(run_daemon(url, defs, options))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 from dataclasses import replace
@@ -91,6 +90,19 @@ RateLimitOption = Annotated[
         "0 for no limit. Per server process.",
     ),
 ]
+MetricsPortOption = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        envvar="BACKFILLER_METRICS_PORT",
+        help="Also serve /metrics (without a token), /healthz and /readyz on this port of "
+        "--metrics-host.",
+    ),
+]
+MetricsHostOption = Annotated[
+    str,
+    typer.Option("--metrics-host", help="Address of --metrics-port (loopback by default)."),
+]
 WorkersOption = Annotated[
     int,
     typer.Option(
@@ -142,11 +154,9 @@ def prepare_database(url: str | None) -> str:
 
 
 def configure_logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    from backfiller.observability.logs import configure
+
+    configure(level)  # --log-format / $BACKFILLER_LOG_FORMAT, context fields, no secrets
 
 
 @app.command()
@@ -162,6 +172,8 @@ def serve(
     rate_limit: RateLimitOption = None,
     workers: WorkersOption = 1,
     allowed_host: AllowedHostOption = None,
+    metrics_port: MetricsPortOption = None,
+    metrics_host: MetricsHostOption = "127.0.0.1",
 ) -> None:
     """Serve the public API (and the UI) over HTTP."""
     configure_logging()
@@ -178,6 +190,8 @@ def serve(
         allowed_hosts=tuple(allowed_host) if allowed_host else None,
         max_partitions_per_backfill=max_partitions_per_backfill,
         launch_rate_limit=rate_limit,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
     )
     check_access_settings(settings)
     target = definitions or EXAMPLE_DEFINITIONS
@@ -249,6 +263,10 @@ def serve_workers(settings: Settings, workers: int) -> None:
     from backfiller.web.workers import FACTORY, SETTINGS_VARIABLE, settings_to_environment
 
     os.environ[SETTINGS_VARIABLE] = settings_to_environment(settings)
+    from backfiller.observability.exposition import prepare_multiprocess
+
+    prepare_multiprocess()  # the processes record into files that any of them renders
+    serve_metrics_port(settings)
     config = uvicorn.Config(
         FACTORY,
         factory=True,
@@ -274,7 +292,17 @@ async def run_server(defs: Definitions, settings: Settings) -> None:
     server = http_server(defs, settings)
     base = f"http://{settings.host}:{settings.port}"
     typer.echo(f"Backfiller API at {base}/graphql/v1 (UI at {base}/)", err=True)
+    serve_metrics_port(settings)
     await server.serve()
+
+
+def serve_metrics_port(settings: Settings) -> None:
+    """``--metrics-port``: /metrics, /healthz and /readyz in a thread of this process."""
+    if settings.metrics_port is None:
+        return
+    from backfiller.observability.endpoint import start_endpoint
+
+    start_endpoint(settings.metrics_host, settings.metrics_port, ready=None)
 
 
 @db_app.command("upgrade")

@@ -27,6 +27,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from backfiller.observability.daemon_metrics import observe_task
+
 logger = logging.getLogger("backfiller.daemon")
 
 Task = Callable[[], Awaitable[object]]
@@ -85,11 +87,13 @@ class Loop:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                observe_task(entry.name, time.monotonic() - now, False)
                 entry.failures += 1
                 delay = min(entry.max_backoff, 2.0 ** (entry.failures - 1))
                 logger.exception("daemon task %r failed; next try in %.0f s", entry.name, delay)
                 entry.next_at = time.monotonic() + delay
                 continue
+            observe_task(entry.name, time.monotonic() - now, True)
             entry.failures = 0
             entry.next_at = now + entry.seconds
             busy = busy or bool(getattr(result, "busy", result))

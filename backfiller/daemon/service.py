@@ -24,6 +24,7 @@ from backfiller.launchers.base import (
     RunStarted,
     StartRequest,
 )
+from backfiller.observability import daemon_metrics
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository, StartGate
 
@@ -105,6 +106,7 @@ class Daemon:
 
     def _count(self, report: TickReport) -> TickReport:
         self.totals = self.totals + report
+        daemon_metrics.observe_report(report)
         return report
 
     async def write_results(self) -> TickReport:
@@ -112,6 +114,7 @@ class Daemon:
         self._unwritten = []
         if not batch:
             return TickReport()
+        daemon_metrics.observe_launcher_events(batch)
         try:
             report = await ticks.record_results(
                 self.database, self.definitions, self.clock, self.launcher, self.state, batch

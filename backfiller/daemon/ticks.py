@@ -9,6 +9,7 @@ tick may be interrupted (kill -9) at any point and the next daemon carries on.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -34,6 +35,7 @@ from backfiller.launchers.base import (
     RunStarted,
     RunTask,
 )
+from backfiller.observability import daemon_metrics
 from backfiller.planning import keys_between
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated
@@ -189,6 +191,7 @@ async def launch_runs(
                 lose_lease(state, launcher, str(exc))
                 return report
             if tasks:
+                daemon_metrics.runs_submitted(t.run_id for t in tasks)
                 launcher.submit(tasks)
                 room -= len(tasks)
                 report.claimed += len(tasks)
@@ -239,6 +242,7 @@ async def _claim(
     now = clock()
     if not lease_valid(state, now):
         return []
+    began = time.perf_counter()
     try:
         async with conflicts_translated(), database.write() as session:
             claim = await ExecutionRepository(session).claim_slots(
@@ -257,6 +261,7 @@ async def _claim(
         return []
     report.skipped += claim.skipped
     claimed = claim.runs
+    daemon_metrics.observe_claim(time.perf_counter() - began)
     tags = {**dict(job.tags), **{str(k): str(v) for k, v in record.tags}}
     ids, timeout = [c.run_id for c in claimed], job.timeout_seconds
     credentials = await mint_run_credentials(database, record.id, record.creator, ids, now, timeout)

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
+from backfiller import ids
 from backfiller.launchers.base import (
     MAX_LOG_LINE_CHARS,
     MAX_LOG_LINES_PER_RUN,
@@ -186,6 +187,9 @@ def run_worker(
             sys.path.insert(0, entry)
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
+    from backfiller.observability import worker_metrics
+
+    worker_metrics.start()  # first: before anything imports prometheus_client here
     try:
         _serve(conn, options, parent_pid, deadline)
     except Terminated:
@@ -195,6 +199,9 @@ def run_worker(
 def _serve(
     conn: Connection, options: WorkerOptions, parent_pid: int, deadline: SharedDeadline
 ) -> None:
+    from backfiller.observability import logs, worker_metrics
+
+    logs.configure("WARNING")  # the worker's own lines (a run's go to the run's log)
     sender = _Sender(conn)
     current: list[_RunLogHandler | None] = [None]
     threading.Thread(
@@ -223,7 +230,13 @@ def _serve(
             outcome, message, trace = Outcome.NOT_STARTED, "the daemon's lease ran out", None
         else:
             current[0] = handler
+            began = worker_metrics.run_started()
+            bound = logs.bind(
+                run_id=ids.run_id(task.run_id), backfill_id=ids.backfill_id(task.backfill_id)
+            )
             outcome, message, trace = _execute(definitions, task, handler, options)
+            logs.unbind(bound)
+            worker_metrics.run_finished(task.job_name, outcome, began)
             current[0] = None
         end = RunFinished(
             task.run_id, datetime.now(UTC), outcome, message, trace, name, task.attempt

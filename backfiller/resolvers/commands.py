@@ -12,6 +12,7 @@ import strawberry
 
 from backfiller import domain
 from backfiller.planning import Selection
+from backfiller.resolvers.notifications import notify_errors, webhooks_of
 from backfiller.resolvers.translate import order_of, reprocess_of, skip_reason
 from backfiller.schema.backfills import BackfillPreview, SkippedPartition
 from backfiller.schema.common import UserError, UserErrorCode
@@ -60,6 +61,9 @@ def request_from_input(input: LaunchBackfillInput) -> LaunchRequest | list[UserE
 
     Only what the private request cannot express is refused here: ``all: false``.
     """
+    problems = notify_errors(input.notify)
+    if problems:
+        return problems
     chosen = input.partitions
     if _given(chosen.all) and chosen.all is not True:
         return [
@@ -76,6 +80,7 @@ def request_from_input(input: LaunchBackfillInput) -> LaunchRequest | list[UserE
         title=_optional(input.title),
         description=_optional(input.description),
         idempotency_key=_optional(input.idempotency_key),
+        notify=webhooks_of(input.notify),
     )
 
 

@@ -18,6 +18,7 @@ from backfiller.planning import (
     pin_stored_selection,
 )
 from backfiller.resolvers.context import PublicError
+from backfiller.resolvers.notifications import notifications_page
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
     backfill_from_record,
@@ -46,6 +47,7 @@ from backfiller.schema.backfills import (
 )
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
+from backfiller.schema.notifications import NotificationConnection
 from backfiller.services.selections import key_space_of, stored_selection
 from backfiller.storage.backfill_reads import BackfillRow, backfill_row, backfill_rows
 from backfiller.storage.records import BackfillRecord
@@ -262,6 +264,11 @@ class StorageSource:
             edges=edges,
             page_info=page_info(edges, len(records) > limit, after),
         )
+
+    async def backfill_notifications(
+        self, pk: int, first: int, after: str | None
+    ) -> NotificationConnection:
+        return await notifications_page(self.database, pk, self._limit(first), after)
 
     async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection:
         limit = self._limit(first)

@@ -23,6 +23,7 @@ from backfiller.schema.enums import (
     RunStatus,
     SkipReason,
 )
+from backfiller.schema.notifications import NotificationConnection
 
 if TYPE_CHECKING:
     from backfiller.schema.source import Source
@@ -324,6 +325,15 @@ class Backfill(Node):
         newest_first: bool = False,
     ) -> BackfillEventConnection:
         return await source_of(info).backfill_events(self._pk, first, after, newest_first)
+
+    @strawberry.field(
+        description="Webhook notifications of this backfill's events and their deliveries, "
+        "oldest first."
+    )
+    async def notifications(
+        self, info: strawberry.Info[Any, Any], first: int = 50, after: str | None = None
+    ) -> NotificationConnection:
+        return await source_of(info).backfill_notifications(self._pk, first, after)
 
 
 @strawberry.type

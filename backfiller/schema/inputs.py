@@ -6,6 +6,7 @@ import strawberry
 
 from backfiller.schema.common import JSON, TagInput
 from backfiller.schema.enums import BackfillOrder, BackfillStatus, Reprocess, RetryInclude
+from backfiller.schema.notifications import NotifyInput
 
 
 @strawberry.input(one_of=True, description="What a backfill runs. Exactly one field.")
@@ -52,6 +53,11 @@ class LaunchBackfillInput:
         description="Sending the same key with the same input returns the first backfill and "
         "creates nothing; the same key with another input is refused "
         "(IDEMPOTENCY_KEY_REUSED).",
+    )
+    notify: list[NotifyInput] | None = strawberry.field(
+        default=None,
+        description="Webhooks told about this backfill's lifecycle events (besides the "
+        "server's), signed with the server's key. At most 10.",
     )
 
 

@@ -18,6 +18,7 @@ from backfiller.schema.backfills import (
 )
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection
+from backfiller.schema.notifications import NotificationConnection
 
 
 class Source(Protocol):
@@ -38,6 +39,10 @@ class Source(Protocol):
     async def backfill_events(
         self, pk: int, first: int, after: str | None, newest_first: bool = False
     ) -> BackfillEventConnection: ...
+
+    async def backfill_notifications(
+        self, pk: int, first: int, after: str | None
+    ) -> NotificationConnection: ...
 
     async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection: ...
 

@@ -34,6 +34,7 @@ from backfiller.services.backend import Backend
 from backfiller.services.selections import key_space_of
 from backfiller.storage.auth import AuditEntry, add_audit_entry
 from backfiller.storage.errors import IdempotencyConflict
+from backfiller.storage.notifications import WebhookTarget
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillRepository,
@@ -105,6 +106,7 @@ class LaunchRequest:
     title: str | None = None
     description: str | None = None
     idempotency_key: str | None = None
+    notify: tuple[WebhookTarget, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,24 +224,25 @@ def fingerprint_of(request: LaunchRequest, job: str) -> str:
     request with an old key look different.
     """
     selection = request.selection
-    return request_fingerprint(
-        {
-            "job": job,
-            "selection": [
-                selection.kind.value,
-                selection.range_start,
-                selection.range_end,
-                list(selection.keys) if selection.keys is not None else None,
-            ],
-            "reprocess": request.reprocess.value,
-            "order": request.order.value,
-            "max_concurrent_runs": request.max_concurrent_runs,
-            "run_config": request.run_config,
-            "tags": [list(t) for t in request.tags],
-            "title": request.title,
-            "description": request.description,
-        }
-    )
+    normalized: dict[str, Any] = {
+        "job": job,
+        "selection": [
+            selection.kind.value,
+            selection.range_start,
+            selection.range_end,
+            list(selection.keys) if selection.keys is not None else None,
+        ],
+        "reprocess": request.reprocess.value,
+        "order": request.order.value,
+        "max_concurrent_runs": request.max_concurrent_runs,
+        "run_config": request.run_config,
+        "tags": [list(t) for t in request.tags],
+        "title": request.title,
+        "description": request.description,
+    }
+    if request.notify:  # absent otherwise: fingerprints of earlier launches stay the same
+        normalized["notify"] = [[w.url, list(w.events), w.format] for w in request.notify]
+    return request_fingerprint(normalized)
 
 
 async def validate_launch(
@@ -308,6 +311,7 @@ def _new_backfill(
         request_fingerprint=fingerprint_of(request, job.name),
         creator=creator,
         parent_id=parent_id,
+        notify=request.notify,
     )
 
 

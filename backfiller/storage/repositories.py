@@ -31,6 +31,7 @@ from backfiller.domain import (
     expected_for,
 )
 from backfiller.storage.errors import IdempotencyConflict
+from backfiller.storage.notifications import WebhookTarget, add_webhooks
 from backfiller.storage.records import (
     BackfillEventRecord,
     BackfillRecord,
@@ -91,6 +92,7 @@ class NewBackfill:
     request_fingerprint: str
     creator: str | None
     parent_id: int | None = None
+    notify: tuple[WebhookTarget, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
     pk: int = conn.execute(_INSERT_BACKFILL, values).scalar_one()
     if new.tags:
         conn.execute(_INSERT_TAG, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
+    add_webhooks(conn, pk, new.notify)
     conn.execute(INSERT_EVENT, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
     return BackfillRecord(id=pk, **values)
 

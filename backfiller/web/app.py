@@ -23,6 +23,7 @@ from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.headers import SecurityHeaders
+from backfiller.web.operations import Operations
 from backfiller.web.rest import RestApi
 from backfiller.web.sockets import (
     CappedWebSocketAdapter,
@@ -207,4 +208,4 @@ def create_app(services: Services) -> ASGIApp:
     app.state.services = services
     settings = services.settings
     limited = BodyLimit(app, settings.max_body_bytes)
-    return RequestId(SecurityHeaders(secure(limited, services), settings))
+    return Operations(RequestId(SecurityHeaders(secure(limited, services), settings)), services)

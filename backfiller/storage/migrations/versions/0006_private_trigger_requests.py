@@ -1,7 +1,7 @@
 """Trigger evaluation requests stored in a private, versioned shape
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 
 Until 0006 each entry of ``trigger_evaluations.requests`` held the public GraphQL shape: the
 ``LaunchBackfillInput`` in camelCase with public enum names, a camelCase preview, and user
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006"
-down_revision: str | None = "0004"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

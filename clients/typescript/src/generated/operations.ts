@@ -46,6 +46,8 @@ export type LaunchBackfillInput = {
   idempotencyKey?: string | null | undefined;
   /** At most this many runs of this backfill at once (1..10000). */
   maxConcurrentRuns?: number | null | undefined;
+  /** Webhooks told about this backfill's lifecycle events (besides the server's), signed with the server's key. At most 10. */
+  notify?: Array<NotifyInput> | null | undefined;
   /** Launch order; OLDEST_FIRST when null. */
   order?: BackfillOrder | null | undefined;
   partitions: PartitionSelectionInput;
@@ -56,6 +58,35 @@ export type LaunchBackfillInput = {
   tags?: Array<TagInput> | null | undefined;
   target: BackfillTargetInput;
   title?: string | null | undefined;
+};
+
+/** A backfill lifecycle event a webhook can be told about. */
+export type NotificationEvent =
+  | 'CANCELED'
+  | 'COMPLETED_FAILED'
+  | 'COMPLETED_SUCCESS'
+  /** The backfill FAILED (a service-side fault). */
+  | 'FAILED'
+  | 'LAUNCHED'
+  | 'PAUSED'
+  /** A run failed and its partition has no retry left. */
+  | 'RUN_FAILED';
+
+/** The body of a webhook delivery. */
+export type NotificationFormat =
+  /** JSON: id, event, occurredAt, message and the backfill. */
+  | 'GENERIC'
+  /** Slack's incoming-webhook body: {"text": ...}. */
+  | 'SLACK';
+
+/** A webhook to tell about this backfill's lifecycle events. */
+export type NotifyInput = {
+  /** Which events; all of them when null. */
+  events?: Array<NotificationEvent> | null | undefined;
+  /** GENERIC when null. */
+  format?: NotificationFormat | null | undefined;
+  /** An http:// or https:// URL that accepts POST. */
+  url: string;
 };
 
 /** Partitions from `start` to `end`, both included. */

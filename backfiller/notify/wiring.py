@@ -1,0 +1,66 @@
+"""Putting a notifier on a daemon, from the command line's options."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from backfiller.notify.events import PayloadFormat, WebhookEvent, check_url, server_target
+from backfiller.notify.notifier import Notifier, NotifierSettings
+
+SECRET_VARIABLE = "BACKFILLER_WEBHOOK_SECRET"
+TICK_SECONDS = 0.5
+
+
+def parse_events(text: str | None) -> list[WebhookEvent]:
+    """``launched,completed_success`` -> events; empty or None: all of them.
+
+    Raises:
+        ValueError: an unknown event name (the message lists the known ones).
+    """
+    if not text:
+        return list(WebhookEvent)
+    found = []
+    for name in (part.strip().lower() for part in text.split(",") if part.strip()):
+        try:
+            found.append(WebhookEvent(name))
+        except ValueError:
+            known = ", ".join(e.value for e in WebhookEvent)
+            raise ValueError(f"unknown event {name!r}; known: {known}") from None
+    return found
+
+
+def notifier_settings(
+    urls: Sequence[str], events: str | None, fmt: str, timeout_seconds: float
+) -> NotifierSettings:
+    """The daemon's notifier settings; the secret comes from ``$BACKFILLER_WEBHOOK_SECRET``
+    (an environment variable, so that it never shows in a process list).
+
+    Raises:
+        ValueError: a bad URL, event or format.
+    """
+    for url in urls:
+        problem = check_url(url)
+        if problem:
+            raise ValueError(f"--notify-url {problem}")
+    try:
+        payload = PayloadFormat(fmt.lower())
+    except ValueError:
+        raise ValueError("--notify-format must be generic or slack") from None
+    wanted = parse_events(events)
+    secret = os.environ.get(SECRET_VARIABLE) or None
+    return NotifierSettings(
+        targets=tuple(server_target(u, wanted, payload) for u in urls),
+        secret=secret.encode() if secret else None,
+        timeout_seconds=timeout_seconds,
+        # A delivery a killed daemon left in flight is sent again this long after its claim.
+        lease_seconds=2 * timeout_seconds + 5.0,
+    )
+
+
+def install_notifier(daemon: Any, settings: NotifierSettings) -> Notifier:
+    """Register the notifier's tick on the daemon's loop."""
+    notifier = Notifier(daemon.database, daemon.clock, settings)
+    daemon.loop.every(TICK_SECONDS, "notify", notifier.tick)
+    return notifier
