@@ -24,7 +24,9 @@ clients/typescript/node_modules/.package-lock.json: clients/typescript/package-l
 bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json
 
 # Quick start: API, daemon and UI on an embedded SQLite database, with the example jobs.
-dev: bootstrap
+# Python and make only: Node is for the TypeScript client's tests (make test).
+dev: $(BIN)/backfiller
+	@echo "The backfiller command is in $(BIN)/: in another terminal, run 'source $(BIN)/activate'."
 	$(BIN)/backfiller dev --port $(PORT)
 
 # Everything CI checks: lint, types, the test suite on SQLite and on PostgreSQL. The two

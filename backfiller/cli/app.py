@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(
@@ -17,13 +19,39 @@ app.add_typer(db_app, name="db")
 app.add_typer(schema_app, name="schema")
 
 
-def main() -> None:
-    # Importing registers the commands.
-    from backfiller.cli import (
-        client,  # noqa: F401
-        daemon,  # noqa: F401
-        server,  # noqa: F401
-        tokens,  # noqa: F401
+def _print_version(value: bool) -> None:
+    if value:
+        from backfiller import __version__
+
+        typer.echo(f"backfiller {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Launch, run and watch backfills."""
+
+
+def register_commands() -> None:
+    """Import every command module (importing one registers its commands)."""
+    from backfiller.cli import (  # noqa: F401
+        backfills,
+        daemon,
+        jobs,
+        partitions,
+        server,
+        tokens,
+        triggers,
     )
 
+
+def main() -> None:
+    register_commands()
     app()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 from dataclasses import replace
@@ -15,6 +14,7 @@ import typer
 from backfiller.cli.app import app, db_app, schema_app
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
+from backfiller.logs import configure_logging as configure_logging  # cli/daemon.py uses it
 
 if TYPE_CHECKING:
     import uvicorn
@@ -131,14 +131,6 @@ def prepare_database(url: str | None) -> str:
     except Exception as exc:
         raise fail(f"cannot use the database: {type(exc).__name__}: {exc}") from None
     return normalized
-
-
-def configure_logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
 
 
 @app.command()

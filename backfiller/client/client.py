@@ -115,13 +115,9 @@ class Client:
         try:
             response = self._http.post(self.endpoint, json=_payload(call))
         except httpx.TimeoutException as exc:
-            raise BackfillerConnectionError(
-                f"{call.operation}: no answer from {self.endpoint} in time"
-            ) from exc
+            raise BackfillerConnectionError(f"no answer from {self.endpoint} in time") from exc
         except httpx.HTTPError as exc:
-            raise BackfillerConnectionError(
-                f"{call.operation}: cannot reach {self.endpoint}: {exc}"
-            ) from exc
+            raise BackfillerConnectionError(f"cannot reach {self.endpoint}: {exc}") from exc
         return _calls.read_data(call, _calls.read_response(call.operation, response))
 
     def _pages(self, page: Callable[[str | None], Call[_calls.Page[T]]]) -> Iterator[T]:
@@ -320,13 +316,9 @@ class AsyncClient:
         try:
             response = await self._http.post(self.endpoint, json=_payload(call))
         except httpx.TimeoutException as exc:
-            raise BackfillerConnectionError(
-                f"{call.operation}: no answer from {self.endpoint} in time"
-            ) from exc
+            raise BackfillerConnectionError(f"no answer from {self.endpoint} in time") from exc
         except httpx.HTTPError as exc:
-            raise BackfillerConnectionError(
-                f"{call.operation}: cannot reach {self.endpoint}: {exc}"
-            ) from exc
+            raise BackfillerConnectionError(f"cannot reach {self.endpoint}: {exc}") from exc
         return _calls.read_data(call, _calls.read_response(call.operation, response))
 
     async def _pages(self, page: Callable[[str | None], Call[_calls.Page[T]]]) -> AsyncIterator[T]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graphql import parse
+from graphql import FragmentDefinitionNode, parse
 
 from backfiller import (
     AllPartitions,
@@ -153,6 +153,14 @@ def test_each_operation_is_sent_with_only_the_fragments_it_uses() -> None:
     for name in ("PyTriggerEvaluation", "PyBackfill", "PyPreview", "PyUserError"):
         assert f"fragment {name} on" in evaluate
     split = split_operations(
-        parse("fragment A on Q { x ...B } fragment B on Q { y } query One { ...A } query Two { z }")
+        "fragment A on Q { x ...B } # a comment: ...C\n"
+        'fragment B on Q { y(s: "{ ...D") ... on R { w } } query One { ...A } query Two { z }'
     )
     assert "fragment B on Q" in split["One"] and "fragment" not in split["Two"]
+    # Every operation the client sends parses, with each fragment it spreads defined once.
+    for text in found.values():
+        document = parse(text)
+        names = [
+            d.name.value for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+        ]
+        assert len(names) == len(set(names))
