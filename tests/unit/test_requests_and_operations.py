@@ -20,8 +20,8 @@ from backfiller import (
     TriggerContext,
     trigger,
 )
-from backfiller.client._operations import operations, split_operations
 from backfiller.definitions.triggers import TriggerDefinition, TriggerResult
+from backfiller_client._operations import operations, split_operations
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -134,10 +134,12 @@ def test_trigger_declarations() -> None:
 
 
 def test_the_operation_document_ships_in_the_package_and_is_the_contracts_one() -> None:
-    packaged = resources.files("backfiller.client").joinpath("operations.graphql")
+    packaged = resources.files("backfiller_client").joinpath("operations.graphql")
     assert packaged.is_file()
     contract = REPO / "contracts" / "v1" / "operations" / "python_client.graphql"
-    assert contract.resolve() == (REPO / "backfiller" / "client" / "operations.graphql")
+    assert contract.resolve() == (
+        REPO / "clients" / "python" / "backfiller_client" / "operations.graphql"
+    )
     assert contract.read_text() == packaged.read_text()
 
 

@@ -1,6 +1,6 @@
 """What every client command shares: talk to a running server through the public API only.
 
-Every command goes through :class:`backfiller.client.Client` (never the database), takes
+Every command goes through :class:`backfiller_client.Client` (never the database), takes
 ``--url`` (``BACKFILLER_URL``), ``--token`` (``BACKFILLER_TOKEN``) and ``--output json``, and
 exits with:
 
@@ -23,8 +23,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.text import Text
 
-from backfiller.cli._output import Output, progress_text, status_text
-from backfiller.client import (
+from backfiller_client import (
     Backfill,
     BackfillerAuthError,
     BackfillerConnectionError,
@@ -33,7 +32,8 @@ from backfiller.client import (
     Client,
     UserErrorDetail,
 )
-from backfiller.definitions.requests import AllPartitions, PartitionKeys, PartitionRange
+from backfiller_client.cli._output import Output, progress_text, status_text
+from backfiller_client.requests import AllPartitions, PartitionKeys, PartitionRange
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from backfiller.cli._output import Output
-from backfiller.cli.app import app
-from backfiller.cli.remote import (
+from backfiller_client.cli._output import Output
+from backfiller_client.cli.app import app
+from backfiller_client.cli.remote import (
     CLIENT_PANEL,
     DEFAULT_URL,
     OutputFormat,

@@ -1,5 +1,5 @@
 """Client commands about backfills: launch, preview, list, show, watch, pause, resume, cancel,
-retry. Exit codes: see :mod:`backfiller.cli.remote`."""
+retry. Exit codes: see :mod:`backfiller_client.cli.remote`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from backfiller.cli._output import (
+from backfiller_client import Backfill, Client
+from backfiller_client.cli._output import (
     Output,
     Watcher,
     counts_line,
@@ -22,8 +23,8 @@ from backfiller.cli._output import (
     status_text,
     strip_text,
 )
-from backfiller.cli.app import app
-from backfiller.cli.remote import (
+from backfiller_client.cli.app import app
+from backfiller_client.cli.remote import (
     CLIENT_PANEL,
     DEFAULT_URL,
     EXIT_REFUSED,
@@ -39,8 +40,7 @@ from backfiller.cli.remote import (
     split_list,
     usage,
 )
-from backfiller.client import Backfill, Client
-from backfiller.definitions.requests import (
+from backfiller_client.requests import (
     AllPartitions,
     BackfillRequest,
     Order,

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from backfiller.cli._output import Output
-from backfiller.cli.app import app
-from backfiller.cli.remote import (
+from backfiller_client.cli._output import Output
+from backfiller_client.cli.app import app
+from backfiller_client.cli.remote import (
     CLIENT_PANEL,
     DEFAULT_URL,
     EXIT_REFUSED,

@@ -9,14 +9,15 @@ from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 
-from backfiller.client import _parse
-from backfiller.client.errors import (
+from backfiller_client import _parse
+from backfiller_client.errors import (
     BackfillerAPIError,
     BackfillerAuthError,
     BackfillerUserError,
     UserErrorDetail,
 )
-from backfiller.client.types import (
+from backfiller_client.requests import BackfillRequest
+from backfiller_client.types import (
     Backfill,
     BackfillEvent,
     BackfillStatus,
@@ -28,7 +29,6 @@ from backfiller.client.types import (
     Trigger,
     TriggerEvaluation,
 )
-from backfiller.definitions.requests import BackfillRequest
 
 T = TypeVar("T")
 Json = Mapping[str, Any]
