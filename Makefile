@@ -6,12 +6,12 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 PORT ?= 8000
 
-.PHONY: dev test test-sqlite test-postgres lint typecheck schema bench bootstrap clean
+.PHONY: dev test build test-sqlite test-postgres lint typecheck schema bench bootstrap clean
 
 # Bootstrap from nothing: a virtual environment with the locked dependencies, compiled to
 # bytecode up front (with PYTHONDONTWRITEBYTECODE set, as on CI, every process would
 # otherwise compile them again at start: about 3.5 s per `backfiller` process here).
-$(BIN)/backfiller: pyproject.toml uv.lock
+$(BIN)/backfiller: pyproject.toml clients/python/pyproject.toml uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 	$(BIN)/uv sync --locked --quiet --compile-bytecode
@@ -24,18 +24,20 @@ clients/typescript/node_modules/.package-lock.json: clients/typescript/package-l
 bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json
 
 # Quick start: API, daemon and UI on an embedded SQLite database, with the example jobs.
-dev: bootstrap
+# Python and make only: Node is for the TypeScript client's tests (make test).
+dev: $(BIN)/backfiller
+	@echo "The backfiller command is in $(BIN)/: in another terminal, run 'source $(BIN)/activate'."
 	$(BIN)/backfiller dev --port $(PORT)
 
 # Everything CI checks: lint, types, the test suite on SQLite and on PostgreSQL. The two
 # suites mostly wait on real servers and daemons, so they run side by side (output per suite).
 test: bootstrap lint typecheck
-	$(BIN)/python -m compileall -q backfiller tests bench
+	$(BIN)/python -m compileall -q backfiller clients/python tests bench
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
 
 lint: bootstrap
-	$(BIN)/ruff check backfiller tests bench
-	$(BIN)/ruff format --check backfiller tests bench
+	$(BIN)/ruff check backfiller clients/python tests bench
+	$(BIN)/ruff format --check backfiller clients/python tests bench
 
 typecheck: bootstrap
 	$(BIN)/mypy
@@ -50,6 +52,10 @@ test-postgres: bootstrap
 schema: bootstrap
 	$(BIN)/backfiller schema export --output schema.graphql
 	cd clients/typescript && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run generate
+
+# Both distributions (backfiller and backfiller-client), wheels and sdists, into dist/.
+build: $(BIN)/backfiller
+	$(BIN)/uv build --all-packages --out-dir dist
 
 bench: bootstrap
 	$(BIN)/python -m bench.launch

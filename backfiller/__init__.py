@@ -17,12 +17,6 @@ from backfiller.definitions.partitions import (
     TimePartitions,
     WeeklyPartitions,
 )
-from backfiller.definitions.requests import (
-    AllPartitions,
-    BackfillRequest,
-    PartitionKeys,
-    PartitionRange,
-)
 from backfiller.definitions.triggers import (
     PartitionStatuses,
     SkipReason,
@@ -30,9 +24,16 @@ from backfiller.definitions.triggers import (
     TriggerDefinition,
     trigger,
 )
+from backfiller_client._version import __version__
+from backfiller_client.requests import (
+    AllPartitions,
+    BackfillRequest,
+    PartitionKeys,
+    PartitionRange,
+)
 
 if TYPE_CHECKING:
-    from backfiller.client import (
+    from backfiller_client import (
         AsyncClient,
         BackfillerAPIError,
         BackfillerAuthError,
@@ -43,10 +44,8 @@ if TYPE_CHECKING:
         Client,
     )
 
-__version__ = "0.1.0"
-
-# The client (httpx, graphql-core) loads on first use, so that defining jobs and starting the
-# command line stay fast.
+# The client (httpx; the backfiller-client distribution) loads on first use, so that
+# defining jobs and starting the command line stay fast.
 _CLIENT_NAMES = frozenset(
     {
         "AsyncClient",
@@ -63,9 +62,9 @@ _CLIENT_NAMES = frozenset(
 
 def __getattr__(name: str) -> Any:
     if name in _CLIENT_NAMES:
-        from backfiller import client
+        import backfiller_client
 
-        return getattr(client, name)
+        return getattr(backfiller_client, name)
     raise AttributeError(f"module 'backfiller' has no attribute {name!r}")
 
 

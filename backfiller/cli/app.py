@@ -1,4 +1,8 @@
-"""The root typer application; each module registers its commands on it."""
+"""The server's part of the ``backfiller`` command.
+
+The command's root, and its client commands, belong to the client distribution
+(``backfiller_client.cli``); the server adds its groups and commands to that root.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,8 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(
-    name="backfiller",
-    help="Launch, run and watch backfills.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+from backfiller_client.cli.app import app, main, register_client_commands
+
 db_app = typer.Typer(help="Manage the database.", no_args_is_help=True)
 schema_app = typer.Typer(help="The public GraphQL schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -39,13 +38,15 @@ def _global_options(
 app.add_typer(schema_app, name="schema")
 
 
-def main() -> None:
-    # Importing registers the commands.
-    from backfiller.cli import (
-        client,  # noqa: F401
-        daemon,  # noqa: F401
-        server,  # noqa: F401
-        tokens,  # noqa: F401
+def register_commands() -> None:
+    """Import every command module, the client's and the server's (importing one registers
+    its commands)."""
+    register_client_commands()
+    from backfiller.cli import (  # noqa: F401
+        daemon,
+        server,
+        tokens,
     )
 
-    app()
+
+__all__ = ["app", "db_app", "main", "register_commands", "schema_app"]

@@ -200,7 +200,8 @@ async def run_daemon(database_url: str, defs: Definitions, options: DaemonOption
     from backfiller.launchers.local import default_worker_count
 
     size = options.workers or default_worker_count()
-    typer.echo(f"Backfiller daemon {daemon.owner} running with {size} workers", err=True)
+    noun = "worker" if size == 1 else "workers"
+    typer.echo(f"Backfiller daemon {daemon.owner} running with {size} {noun}", err=True)
     try:
         await daemon.run(stop)
     finally:
@@ -318,6 +319,10 @@ def dev(
     target = definitions or EXAMPLE_DEFINITIONS
     defs = definitions_or_exit(target)
     url = prepare_database(database)
+    if target == EXAMPLE_DEFINITIONS:
+        from backfiller.examples.quickstart import land_example_export
+
+        land_example_export()  # so the example trigger launches on its first press
     # Runs launched by the quick start talk back to this very server through context.client.
     options = DaemonOptions(target, workers, None, f"http://{host}:{port}", 5.0, 30.0)
     settings = _dev_settings(url, target, host, port)

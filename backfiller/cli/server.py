@@ -14,6 +14,7 @@ import typer
 from backfiller.cli.app import app, db_app, schema_app
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
+from backfiller.logs import configure_logging as configure_logging  # cli/daemon.py uses it
 
 if TYPE_CHECKING:
     import uvicorn
@@ -151,12 +152,6 @@ def prepare_database(url: str | None) -> str:
     except Exception as exc:
         raise fail(f"cannot use the database: {type(exc).__name__}: {exc}") from None
     return normalized
-
-
-def configure_logging(level: str = "INFO") -> None:
-    from backfiller.observability.logs import configure
-
-    configure(level)  # --log-format / $BACKFILLER_LOG_FORMAT, context fields, no secrets
 
 
 @app.command()

@@ -1,25 +1,23 @@
-"""The typed Python client of Backfiller's public GraphQL API.
+"""The typed Python client, under the server's package name.
 
-Example:
-    >>> import backfiller
-    >>> client = backfiller.Client("http://127.0.0.1:8000")  # doctest: +SKIP
+The client is its own distribution, ``backfiller-client`` (package ``backfiller_client``), so
+that a laptop or a service that only launches backfills does not install the server. This
+module keeps ``backfiller.client`` working for code written against the server package.
 """
 
-from backfiller.client.client import AsyncClient, Client
-from backfiller.client.errors import (
+from backfiller_client import (
+    AsyncClient,
+    Backfill,
+    BackfillCounts,
     BackfillerAPIError,
     BackfillerAuthError,
     BackfillerConnectionError,
     BackfillerError,
     BackfillerTransportError,
     BackfillerUserError,
-    UserErrorDetail,
-)
-from backfiller.client.types import (
-    Backfill,
-    BackfillCounts,
     BackfillEvent,
     BackfillStatus,
+    Client,
     Job,
     PartitionsInfo,
     PartitionStatus,
@@ -32,6 +30,7 @@ from backfiller.client.types import (
     TriggerEvaluation,
     TriggerOutcome,
     TriggerRequestResult,
+    UserErrorDetail,
 )
 
 __all__ = [

@@ -91,18 +91,33 @@ def customer_sync(context: RunContext) -> None:
 
 
 LANDING_DIR_ENV = "BACKFILLER_EXAMPLE_LANDING_DIR"
+# Where the example's upstream export lands when $BACKFILLER_EXAMPLE_LANDING_DIR is unset: beside
+# the embedded database. `backfiller dev` lands an export there at start (land_example_export).
+DEFAULT_LANDING_DIR = Path(".backfiller") / "landing"
+
+
+def landing_dir() -> Path:
+    return Path(os.environ.get(LANDING_DIR_ENV) or DEFAULT_LANDING_DIR)
+
+
+def land_example_export() -> Path:
+    """Play the upstream system: write its ``_SUCCESS`` marker unless it is already there, so
+    that the first press of ``missing_sales_days`` launches a backfill."""
+    marker = landing_dir() / "_SUCCESS"
+    if not marker.exists():
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    return marker
 
 
 @trigger(
     description="Launch the days of daily_sales that never ran, once the upstream export has "
-    f"landed (a _SUCCESS file in ${LANDING_DIR_ENV})."
+    f"landed (a _SUCCESS file in ${LANDING_DIR_ENV}, by default {DEFAULT_LANDING_DIR}; "
+    "`backfiller dev` lands one at start)."
 )
 def missing_sales_days(context: TriggerContext) -> BackfillRequest | SkipReason:
     """The conditional launch: check the upstream, then launch only what is missing."""
-    landing = os.environ.get(LANDING_DIR_ENV)
-    if not landing:
-        return SkipReason(f"set {LANDING_DIR_ENV} to the folder the upstream export lands in")
-    marker = Path(landing) / "_SUCCESS"
+    marker = landing_dir() / "_SUCCESS"
     if not marker.exists():
         return SkipReason(f"the upstream export has not landed yet (no {marker})")
     export = str(int(marker.stat().st_mtime))

@@ -39,8 +39,8 @@ def settings_from_environment() -> Settings:
 
 def app_from_environment() -> ASGIApp:
     """uvicorn's factory in each worker process."""
-    from backfiller.cli.server import configure_logging
     from backfiller.definitions.loading import load_definitions
+    from backfiller.logs import configure_logging
     from backfiller.resolvers.context import Services
     from backfiller.storage import Database
     from backfiller.web.app import create_app

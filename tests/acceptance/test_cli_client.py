@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import backfiller.cli.client  # noqa: F401  (registers the client commands, as main() does)
-from backfiller.cli.app import app
+from backfiller.cli.app import app, register_commands
 from backfiller.storage.migrations import upgrade_database
 from tests.acceptance.client_support import DEFS, create_token
 from tests.conftest import _truncate_postgres
 from tests.support import REPO, LiveProcess, LiveServer, free_port
+
+register_commands()  # as main() does
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from backfiller.domain import RunState
-from backfiller.examples.quickstart import LANDING_DIR_ENV
+from backfiller.examples.quickstart import DEFAULT_LANDING_DIR, LANDING_DIR_ENV
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord, PartitionStateRecord
 from tests.support import GraphQLRunner, count_rows
@@ -38,9 +38,11 @@ async def press(gql: GraphQLRunner, dry_run: bool = False) -> dict[str, Any]:
 async def test_it_skips_until_the_upstream_lands_then_launches_only_missing_days(
     gql: GraphQLRunner, database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Unset, the landing folder is .backfiller/landing under the working directory.
     monkeypatch.delenv(LANDING_DIR_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
     assert (await press(gql))["skipReason"] == (
-        f"set {LANDING_DIR_ENV} to the folder the upstream export lands in"
+        f"the upstream export has not landed yet (no {DEFAULT_LANDING_DIR / '_SUCCESS'})"
     )
     monkeypatch.setenv(LANDING_DIR_ENV, str(tmp_path))
     waiting = await press(gql)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graphql import parse
+from graphql import FragmentDefinitionNode, parse
 
 from backfiller import (
     AllPartitions,
@@ -20,8 +20,8 @@ from backfiller import (
     TriggerContext,
     trigger,
 )
-from backfiller.client._operations import operations, split_operations
 from backfiller.definitions.triggers import TriggerDefinition, TriggerResult
+from backfiller_client._operations import operations, split_operations
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -134,10 +134,12 @@ def test_trigger_declarations() -> None:
 
 
 def test_the_operation_document_ships_in_the_package_and_is_the_contracts_one() -> None:
-    packaged = resources.files("backfiller.client").joinpath("operations.graphql")
+    packaged = resources.files("backfiller_client").joinpath("operations.graphql")
     assert packaged.is_file()
     contract = REPO / "contracts" / "v1" / "operations" / "python_client.graphql"
-    assert contract.resolve() == (REPO / "backfiller" / "client" / "operations.graphql")
+    assert contract.resolve() == (
+        REPO / "clients" / "python" / "backfiller_client" / "operations.graphql"
+    )
     assert contract.read_text() == packaged.read_text()
 
 
@@ -153,6 +155,14 @@ def test_each_operation_is_sent_with_only_the_fragments_it_uses() -> None:
     for name in ("PyTriggerEvaluation", "PyBackfill", "PyPreview", "PyUserError"):
         assert f"fragment {name} on" in evaluate
     split = split_operations(
-        parse("fragment A on Q { x ...B } fragment B on Q { y } query One { ...A } query Two { z }")
+        "fragment A on Q { x ...B } # a comment: ...C\n"
+        'fragment B on Q { y(s: "{ ...D") ... on R { w } } query One { ...A } query Two { z }'
     )
     assert "fragment B on Q" in split["One"] and "fragment" not in split["Two"]
+    # Every operation the client sends parses, with each fragment it spreads defined once.
+    for text in found.values():
+        document = parse(text)
+        names = [
+            d.name.value for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+        ]
+        assert len(names) == len(set(names))

@@ -1,9 +1,9 @@
 """``Client`` and ``AsyncClient``: the typed Python client of the public GraphQL API (v1).
 
 Both talk only to ``{url}/graphql/v1`` and return the frozen types of
-:mod:`backfiller.client.types`. A refused request raises
-:class:`~backfiller.client.errors.BackfillerUserError`; a request that got no usable answer
-raises a :class:`~backfiller.client.errors.BackfillerTransportError`.
+:mod:`backfiller_client.types`. A refused request raises
+:class:`~backfiller_client.errors.BackfillerUserError`; a request that got no usable answer
+raises a :class:`~backfiller_client.errors.BackfillerTransportError`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import Any, TypeVar
 
 import httpx
 
-from backfiller.client import _calls
-from backfiller.client._calls import Call, RetryInclude
-from backfiller.client._operations import operation
-from backfiller.client.errors import BackfillerConnectionError
-from backfiller.client.types import (
+from backfiller_client import _calls
+from backfiller_client._calls import Call, RetryInclude
+from backfiller_client._operations import operation
+from backfiller_client.errors import BackfillerConnectionError
+from backfiller_client.requests import BackfillRequest
+from backfiller_client.types import (
     Backfill,
     BackfillEvent,
     BackfillStatus,
@@ -32,7 +33,6 @@ from backfiller.client.types import (
     Trigger,
     TriggerEvaluation,
 )
-from backfiller.definitions.requests import BackfillRequest
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ ProgressCallback = Callable[[Backfill], object]
 
 
 def _version() -> str:
-    from backfiller import __version__
+    from backfiller_client._version import __version__
 
     return __version__
 
@@ -115,13 +115,9 @@ class Client:
         try:
             response = self._http.post(self.endpoint, json=_payload(call))
         except httpx.TimeoutException as exc:
-            raise BackfillerConnectionError(
-                f"{call.operation}: no answer from {self.endpoint} in time"
-            ) from exc
+            raise BackfillerConnectionError(f"no answer from {self.endpoint} in time") from exc
         except httpx.HTTPError as exc:
-            raise BackfillerConnectionError(
-                f"{call.operation}: cannot reach {self.endpoint}: {exc}"
-            ) from exc
+            raise BackfillerConnectionError(f"cannot reach {self.endpoint}: {exc}") from exc
         return _calls.read_data(call, _calls.read_response(call.operation, response))
 
     def _pages(self, page: Callable[[str | None], Call[_calls.Page[T]]]) -> Iterator[T]:
@@ -320,13 +316,9 @@ class AsyncClient:
         try:
             response = await self._http.post(self.endpoint, json=_payload(call))
         except httpx.TimeoutException as exc:
-            raise BackfillerConnectionError(
-                f"{call.operation}: no answer from {self.endpoint} in time"
-            ) from exc
+            raise BackfillerConnectionError(f"no answer from {self.endpoint} in time") from exc
         except httpx.HTTPError as exc:
-            raise BackfillerConnectionError(
-                f"{call.operation}: cannot reach {self.endpoint}: {exc}"
-            ) from exc
+            raise BackfillerConnectionError(f"cannot reach {self.endpoint}: {exc}") from exc
         return _calls.read_data(call, _calls.read_response(call.operation, response))
 
     async def _pages(self, page: Callable[[str | None], Call[_calls.Page[T]]]) -> AsyncIterator[T]:

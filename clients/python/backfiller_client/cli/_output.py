@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from backfiller.client import Backfill, BackfillCounts, PartitionStatusRange
+from backfiller_client import Backfill, BackfillCounts, PartitionStatusRange
 
 STRIP_WIDTH = 60
 

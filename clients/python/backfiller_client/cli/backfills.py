@@ -1,32 +1,20 @@
-"""Client commands: talk to a running server through the public API only.
-
-Every command goes through :class:`backfiller.client.Client` (never the database), takes
-``--url`` (``BACKFILLER_URL``), ``--token`` (``BACKFILLER_TOKEN``) and ``--output json``, and
-exits with:
-
-- 0: done;
-- 1: the server refused the request (``userErrors``: each code and message is printed), or,
-  for ``watch``/``launch --wait``, the backfill ended without succeeding, or, for
-  ``trigger evaluate``, the trigger failed;
-- 2: a usage error (bad option or argument);
-- 3: the server cannot be reached, or refused the token (missing, bad, or whose role is too
-  low: ``UNAUTHENTICATED``/``FORBIDDEN``), or did not answer usably.
-"""
+"""Client commands about backfills: launch, preview, list, show, watch, pause, resume, cancel,
+retry. Exit codes: see :mod:`backfiller_client.cli.remote`."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
-from backfiller.cli._output import (
+from backfiller_client import Backfill, Client
+from backfiller_client.cli._output import (
     Output,
     Watcher,
     counts_line,
@@ -35,46 +23,53 @@ from backfiller.cli._output import (
     status_text,
     strip_text,
 )
-from backfiller.cli.app import app
-from backfiller.client import (
-    Backfill,
-    BackfillerAuthError,
-    BackfillerConnectionError,
-    BackfillerError,
-    BackfillerUserError,
-    Client,
-    UserErrorDetail,
+from backfiller_client.cli.app import app
+from backfiller_client.cli.remote import (
+    CLIENT_PANEL,
+    DEFAULT_URL,
+    EXIT_REFUSED,
+    OutputFormat,
+    OutputOption,
+    TokenOption,
+    UrlOption,
+    connect,
+    finish,
+    not_found,
+    plain_selection,
+    print_backfill,
+    split_list,
+    usage,
 )
-from backfiller.definitions.requests import (
+from backfiller_client.requests import (
     AllPartitions,
     BackfillRequest,
+    Order,
     PartitionKeys,
     PartitionRange,
+    Reprocess,
 )
-
-EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-DEFAULT_URL = "http://127.0.0.1:8000"
-# userErrors that say the token is missing, bad or too weak: exit 3 like any refused token.
-AUTH_CODES = frozenset({"UNAUTHENTICATED", "FORBIDDEN"})
-
-
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
 
 
 class ReprocessChoice(StrEnum):
-    MISSING = "MISSING"
-    FAILED_AND_MISSING = "FAILED_AND_MISSING"
-    ALL = "ALL"
+    missing = "missing"
+    failed_and_missing = "failed_and_missing"
+    all = "all"
 
 
 class OrderChoice(StrEnum):
-    OLDEST_FIRST = "OLDEST_FIRST"
-    NEWEST_FIRST = "NEWEST_FIRST"
+    oldest_first = "oldest_first"
+    newest_first = "newest_first"
+
+
+REPROCESS: dict[ReprocessChoice, Reprocess] = {
+    ReprocessChoice.missing: "MISSING",
+    ReprocessChoice.failed_and_missing: "FAILED_AND_MISSING",
+    ReprocessChoice.all: "ALL",
+}
+ORDER: dict[OrderChoice, Order] = {
+    OrderChoice.oldest_first: "OLDEST_FIRST",
+    OrderChoice.newest_first: "NEWEST_FIRST",
+}
 
 
 class StatusChoice(StrEnum):
@@ -88,95 +83,13 @@ class StatusChoice(StrEnum):
     FAILED = "FAILED"
 
 
-UrlOption = Annotated[
-    str,
+QuietOption = Annotated[
+    bool,
     typer.Option(
-        "--url", envvar="BACKFILLER_URL", help="The server.", rich_help_panel="Connection"
+        "--quiet", "-q", help="Print only the new backfill's id (for `bf=$(backfiller ...)`)."
     ),
-]
-TokenOption = Annotated[
-    str | None,
-    typer.Option(
-        "--token",
-        envvar="BACKFILLER_TOKEN",
-        help="API token (sent as a Bearer token).",
-        rich_help_panel="Connection",
-    ),
-]
-OutputOption = Annotated[
-    OutputFormat,
-    typer.Option("--output", "-o", help="text for people, json for scripts."),
 ]
 IdArgument = Annotated[str, typer.Argument(help="The backfill's id (bf_...).", show_default=False)]
-
-partitions_app = typer.Typer(help="Add or delete keys of dynamic partitions.", no_args_is_help=True)
-trigger_app = typer.Typer(help="List and evaluate triggers.", no_args_is_help=True)
-CLIENT_PANEL = "Client (talks to a server)"
-app.add_typer(partitions_app, name="partitions", rich_help_panel=CLIENT_PANEL)
-app.add_typer(trigger_app, name="trigger", rich_help_panel=CLIENT_PANEL)
-
-
-# -- running a command -----------------------------------------------------------------------
-
-
-def finish(code: int) -> NoReturn:
-    raise typer.Exit(code)
-
-
-@contextlib.contextmanager
-def connect(url: str, token: str | None, output: Output) -> Iterator[Client]:
-    """A client, and the translation of its errors into messages and exit codes."""
-    try:
-        with Client(url, token=token or None) as client:
-            yield client
-    except BackfillerUserError as exc:
-        if AUTH_CODES.intersection(exc.codes):
-            unreachable(output, "auth", f"the server refused the token: {exc}")
-        refused(output, exc.errors)
-    except BackfillerAuthError as exc:
-        unreachable(output, "auth", f"the server refused the token: {exc}")
-    except BackfillerConnectionError as exc:
-        unreachable(output, "connection", f"cannot reach the server at {url}: {exc}")
-    except BackfillerError as exc:
-        unreachable(output, "api", f"the server did not answer usably: {exc}")
-
-
-def refused(
-    output: Output, errors: tuple[UserErrorDetail, ...] | list[UserErrorDetail]
-) -> NoReturn:
-    if output.json_mode:
-        output.json(
-            {
-                "userErrors": [
-                    {"code": e.code, "field": e.field, "message": e.message} for e in errors
-                ]
-            }
-        )
-    for e in errors:
-        where = f" ({'.'.join(e.field)})" if e.field else ""
-        output.error(f"{e.code}{where}: {e.message}")
-    finish(EXIT_REFUSED)
-
-
-def unreachable(output: Output, kind: str, message: str) -> NoReturn:
-    if output.json_mode:
-        output.json({"error": {"kind": kind, "message": message}})
-    output.error(message)
-    finish(EXIT_UNREACHABLE)
-
-
-def not_found(output: Output, backfill_id: str) -> NoReturn:
-    refused(
-        output,
-        [UserErrorDetail("BACKFILL_NOT_FOUND", ("id",), f"no backfill has id {backfill_id!r}")],
-    )
-
-
-def usage(message: str, param: str | None = None) -> NoReturn:
-    raise typer.BadParameter(message, param_hint=param)
-
-
-# -- arguments -------------------------------------------------------------------------------
 
 
 def parse_tags(values: list[str] | None) -> dict[str, str]:
@@ -205,10 +118,6 @@ def parse_config(value: str | None) -> dict[str, Any] | None:
     if not isinstance(config, dict):
         usage("the run config must be a JSON object", "--config")
     return config
-
-
-def split_list(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
 def backfill_request(
@@ -241,8 +150,8 @@ def backfill_request(
     return BackfillRequest(
         job=job,
         partitions=partitions,
-        reprocess=reprocess.value,
-        order=order.value,
+        reprocess=REPROCESS[reprocess],
+        order=ORDER[order],
         max_concurrent_runs=max_concurrent,
         run_config=parse_config(config),
         tags=parse_tags(tags),
@@ -295,21 +204,14 @@ IdempotencyOption = Annotated[
 ]
 
 
-# -- backfills -------------------------------------------------------------------------------
+# -- commands ---------------------------------------------------------------------------
 
 
-def print_backfill(output: Output, backfill: Backfill, verb: str | None = None) -> None:
-    if output.json_mode:
-        output.json(backfill)
-        return
-    line = f"{backfill.id} " if verb is None else f"{verb} {backfill.id}: "
-    output.line(
-        Text.assemble(
-            line,
-            status_text(backfill.status.value),
-            f" {backfill.job or ''} {progress_text(backfill.counts)}",
-        )
-    )
+def print_launched(output: Output, backfill: Backfill, quiet: bool) -> None:
+    if quiet and not output.json_mode:
+        output.line(backfill.id)
+    else:
+        print_backfill(output, backfill, verb="launched")
 
 
 def watch_until_done(client: Client, output: Output, backfill_id: str, interval: float) -> None:
@@ -331,8 +233,8 @@ def launch(
     end: ToOption = None,
     keys: KeysOption = None,
     all_: AllOption = False,
-    reprocess: ReprocessOption = ReprocessChoice.MISSING,
-    order: OrderOption = OrderChoice.OLDEST_FIRST,
+    reprocess: ReprocessOption = ReprocessChoice.missing,
+    order: OrderOption = OrderChoice.oldest_first,
     max_concurrent: MaxConcurrentOption = None,
     tag: TagOption = None,
     title: TitleOption = None,
@@ -343,6 +245,7 @@ def launch(
         bool, typer.Option("--wait", help="Watch it until it ends; exit 1 unless it succeeds.")
     ] = False,
     interval: Annotated[float, typer.Option(help="Seconds between reads with --wait.")] = 1.0,
+    quiet: QuietOption = False,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     output: OutputOption = OutputFormat.text,
@@ -355,7 +258,7 @@ def launch(
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
         backfill = client.launch_backfill(request)
-        print_backfill(out, backfill, verb="launched")
+        print_launched(out, backfill, quiet)
         if wait:
             watch_until_done(client, out, backfill.id, interval)
 
@@ -367,8 +270,8 @@ def preview(
     end: ToOption = None,
     keys: KeysOption = None,
     all_: AllOption = False,
-    reprocess: ReprocessOption = ReprocessChoice.MISSING,
-    order: OrderOption = OrderChoice.OLDEST_FIRST,
+    reprocess: ReprocessOption = ReprocessChoice.missing,
+    order: OrderOption = OrderChoice.oldest_first,
     max_concurrent: MaxConcurrentOption = None,
     tag: TagOption = None,
     title: TitleOption = None,
@@ -534,18 +437,6 @@ def show(
         )
 
 
-def plain_selection(selection: Any) -> str:
-    match selection:
-        case PartitionRange(start=start, end=end):
-            return f"{start} .. {end}"
-        case PartitionKeys(keys=keys):
-            shown = ", ".join(keys[:5])
-            return f"keys {shown}" + (f" … ({len(keys)} keys)" if len(keys) > 5 else "")
-        case AllPartitions():
-            return "all partitions"
-    return str(selection)
-
-
 @app.command(rich_help_panel=CLIENT_PANEL)
 def watch(
     backfill_id: IdArgument,
@@ -563,11 +454,16 @@ def watch(
         watch_until_done(client, out, backfill_id, interval)
 
 
-def steer(verb: str, backfill_id: str, url: str, token: str | None, output: OutputFormat) -> None:
+# One of Client.pause, Client.resume, Client.cancel.
+SteerAction = Callable[[Client, str], Backfill]
+
+
+def steer(
+    action: SteerAction, backfill_id: str, url: str, token: str | None, output: OutputFormat
+) -> None:
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
-        backfill = getattr(client, verb)(backfill_id)
-        print_backfill(out, backfill)
+        print_backfill(out, action(client, backfill_id))
 
 
 @app.command(rich_help_panel=CLIENT_PANEL)
@@ -578,7 +474,7 @@ def pause(
     output: OutputOption = OutputFormat.text,
 ) -> None:
     """Stop launching new runs; runs in flight finish."""
-    steer("pause", backfill_id, url, token, output)
+    steer(Client.pause, backfill_id, url, token, output)
 
 
 @app.command(rich_help_panel=CLIENT_PANEL)
@@ -589,18 +485,26 @@ def resume(
     output: OutputOption = OutputFormat.text,
 ) -> None:
     """Continue a paused backfill."""
-    steer("resume", backfill_id, url, token, output)
+    steer(Client.resume, backfill_id, url, token, output)
 
 
 @app.command(rich_help_panel=CLIENT_PANEL)
 def cancel(
     backfill_id: IdArgument,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the runs in flight have stopped.")
+    ] = False,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     output: OutputOption = OutputFormat.text,
 ) -> None:
     """Stop launching runs and stop the runs in flight."""
-    steer("cancel", backfill_id, url, token, output)
+    out = Output(output is OutputFormat.json)
+    with connect(url, token, out) as client:
+        backfill = client.cancel(backfill_id)
+        if wait:
+            backfill = client.wait(backfill_id)
+        print_backfill(out, backfill)
 
 
 RETRY_CHOICES = {"failed": "FAILED", "canceled": "CANCELED", "not-run": "NOT_RUN"}
@@ -614,6 +518,7 @@ def retry(
         typer.Option(help="Which partitions run again, comma-separated: failed,canceled,not-run."),
     ] = "failed",
     idempotency_key: IdempotencyOption = None,
+    quiet: QuietOption = False,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     output: OutputOption = OutputFormat.text,
@@ -630,157 +535,4 @@ def retry(
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
         backfill = client.retry(backfill_id, include=chosen, idempotency_key=idempotency_key)
-        print_backfill(out, backfill, verb="launched")
-
-
-# -- jobs, partitions, triggers --------------------------------------------------------------
-
-
-@app.command(rich_help_panel=CLIENT_PANEL)
-def jobs(
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
-    output: OutputOption = OutputFormat.text,
-) -> None:
-    """The jobs the server defines, with their partitions."""
-    out = Output(output is OutputFormat.json)
-    with connect(url, token, out) as client:
-        found = client.jobs()
-    if out.json_mode:
-        out.json(found)
-        return
-
-    def partitions(job: Any) -> str:
-        p = job.partitions
-        if p.kind == "TIME":
-            return f"{p.cadence} from {p.start.date() if p.start else '?'}"
-        if p.kind == "DYNAMIC":
-            return f"dynamic {p.dynamic_name}"
-        return str(p.kind).lower()
-
-    out.table(
-        ["JOB", "PARTITIONS", "COUNT", "MAX RUNS", "RETRIES", "DESCRIPTION"],
-        (
-            [
-                j.name,
-                partitions(j),
-                str(j.partitions.count),
-                str(j.max_concurrent_runs or ""),
-                str(j.max_retries),
-                (j.description or "").splitlines()[0] if j.description else "",
-            ]
-            for j in found
-        ),
-    )
-
-
-NameArgument = Annotated[str, typer.Argument(help="The dynamic partitions' name.")]
-KeysArgument = Annotated[list[str], typer.Argument(help="Partition keys.")]
-
-
-@partitions_app.command("add")
-def partitions_add(
-    name: NameArgument,
-    keys: KeysArgument,
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
-    output: OutputOption = OutputFormat.text,
-) -> None:
-    """Add keys to a dynamic partitions definition (existing keys are kept)."""
-    out = Output(output is OutputFormat.json)
-    with connect(url, token, out) as client:
-        changed = client.add_dynamic_partitions(name, keys)
-    if out.json_mode:
-        out.json({"name": name, "keys_changed": changed})
-    else:
-        out.line(f"added {changed} of {len(keys)} keys to {name}")
-
-
-@partitions_app.command("delete")
-def partitions_delete(
-    name: NameArgument,
-    keys: KeysArgument,
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
-    output: OutputOption = OutputFormat.text,
-) -> None:
-    """Delete keys of a dynamic partitions definition."""
-    out = Output(output is OutputFormat.json)
-    with connect(url, token, out) as client:
-        changed = client.delete_dynamic_partitions(name, keys)
-    if out.json_mode:
-        out.json({"name": name, "keys_changed": changed})
-    else:
-        out.line(f"deleted {changed} of {len(keys)} keys from {name}")
-
-
-@trigger_app.command("list")
-def trigger_list(
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
-    output: OutputOption = OutputFormat.text,
-) -> None:
-    """The triggers the server defines, with their last evaluation."""
-    out = Output(output is OutputFormat.json)
-    with connect(url, token, out) as client:
-        found = client.triggers()
-    if out.json_mode:
-        out.json(found)
-        return
-    out.table(
-        ["TRIGGER", "ENABLED", "EVERY", "LAST", "OUTCOME", "DESCRIPTION"],
-        (
-            [
-                t.name,
-                "yes" if t.enabled else "no",
-                f"{t.interval_seconds:g}s" if t.interval_seconds else "on demand",
-                t.last_evaluation.evaluated_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-                if t.last_evaluation
-                else "",
-                t.last_evaluation.outcome.value if t.last_evaluation else "",
-                t.description or "",
-            ]
-            for t in found
-        ),
-    )
-
-
-@trigger_app.command("evaluate")
-def trigger_evaluate(
-    name: Annotated[str, typer.Argument(help="The trigger's name.")],
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Preview its requests; launch nothing.")
-    ] = False,
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
-    output: OutputOption = OutputFormat.text,
-) -> None:
-    """Evaluate a trigger now and launch what it returns. Exits 1 if the trigger failed."""
-    out = Output(output is OutputFormat.json)
-    with connect(url, token, out) as client:
-        evaluation = client.evaluate_trigger(name, dry_run=dry_run)
-    failed = evaluation.outcome.value == "FAILED"
-    if out.json_mode:
-        out.json(evaluation)
-    else:
-        dry = " (dry run)" if evaluation.dry_run else ""
-        out.line(
-            f"{evaluation.trigger}: {evaluation.outcome.value}{dry} "
-            f"in {evaluation.duration_seconds:.2f}s"
-        )
-        if evaluation.skip_reason:
-            out.line(f"skipped: {evaluation.skip_reason}")
-        if evaluation.error_message:
-            out.error(evaluation.error_message)
-        for result in evaluation.requests:
-            target = f"{result.request.job} {plain_selection(result.request.partitions)}"
-            if result.backfill_id:
-                out.line(f"launched {result.backfill_id}: {target}")
-            elif result.preview is not None:
-                out.line(
-                    f"would launch {target}: {result.preview.runs} runs of {result.preview.total}"
-                )
-            for e in result.errors:
-                out.error(f"{target}: {e}")
-    if failed:
-        finish(EXIT_REFUSED)
+        print_launched(out, backfill, quiet)

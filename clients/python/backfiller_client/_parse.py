@@ -7,8 +7,17 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, cast
 
-from backfiller.client.errors import UserErrorDetail
-from backfiller.client.types import (
+from backfiller_client.errors import UserErrorDetail
+from backfiller_client.requests import (
+    AllPartitions,
+    BackfillRequest,
+    Order,
+    PartitionKeys,
+    PartitionRange,
+    PartitionSelection,
+    Reprocess,
+)
+from backfiller_client.types import (
     Backfill,
     BackfillCounts,
     BackfillEvent,
@@ -25,15 +34,6 @@ from backfiller.client.types import (
     TriggerEvaluation,
     TriggerOutcome,
     TriggerRequestResult,
-)
-from backfiller.definitions.requests import (
-    AllPartitions,
-    BackfillRequest,
-    Order,
-    PartitionKeys,
-    PartitionRange,
-    PartitionSelection,
-    Reprocess,
 )
 
 Json = Mapping[str, Any]

@@ -46,7 +46,7 @@ class BackfillerUserError(BackfillerError):
     def __init__(self, operation: str, errors: Sequence[UserErrorDetail]) -> None:
         self.operation = operation
         self.errors: tuple[UserErrorDetail, ...] = tuple(errors)
-        super().__init__("; ".join(str(e) for e in self.errors) or f"{operation} was refused")
+        super().__init__("; ".join(str(e) for e in self.errors) or "the server refused the request")
 
     @property
     def codes(self) -> tuple[str, ...]:

@@ -9,14 +9,15 @@ from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 
-from backfiller.client import _parse
-from backfiller.client.errors import (
+from backfiller_client import _parse
+from backfiller_client.errors import (
     BackfillerAPIError,
     BackfillerAuthError,
     BackfillerUserError,
     UserErrorDetail,
 )
-from backfiller.client.types import (
+from backfiller_client.requests import BackfillRequest
+from backfiller_client.types import (
     Backfill,
     BackfillEvent,
     BackfillStatus,
@@ -28,7 +29,6 @@ from backfiller.client.types import (
     Trigger,
     TriggerEvaluation,
 )
-from backfiller.definitions.requests import BackfillRequest
 
 T = TypeVar("T")
 Json = Mapping[str, Any]
@@ -89,7 +89,7 @@ def read_response(operation: str, response: httpx.Response) -> Json:
     detail = "; ".join(messages)
     if status in (401, 403) or AUTH_CODES.intersection(codes):
         raise BackfillerAuthError(
-            f"{operation}: the server refused the credentials (HTTP {status})"
+            f"the server refused the credentials (HTTP {status})"
             + (f": {detail}" if detail else ""),
             status_code=status,
             messages=messages,
@@ -98,7 +98,7 @@ def read_response(operation: str, response: httpx.Response) -> Json:
         )
     if status >= 400 and not (status < 500 and errors):
         raise BackfillerAPIError(
-            f"{operation}: HTTP {status}" + (f": {detail}" if detail else ""),
+            f"HTTP {status}" + (f": {detail}" if detail else ""),
             status_code=status,
             messages=messages,
             codes=codes,
@@ -106,13 +106,13 @@ def read_response(operation: str, response: httpx.Response) -> Json:
         )
     if not isinstance(body, dict):
         raise BackfillerAPIError(
-            f"{operation}: the answer is not a JSON object (HTTP {status})",
+            f"the answer is not a JSON object (HTTP {status})",
             status_code=status,
             request_id=request_id,
         )
     if errors:
         raise BackfillerAPIError(
-            f"{operation}: {detail or 'the server reported errors'}",
+            f"{detail or 'the server reported errors'}",
             status_code=status,
             messages=messages,
             codes=codes,
@@ -121,7 +121,7 @@ def read_response(operation: str, response: httpx.Response) -> Json:
     data = body.get("data")
     if not isinstance(data, dict):
         raise BackfillerAPIError(
-            f"{operation}: the answer has no data", status_code=status, request_id=request_id
+            "the answer has no data", status_code=status, request_id=request_id
         )
     return data
 
@@ -133,9 +133,7 @@ def read_data(call: Call[T], data: Json) -> T:
     except BackfillerUserError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise BackfillerAPIError(
-            f"{call.operation}: unexpected answer ({type(exc).__name__}: {exc})"
-        ) from exc
+        raise BackfillerAPIError(f"unexpected answer ({type(exc).__name__}: {exc})") from exc
 
 
 def _payload(operation: str, data: Json, field: str) -> Json:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from backfiller.client.errors import UserErrorDetail
-from backfiller.definitions.requests import (
+from backfiller_client.errors import UserErrorDetail
+from backfiller_client.requests import (
     BackfillRequest,
     Order,
     PartitionSelection,

@@ -1,0 +1,23 @@
+"""How the server processes log: one line per record on stderr.
+
+Shared by the commands (``serve``, ``daemon``, ``dev``) and by each process of
+``serve --workers N`` (``web/workers.py``), so neither has to import the other.
+"""
+
+from __future__ import annotations
+
+import logging
+
+# Libraries whose INFO lines say nothing an operator acts on (Alembic lists its plugins and
+# each migration step at every start).
+QUIET_LOGGERS = ("alembic",)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """Lines as ``--log-format`` / ``$BACKFILLER_LOG_FORMAT`` say (with context fields, and
+    never a secret: :mod:`backfiller.observability.logs`), without the libraries' chatter."""
+    from backfiller.observability.logs import configure
+
+    configure(level)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
