@@ -42,12 +42,20 @@ ANONYMOUS_ADMIN = Principal(name=None, role=Role.ADMIN)
 
 
 def actor_of(principal: Principal | None) -> str | None:
-    """What is recorded as the creator of what a request does: the token's name.
+    """What is recorded as the creator of what a request does (backfills, events, trigger
+    evaluations): the token's name; for a run's credential, the run too:
+    ``"ci-token (run run_12 of bf_3)"``, or ``"run run_12 of bf_3"`` when no token launched it.
 
-    For a run's credential, the name of the token that launched the run's backfill; the run
-    itself goes in an audit field of its own (see :func:`run_of`), never in this name.
+    The audit log keeps the two apart: the token's name as the actor, the run in a field of its
+    own (see :func:`run_of`).
     """
-    return principal.name if principal is not None else None
+    if principal is None:
+        return None
+    run = run_of(principal)
+    if run is None:
+        return principal.name
+    where = f"run {run} of bf_{principal.backfill_id}"
+    return f"{principal.name} ({where})" if principal.name else where
 
 
 def run_of(principal: Principal | None) -> str | None:

@@ -60,9 +60,13 @@ def audit_entry(
     codes = [e.code.name for e in errors]
     if errors and message is None:
         message = "; ".join(e.message for e in errors)[:2000]
+    if principal is not None and principal.run_id is not None:
+        actor = principal.name  # the run has its own field
+    else:
+        actor = ctx.actor or (principal.name if principal else None)
     return AuditEntry(
         at=ctx.now(),
-        actor=ctx.actor or (principal.name if principal else None),
+        actor=actor,
         role=principal.role.value if principal else None,
         operation=operation,
         subject=storable(subject),

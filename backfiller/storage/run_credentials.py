@@ -9,9 +9,10 @@ then has that token's job scopes and at most its role, capped at operator.
 
 The rights a run gets, from the backfill's ``creator``:
 
-- the name of an active token: that token's role, capped at operator, and its job scopes;
-- none (launched without authentication) or a trigger (``trigger:<name>``, evaluated by an
-  operator or the daemon): operator;
+- the name of an active token (or a run of one: ``"<name> (run run_12 of bf_3)"``): that
+  token's role, capped at operator, and its job scopes;
+- none (launched without authentication), a run of none (``"run run_12 of bf_3"``) or a
+  trigger (``trigger:<name>``, evaluated by an operator or the daemon): operator;
 - anything else (a token since revoked or expired): viewer.
 """
 
@@ -21,6 +22,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ PURPOSE = "run-credentials"
 DEFAULT_LIFETIME = timedelta(hours=24)
 GRACE = timedelta(hours=1)
 _keys: dict[str, bytes] = {}
+_RUN_SUFFIX = re.compile(r"^(?:(?P<name>.*) \()?run run_\d+ of bf_\d+\)?$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +134,16 @@ def verify(key: bytes, credential: str) -> RunClaims | None:
         return None
 
 
+def launcher_of(creator: str | None) -> str | None:
+    """The token behind a creator: a run's creator names it, or none (``run run_1 of bf_2``)."""
+    if creator is None:
+        return None
+    found = _RUN_SUFFIX.match(creator)
+    if found is None:
+        return creator
+    return found.group("name")
+
+
 async def mint_run_credentials(
     database: Database,
     backfill_id: int,
@@ -145,6 +158,7 @@ async def mint_run_credentials(
     if not ids:
         return {}
     key = await signing_key(database)
+    creator = launcher_of(creator)
     parent_id: int | None = None
     role = Role.OPERATOR
     if creator is not None:

@@ -22,6 +22,7 @@ from strawberry.types.unset import UNSET, UnsetType
 from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
+from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
 from backfiller.web.headers import SecurityHeaders
 from backfiller.web.operations import Operations
 from backfiller.web.rest import RestApi
@@ -51,6 +52,9 @@ class PublicGraphQL(GraphQL[Context, None]):
         self.services = services
         self.max_message_bytes = settings.max_body_bytes
         self.socket_operations = OperationCounter()
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return graphiql_page()  # served from the package, not from a CDN
 
     def decode_json(self, data: str | bytes) -> object:
         try:
@@ -202,6 +206,7 @@ def create_app(services: Services) -> ASGIApp:
         WebSocketRoute("/graphql", graphql),
         Route("/healthz", health),
         *ui_routes(),
+        *graphiql_routes(),
         RestApi(graphql, services.settings.max_page_size).mount(),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -99,7 +99,7 @@ def settings() -> Settings:
 async def rest(gql: GraphQLRunner) -> AsyncIterator[Rest]:
     app = create_app(gql.services)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         document = (await client.get(f"{PREFIX}/openapi.json")).json()
         yield Rest(client, document)
 
@@ -555,7 +555,7 @@ async def test_tokens_are_checked_as_on_graphql(gql: GraphQLRunner) -> None:
     def bearer(token: str) -> dict[str, str]:
         return {"authorization": f"Bearer {token}"}
 
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         assert (await client.get(f"{PREFIX}/openapi.json")).status_code == 401
         document = (await client.get(f"{PREFIX}/openapi.json", headers=bearer(viewer))).json()
         rest = Rest(client, document)

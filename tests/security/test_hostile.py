@@ -432,6 +432,7 @@ def test_launches_are_rate_limited_per_token_on_graphql_and_rest(
     before = row_counts(shared_database_url, ignore=("audit_log",))
     rest = client_of(server).post("/api/v1/backfills", json=daily(), headers=bearer(token))
     assert rest.status_code == 429
+    assert int(rest.headers["retry-after"]) >= 1
     assert rest.json()["userErrors"][0]["code"] == "RATE_LIMITED"
     assert row_counts(shared_database_url, ignore=("audit_log",)) == before
     # Reads are not limited, and other tokens keep their own budget.

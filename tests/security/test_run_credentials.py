@@ -83,10 +83,13 @@ def test_a_run_acts_as_the_launching_token_and_is_audited_as_its_run(
         "authenticated": True,
     }
     launched = gql(server, LAUNCH, {"i": daily(2)}, credential).json()["data"]["launchBackfill"]
-    assert launched["userErrors"] == [] and launched["backfill"]["creator"] == "operator"
     entry = audit_entries_sync(shared_database_url)[-1]
     assert (entry.operation, entry.actor) == ("launchBackfill", "operator")
     assert entry.run_id is not None and entry.run_id.startswith("run_")
+    # Recorded as "run X of backfill Y, launched by Z".
+    assert launched["userErrors"] == []
+    assert launched["backfill"]["creator"].startswith("operator (run run_")
+    assert f"run {entry.run_id} of bf_" in launched["backfill"]["creator"]
 
 
 def test_a_run_of_an_admin_is_no_more_than_an_operator(

@@ -311,3 +311,22 @@ def test_a_rebound_host_is_refused(open_server: LiveServer, shared_database_url:
     assert configured.status_code == 200
     names = [e.subject for e in audit_entries_sync(shared_database_url)]
     assert "rebound" not in names
+
+
+def test_graphiql_is_served_from_the_package(server: LiveServer) -> None:
+    page = httpx.get(f"{server.url}/graphql/v1", headers={"Accept": "text/html"}, timeout=10)
+    assert page.status_code == 200
+    assert "unpkg" not in page.text and "https://" not in page.text
+    assert "/graphiql/assets/graphiql.min.js" in page.text
+    assert page.headers["x-frame-options"] == "DENY"
+    for name in ("graphiql.min.js", "graphiql.min.css", "react-dom.production.min.js"):
+        asset = httpx.get(f"{server.url}/graphiql/assets/{name}", timeout=10)
+        assert asset.status_code == 200 and asset.headers["content-encoding"] == "gzip"
+        assert len(asset.content) > 1000  # httpx decompresses it
+    raw = httpx.get(
+        f"{server.url}/graphiql/assets/react.production.min.js",
+        headers={"Accept-Encoding": "identity"},
+        timeout=10,
+    )
+    assert "content-encoding" not in raw.headers and b"React" in raw.content
+    assert httpx.get(f"{server.url}/graphiql/assets/x.js", timeout=10).status_code == 404
