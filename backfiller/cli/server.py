@@ -146,9 +146,9 @@ def prepare_database(url: str | None) -> str:
 
 
 def configure_logging(level: str = "INFO") -> None:
-    from backfiller.observability.logs import configure
+    from backfiller.observability.process import setup
 
-    configure(level)  # --log-format / $BACKFILLER_LOG_FORMAT, context fields, no secrets
+    setup(level)  # --log-format (context fields, no secrets) and --otlp-endpoint
 
 
 @app.command()

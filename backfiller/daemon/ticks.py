@@ -32,7 +32,7 @@ from backfiller.launchers.base import (
     RunStarted,
     RunTask,
 )
-from backfiller.observability import daemon_metrics
+from backfiller.observability import daemon_metrics, tracing
 from backfiller.planning import keys_between
 from backfiller.storage import Database
 from backfiller.storage.execution import (
@@ -265,6 +265,7 @@ async def launch_runs(
             want = min(share, room)
             tasks = await _claim(database, clock, state, record, job, pinned, want, report)
             if tasks:
+                tasks = tracing.start_runs(tasks, record.trace_parent)
                 daemon_metrics.runs_submitted(t.run_id for t in tasks)
                 launcher.submit(tasks)
                 room -= len(tasks)

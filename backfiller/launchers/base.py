@@ -26,6 +26,8 @@ class RunTask:
     partition_start: datetime | None = None
     partition_end: datetime | None = None
     timeout_seconds: float | None = None
+    trace_parent: str | None = None
+    """The W3C ``traceparent`` of the run's span, when tracing is on."""
 
 
 class Outcome(enum.StrEnum):

@@ -159,9 +159,10 @@ def run_worker(conn: Connection, options: WorkerOptions, parent_pid: int) -> Non
 
 
 def _serve(conn: Connection, options: WorkerOptions, parent_pid: int) -> None:
-    from backfiller.observability import logs, worker_metrics
+    from backfiller.observability import logs, tracing, worker_metrics
 
     logs.configure("WARNING")  # the worker's own lines (a run's go to the run's log)
+    tracing.configure()  # on when the daemon's environment says so
     sender = _Sender(conn)
     current: list[_RunLogHandler | None] = [None]
     threading.Thread(target=_watch_parent, args=(parent_pid, current), daemon=True).start()
@@ -186,7 +187,9 @@ def _serve(conn: Connection, options: WorkerOptions, parent_pid: int) -> None:
         current[0] = handler
         began = worker_metrics.run_started()
         bound = logs.bind(run_id=f"run_{task.run_id}", backfill_id=f"bf_{task.backfill_id}")
-        outcome, message, trace = _execute(definitions, task, handler, options)
+        with tracing.job_span(task):  # the user's spans nest under the run's
+            outcome, message, trace = _execute(definitions, task, handler, options)
+        tracing.shutdown()
         logs.unbind(bound)
         worker_metrics.run_finished(task.job_name, outcome, began)
         current[0] = None

@@ -10,6 +10,7 @@ import strawberry
 from backfiller import domain
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace
+from backfiller.observability import tracing
 from backfiller.planning import (
     ResolvedSelection,
     Selection,
@@ -262,5 +263,6 @@ async def command_from_input(
         creator=creator if creator is not None else ctx.actor,
         parent_id=parent_id,
         notify=webhooks_of(input.notify),
+        trace_parent=tracing.current_trace_parent(),
     )
     return LaunchCommand(job=job, space=space, resolved=resolved, new=new)
