@@ -15,9 +15,10 @@ QUIET_LOGGERS = ("alembic",)
 
 def configure_logging(level: str = "INFO") -> None:
     """Lines as ``--log-format`` / ``$BACKFILLER_LOG_FORMAT`` say (with context fields, and
-    never a secret: :mod:`backfiller.observability.logs`), without the libraries' chatter."""
-    from backfiller.observability.logs import configure
+    never a secret: :mod:`backfiller.observability.logs`), without the libraries' chatter;
+    tracing too when ``--otlp-endpoint`` is given (:mod:`backfiller.observability.process`)."""
+    from backfiller.observability.process import setup
 
-    configure(level)
+    setup(level)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))

@@ -28,11 +28,22 @@ def _global_options(
             help="Log lines as json (one object per line) or text, for every command.",
         ),
     ] = "text",
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--otlp-endpoint",
+            envvar="BACKFILLER_OTLP_ENDPOINT",
+            help="Send OpenTelemetry traces to this OTLP/HTTP collector (needs the `tracing` "
+            "extra). Off by default.",
+        ),
+    ] = None,
 ) -> None:
     if log_format not in ("json", "text"):
         raise typer.BadParameter("must be json or text", param_hint="--log-format")
     # Read by every process this command starts (server and worker processes too).
     os.environ["BACKFILLER_LOG_FORMAT"] = log_format
+    if otlp_endpoint:
+        os.environ["BACKFILLER_OTLP_ENDPOINT"] = otlp_endpoint
 
 
 app.add_typer(schema_app, name="schema")

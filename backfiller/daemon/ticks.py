@@ -35,7 +35,7 @@ from backfiller.launchers.base import (
     RunStarted,
     RunTask,
 )
-from backfiller.observability import daemon_metrics
+from backfiller.observability import daemon_metrics, tracing
 from backfiller.planning import keys_between
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated
@@ -191,6 +191,7 @@ async def launch_runs(
                 lose_lease(state, launcher, str(exc))
                 return report
             if tasks:
+                tasks = tracing.start_runs(tasks, record.trace_parent)
                 daemon_metrics.runs_submitted(t.run_id for t in tasks)
                 launcher.submit(tasks)
                 room -= len(tasks)

@@ -71,6 +71,8 @@ class RunTask:
     timeout_seconds: float | None = None
     credential: str | None = None
     """The run's own bearer token for ``context.client`` (see storage.run_credentials)."""
+    trace_parent: str | None = None
+    """The W3C ``traceparent`` of the run's span, when tracing is on."""
 
 
 @dataclass(frozen=True, slots=True)

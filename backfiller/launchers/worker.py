@@ -199,9 +199,10 @@ def run_worker(
 def _serve(
     conn: Connection, options: WorkerOptions, parent_pid: int, deadline: SharedDeadline
 ) -> None:
-    from backfiller.observability import logs, worker_metrics
+    from backfiller.observability import logs, tracing, worker_metrics
 
     logs.configure("WARNING")  # the worker's own lines (a run's go to the run's log)
+    tracing.configure()  # on when the daemon's environment says so
     sender = _Sender(conn)
     current: list[_RunLogHandler | None] = [None]
     threading.Thread(
@@ -234,7 +235,9 @@ def _serve(
             bound = logs.bind(
                 run_id=ids.run_id(task.run_id), backfill_id=ids.backfill_id(task.backfill_id)
             )
-            outcome, message, trace = _execute(definitions, task, handler, options)
+            with tracing.job_span(task):  # the user's spans nest under the run's
+                outcome, message, trace = _execute(definitions, task, handler, options)
+            tracing.shutdown()
             logs.unbind(bound)
             worker_metrics.run_finished(task.job_name, outcome, began)
             current[0] = None

@@ -16,7 +16,7 @@ from graphql import GraphQLError
 from prometheus_client import Counter, Gauge, Histogram
 from strawberry.extensions import SchemaExtension
 
-from backfiller.observability import db_metrics, logs
+from backfiller.observability import db_metrics, logs, tracing
 
 ROUTES = ("graphql", "rest", "health", "metrics", "ui", "other")
 METHODS = frozenset({"GET", "HEAD", "POST", "OPTIONS", "PUT", "PATCH", "DELETE"})
@@ -136,6 +136,8 @@ class OperationMetrics(SchemaExtension):
         if info.path.prev is not None:
             return _next(root, info, *args, **kwargs)
         name: str = info.field_name
+        if tracing.enabled():
+            return self._traced(name, _next, root, info, *args, **kwargs)
         began = time.perf_counter()
         try:
             result = _next(root, info, *args, **kwargs)
@@ -146,6 +148,22 @@ class OperationMetrics(SchemaExtension):
             return self._finish(name, began, result)
         observe_operation(name, time.perf_counter() - began, result, False)
         return result
+
+    async def _traced(
+        self, name: str, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        """The root field's span, under the request's; the statements nest under it."""
+        with tracing.span(f"graphql {name}", {"graphql.field": name}):
+            began = time.perf_counter()
+            try:
+                result = _next(root, info, *args, **kwargs)
+            except Exception as exc:
+                self._failed(name, began, exc)
+                raise
+            if inspect.isawaitable(result):
+                return await self._finish(name, began, result)
+            observe_operation(name, time.perf_counter() - began, result, False)
+            return result
 
     async def _finish(self, name: str, began: float, awaitable: Any) -> Any:
         try:

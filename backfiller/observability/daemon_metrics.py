@@ -18,7 +18,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from sqlalchemy import func, or_, select
 
 from backfiller.domain import BackfillState, SlotState
-from backfiller.observability import db_metrics
+from backfiller.observability import db_metrics, tracing
 from backfiller.storage.records import BackfillRecord, SlotRecord
 
 TASK_DURATION = Histogram(
@@ -161,6 +161,7 @@ def observe_launcher_events(events: Iterable[Any]) -> None:
             elif isinstance(event, RunFinished):
                 _tracker.submitted.pop(event.run_id, None)
                 _tracker.running.discard(event.run_id)
+                tracing.end_run(event.run_id, event.outcome.value)
                 if event.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.WORKER_LOST):
                     RUN_FAILURES.labels(event.outcome.value).inc()
 

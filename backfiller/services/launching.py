@@ -21,6 +21,7 @@ from backfiller import domain
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace
 from backfiller.ids import backfill_id
+from backfiller.observability import tracing
 from backfiller.planning import (
     ResolvedSelection,
     Selection,
@@ -312,6 +313,7 @@ def _new_backfill(
         creator=creator,
         parent_id=parent_id,
         notify=request.notify,
+        trace_parent=tracing.current_trace_parent(),
     )
 
 

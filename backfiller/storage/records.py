@@ -74,6 +74,8 @@ class BackfillRecord(Base):
     skipped: Mapped[int] = mapped_column(BigInteger, default=0)
     # Bumped on every change that a watcher should see (status or counts).
     version: Mapped[int] = mapped_column(BigInteger, default=0)
+    # The W3C traceparent of the launch, when tracing was on: runs link to it.
+    trace_parent: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
         Index("ix_backfills_status_id", "status", "id"),

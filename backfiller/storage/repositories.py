@@ -93,6 +93,7 @@ class NewBackfill:
     creator: str | None
     parent_id: int | None = None
     notify: tuple[WebhookTarget, ...] = ()
+    trace_parent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +146,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
         "canceled": 0,
         "skipped": 0,
         "version": 0,
+        "trace_parent": new.trace_parent,
     }
     pk: int = conn.execute(_INSERT_BACKFILL, values).scalar_one()
     if new.tags:

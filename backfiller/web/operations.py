@@ -21,7 +21,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from backfiller.observability import api_metrics, exposition, health
+from backfiller.observability import api_metrics, exposition, health, tracing
 from backfiller.resolvers.context import Services
 
 access_logger = logging.getLogger("backfiller.access")
@@ -55,12 +55,24 @@ class Operations:
 
         api_metrics.HTTP_IN_PROGRESS.inc()
         try:
-            await self.app(scope, receive, send_status)
+            if tracing.enabled():
+                await self._traced(scope, receive, send_status, route)
+            else:
+                await self.app(scope, receive, send_status)
         finally:
             api_metrics.HTTP_IN_PROGRESS.dec()
             seconds = time.perf_counter() - began
             api_metrics.observe_http(route, scope["method"], status, seconds)
             _access_log(scope, status, seconds)
+
+    async def _traced(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
+        """The request's span, continuing the caller's ``traceparent``."""
+        carrier = {
+            k: v for k, v in Headers(scope=scope).items() if k in ("traceparent", "tracestate")
+        }
+        attributes = {"http.request.method": scope["method"], "http.route": route}
+        with tracing.span(f"HTTP {scope['method']} {route}", attributes, carrier, server=True):
+            await self.app(scope, receive, send)
 
     async def _metrics(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = await self._refusal(Headers(scope=scope))

@@ -1,4 +1,5 @@
-"""Webhook notifications: per-backfill webhooks, deliveries, attempts, the notifier's cursor
+"""Webhook notifications (per-backfill webhooks, deliveries, attempts, the notifier's cursor);
+a backfill's launch trace context
 
 Revision ID: 0008
 Revises: 0007
@@ -18,6 +19,8 @@ BIG_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("backfills", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("trace_parent", sa.String(length=64), nullable=True))
     op.create_table(
         "backfill_webhooks",
         sa.Column("id", BIG_ID, autoincrement=True, nullable=False),
@@ -118,3 +121,5 @@ def downgrade() -> None:
     op.drop_table("notifications")
     op.drop_index("ix_backfill_webhooks_backfill_id", "backfill_webhooks")
     op.drop_table("backfill_webhooks")
+    with op.batch_alter_table("backfills", schema=None) as batch_op:
+        batch_op.drop_column("trace_parent")

@@ -1,0 +1,12 @@
+"""What every server-side process does first: its logs, and tracing when it is asked for."""
+
+from __future__ import annotations
+
+from backfiller.observability import logs, tracing
+
+
+def setup(level: str = "INFO") -> None:
+    """Logs per ``$BACKFILLER_LOG_FORMAT``; tracing per ``$BACKFILLER_OTLP_ENDPOINT`` (both
+    set by the root options ``--log-format`` and ``--otlp-endpoint``)."""
+    logs.configure(level)
+    tracing.configure()
