@@ -30,12 +30,11 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, assert_never, cast
+from typing import TYPE_CHECKING, Any, Literal, assert_never, cast
 
 import strawberry
 
 from backfiller import domain
-from backfiller.client import Client
 from backfiller.config import Settings
 from backfiller.definitions.requests import (
     AllPartitions,
@@ -102,6 +101,9 @@ from backfiller.storage.trigger_records import (
     TriggerStateRecord,
 )
 from backfiller.storage.triggers import TriggerEvaluationRepository, TriggerStateRepository
+
+if TYPE_CHECKING:
+    from backfiller.client import Client
 
 logger = logging.getLogger("backfiller.triggers")
 
@@ -296,6 +298,10 @@ def client_factory_for(url: str | None, token: str | None) -> Callable[[], Clien
     base = url
 
     def build() -> Client:
+        # Imported here: the client brings httpx (and rich, through httpx's CLI), several MB
+        # that an API process without trigger clients never needs.
+        from backfiller.client import Client
+
         return Client(base, token=token)
 
     return build
