@@ -24,7 +24,7 @@ from starlette.types import ASGIApp
 async def app_on_sqlite() -> AsyncIterator[ASGIApp]:
     """The API's ASGI app on a fresh SQLite database (auth and rate limit off)."""
     from backfiller.cli.server import prepare_database
-    from backfiller.config import Settings
+    from backfiller.config import AuthMode, Settings
     from backfiller.resolvers.context import Services
     from backfiller.storage import Database
     from backfiller.web.app import create_app
@@ -33,7 +33,7 @@ async def app_on_sqlite() -> AsyncIterator[ASGIApp]:
     with tempfile.TemporaryDirectory() as tmp:
         url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
         settings = dataclasses.replace(
-            Settings.from_env(), database_url=url, auth_mode="none", launch_rate_limit=0
+            Settings.from_env(), database_url=url, auth_mode=AuthMode.NONE, launch_rate_limit=0
         )
         database = Database(url)
         try:

@@ -254,80 +254,51 @@ async def run_workers(workers: int) -> None:
             server.stop()
 
 
-async def in_process(count: int) -> None:
+async def in_process(count: int, rounds: int = 5) -> None:
     """The application called straight through ASGI, no socket: the server's own cost, back to
-    back and with a pause before each launch (as a server waiting for its next request)."""
-    import dataclasses
+    back and with a pause before each launch (as a server waiting for its next request); then
+    eight concurrent callers (the group commit's case), as CPU time per launch."""
+    from bench import _inproc
 
-    from backfiller.cli.server import prepare_database
-    from backfiller.config import AuthMode, Settings
-    from backfiller.resolvers.context import Services
-    from backfiller.storage import Database
-    from backfiller.web.app import create_app
-    from bench.defs import definitions
-
-    with tempfile.TemporaryDirectory() as tmp:
-        url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
-        settings = dataclasses.replace(
-            Settings.from_env(), database_url=url, auth_mode=AuthMode.NONE, launch_rate_limit=0
-        )
-        database = Database(url)
-        app = create_app(Services(database=database, definitions=definitions, settings=settings))
-        body = launch_body(1)
-
-        async def call() -> None:
-            sent = False
-            scope = {
-                "type": "http",
-                "asgi": {"version": "3.0"},
-                "http_version": "1.1",
-                "method": "POST",
-                "scheme": "http",
-                "path": "/graphql/v1",
-                "raw_path": b"/graphql/v1",
-                "query_string": b"",
-                "root_path": "",
-                "headers": [
-                    (b"host", b"127.0.0.1"),
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-                "client": ("127.0.0.1", 50000),
-                "server": ("127.0.0.1", 8000),
-            }
-            answer: list[bytes] = []
-
-            async def receive() -> dict[str, Any]:
-                nonlocal sent
-                if sent:
-                    await asyncio.Event().wait()  # the client never goes away
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            async def send(message: dict[str, Any]) -> None:
-                if message["type"] == "http.response.body":
-                    answer.append(message.get("body", b""))
-
-            await app(scope, receive, send)  # type: ignore[arg-type]
-            check(json.loads(b"".join(answer)), 1)
-
-        try:
-            for _ in range(100):
-                await call()
-            for pause in (0.0, 0.002):
+    body = launch_body(1)
+    async with _inproc.app_on_sqlite() as app:
+        for _ in range(100):
+            check(await _inproc.post(app, body), 1)
+        for pause in (0.0, 0.002):
+            medians = []
+            for _ in range(rounds):
                 values = []
-                for _ in range(count):
+                for _ in range(max(1, count // rounds)):
                     if pause:
                         await asyncio.sleep(pause)  # idle, as between requests
                     started = time.perf_counter()
-                    await call()
+                    check(await _inproc.post(app, body), 1)
                     values.append((time.perf_counter() - started) * 1000)
-                print(
-                    f"[in process] launch 1 partition, {pause * 1000:.0f} ms pause before each: "
-                    f"p50 {statistics.median(values):6.2f} ms"
-                )
-        finally:
-            await database.dispose()
+                medians.append(statistics.median(values))
+            print(
+                f"[in process] launch 1 partition, {pause * 1000:.0f} ms pause before each: "
+                f"{spread(medians)} ms"
+            )
+        per_launch = []
+        for _ in range(rounds):
+            each = max(1, count // rounds // 8)
+
+            async def caller(each: int) -> None:
+                for _ in range(each):
+                    check(await _inproc.post(app, body), 1)
+
+            started = time.process_time()
+            await asyncio.gather(*(caller(each) for _ in range(8)))
+            per_launch.append((time.process_time() - started) / (8 * each) * 1000)
+        print(
+            "[in process] 8 concurrent callers, CPU per launch: "
+            f"{spread(per_launch)} ms, i.e. {1000 / statistics.median(per_launch):.0f} launches/s"
+        )
+
+
+def spread(values: list[float]) -> str:
+    """The median of per-round figures and their range."""
+    return f"p50 {statistics.median(values):6.2f} (rounds {min(values):.2f} to {max(values):.2f})"
 
 
 def main() -> None:

@@ -81,7 +81,6 @@ def request_from_input(input: LaunchBackfillInput) -> LaunchRequest | list[UserE
         description=_optional(input.description),
         idempotency_key=_optional(input.idempotency_key),
         notify=webhooks_of(input.notify),
-        trace_parent=tracing.current_trace_parent(),
     )
 
 

@@ -4,10 +4,9 @@ client of the service (``context.client``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, assert_never
+from typing import TYPE_CHECKING, Literal, assert_never
 
 from backfiller import domain
-from backfiller.client import Client
 from backfiller.config import Settings
 from backfiller.definitions.triggers import (
     PartitionRunStatus,
@@ -19,6 +18,9 @@ from backfiller.services.backend import Backend
 from backfiller.services.selections import key_space_of
 from backfiller.storage.repositories import PartitionStateRepository
 from backfiller.storage.trigger_records import TriggerEvaluationRecord, TriggerOutcome
+
+if TYPE_CHECKING:
+    from backfiller.client import Client
 
 
 def _run_status(state: domain.RunState) -> PartitionRunStatus:
@@ -67,6 +69,10 @@ def client_factory_for(url: str | None, token: str | None) -> Callable[[], Clien
     base = url
 
     def build() -> Client:
+        # Imported here: the client brings httpx (and rich, through httpx's CLI), several MB
+        # that an API process without trigger clients never needs.
+        from backfiller.client import Client
+
         return Client(base, token=token)
 
     return build
