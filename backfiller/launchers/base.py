@@ -1,9 +1,48 @@
-"""The launcher interface: tasks in, events out. No database here."""
+"""The launcher interface: tasks in, events out. No database here.
+
+A launcher is what executes runs (the local pool of worker processes, an inline one for tests,
+a Celery one...). The daemon owns the database; a launcher only ever sees the values below.
+The contract every launcher keeps, so that a partition never executes twice at once:
+
+**Fencing token.** A run's ``(run_id, attempt)`` is its fencing token. Every event a launcher
+reports carries it; the daemon writes an event only if the run is still active, still leased to
+the daemon and still at that attempt, so a result from a stale attempt (a run another daemon has
+since taken over) is refused, never recorded.
+
+**Start gate.** A claimed run waits in the launcher (QUEUED in the database) until a worker is
+free. Right before a worker starts it, the launcher calls the gate that the daemon installed
+with :meth:`Launcher.set_gate`, passing :class:`StartRequest` values; the gate moves the runs
+from QUEUED to RUNNING in the database in one conditional transaction (only while their
+backfill is RUNNING and the daemon's lease is valid) and returns the ids that may start. A run
+refused by the gate is never started: the launcher reports it ``RunFinished(NOT_STARTED)``.
+This is what makes ``pauseBackfill`` and ``cancelBackfill`` immediate: once they have
+committed, no gate lets a run of that backfill start. Without a gate (``set_gate(None)``) every
+run starts and is reported with ``RunStarted``. The gate blocks (it is a database round trip),
+so it is called without the launcher's locks held, from the launcher's own thread.
+
+**Lease.** The daemon holds a lease in the database with a deadline, renewed every few seconds.
+After each renewal it calls :meth:`Launcher.extend_lease` with ``stop_by``: a wall-clock time
+(UTC) safely before the lease's deadline. The launcher must guarantee that none of its runs is
+still executing at ``stop_by`` unless the lease is extended again: it starts no run past it and
+kills the runs that reach it (the whole process group, or the remote equivalent), even when the
+daemon itself is gone (the local pool's workers watch the deadline themselves). Another daemon
+takes over a dead daemon's runs only after that daemon's lease deadline, so the two can never
+execute one run at the same time. Runs killed this way are not reported (the daemon that loses
+its lease forgets them; the daemon that takes over requeues them as ``WORKER_LOST``).
+
+**Durable results.** A run that finished while its daemon was dead must not be run again: a
+launcher that can keep results beyond its daemon (the local pool writes them to a spool
+directory before reporting them) returns them from :meth:`Launcher.durable_results` when the
+next daemon takes the run over, and forgets them on :meth:`Launcher.discard_results` once they
+are written. A launcher that cannot keep results returns nothing (the run is then requeued).
+
+**Cancel and timeouts** stop the run's whole process group: SIGTERM, a grace period, SIGKILL.
+"""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -14,7 +53,10 @@ MAX_LOG_LINE_CHARS = 8_000
 
 @dataclass(frozen=True, slots=True)
 class RunTask:
-    """One attempt of one partition, as a worker needs it (picklable)."""
+    """One attempt of one partition, as a worker needs it (picklable).
+
+    ``(run_id, attempt)`` is the run's fencing token (see the module's docstring).
+    """
 
     run_id: int
     backfill_id: int
@@ -34,6 +76,8 @@ class Outcome(enum.StrEnum):
     TIMEOUT = "timeout"
     WORKER_LOST = "worker_lost"
     CANCELED = "canceled"
+    NOT_STARTED = "not_started"
+    """The start gate refused the run (its backfill was paused or canceled): it never ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,19 +89,25 @@ class LogLine:
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
+    """A run began on a worker (reported only when no gate recorded the start already)."""
+
     run_id: int
     at: datetime
     worker: str
+    attempt: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
+    """How one run ended: the single representation of a run's end, worker to storage."""
+
     run_id: int
     at: datetime
     outcome: Outcome
     error_message: str | None = None
     error_traceback: str | None = None
     worker: str | None = None
+    attempt: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +119,27 @@ class RunLogs:
 LauncherEvent = RunStarted | RunFinished | RunLogs
 
 
+@dataclass(frozen=True, slots=True)
+class StartRequest:
+    """A run the launcher is about to start on ``worker``, asked of the gate."""
+
+    run_id: int
+    attempt: int
+    at: datetime
+    worker: str
+
+
+Gate = Callable[[Sequence[StartRequest]], set[int]]
+"""Moves runs QUEUED -> RUNNING in the database; returns the ids that may start. Blocking."""
+
+
 class Launcher(Protocol):
-    """What the daemon needs from a launcher.
+    """What the daemon needs from a launcher (see the module's docstring for the contract).
 
     ``submit`` takes runs already written as QUEUED; ``poll`` returns what happened since the
     last call (a run's ``RunStarted`` always comes before its ``RunFinished``); ``cancel`` takes
-    back a run not started yet, or stops a running one (SIGTERM, then SIGKILL after a grace
-    period) and reports it ``CANCELED``.
+    back a run not started yet, or stops a running one (SIGTERM to its process group, then
+    SIGKILL after a grace period) and reports it ``CANCELED``.
     """
 
     @property
@@ -95,6 +159,29 @@ class Launcher(Protocol):
 
     def set_notify(self, callback: Callable[[], None] | None) -> None:
         """Call ``callback`` (from any thread) when ``poll`` has something new."""
+        ...
+
+    def set_gate(self, gate: Gate | None) -> None:
+        """Ask ``gate`` right before starting runs (see the module's docstring)."""
+        ...
+
+    def extend_lease(self, stop_by: datetime) -> None:
+        """No run of this launcher may still execute at ``stop_by`` (UTC) unless extended."""
+        ...
+
+    def revoke_lease(self) -> list[RunTask]:
+        """The lease is lost: kill every run now (process groups, SIGKILL) and forget them.
+
+        Returns the runs that were in flight; none of them is reported by ``poll``.
+        """
+        ...
+
+    def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
+        """Results of these runs kept beyond their daemon (empty if the launcher keeps none)."""
+        ...
+
+    def discard_results(self, run_ids: Iterable[int]) -> None:
+        """The results of these runs are written: forget their durable copies."""
         ...
 
     def close(self, timeout: float = 10.0) -> list[LauncherEvent]:

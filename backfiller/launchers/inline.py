@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from backfiller.definitions.jobs import RunContext
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import (
+    Gate,
     LauncherEvent,
     LogLine,
     Outcome,
@@ -23,6 +24,7 @@ from backfiller.launchers.base import (
     RunLogs,
     RunStarted,
     RunTask,
+    StartRequest,
 )
 
 
@@ -45,6 +47,8 @@ class InlineLauncher:
         self.started: set[int] = set()
         self.events: list[LauncherEvent] = []
         self.submitted: list[RunTask] = []
+        self.gate: Gate | None = None
+        self.stop_by: datetime | None = None
 
     @property
     def capacity(self) -> int:
@@ -74,10 +78,10 @@ class InlineLauncher:
         self.hold = False
 
     def poll(self) -> list[LauncherEvent]:
+        self._start()
         for run_id, task in list(self.tasks.items()):
             if run_id not in self.started:
-                self.started.add(run_id)
-                self.events.append(RunStarted(run_id, _now(), "inline"))
+                continue
             if not self.hold:
                 self.events += self._execute(task)
                 del self.tasks[run_id]
@@ -90,6 +94,52 @@ class InlineLauncher:
 
     def set_notify(self, callback: Callable[[], None] | None) -> None:
         return None
+
+    def set_gate(self, gate: Gate | None) -> None:
+        self.gate = gate
+
+    def extend_lease(self, stop_by: datetime) -> None:
+        self.stop_by = stop_by
+
+    def revoke_lease(self) -> list[RunTask]:
+        tasks = list(self.tasks.values())
+        self.tasks.clear()
+        self.started.clear()
+        return tasks
+
+    def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
+        return []
+
+    def discard_results(self, run_ids: Iterable[int]) -> None:
+        return None
+
+    def _start(self) -> None:
+        """Start the runs not started yet, through the gate when there is one."""
+        waiting = [t for r, t in self.tasks.items() if r not in self.started]
+        if not waiting:
+            return
+        if self.gate is None:
+            for task in waiting:
+                self.started.add(task.run_id)
+                self.events.append(RunStarted(task.run_id, _now(), "inline", task.attempt))
+            return
+        allowed = self.gate([StartRequest(t.run_id, t.attempt, _now(), "inline") for t in waiting])
+        for task in waiting:
+            if task.run_id in allowed:
+                self.started.add(task.run_id)
+            else:
+                del self.tasks[task.run_id]
+                self.events.append(
+                    RunFinished(
+                        task.run_id,
+                        _now(),
+                        Outcome.NOT_STARTED,
+                        "not started",
+                        None,
+                        None,
+                        task.attempt,
+                    )
+                )
 
     def close(self, timeout: float = 10.0) -> list[LauncherEvent]:
         lost: list[LauncherEvent] = [

@@ -4,8 +4,12 @@ Each worker runs one task at a time; tasks wait in the launcher's own backlog (s
 the database) until a worker is free, so a slow run never holds faster ones behind it. A
 dispatcher thread moves tasks to idle workers as soon as they report, independently of the
 daemon's database work, and watches the workers: a run past its timeout or canceled gets
-SIGTERM, then SIGKILL after ``grace_seconds``; a worker that dies is replaced and its run is
-reported ``WORKER_LOST``.
+SIGTERM, then SIGKILL after ``grace_seconds`` (sent to the worker's process group, so the job's
+child processes go too); a worker that dies is replaced and its run is reported ``WORKER_LOST``.
+
+Right before a run goes to a worker, the dispatcher asks the daemon's gate (outside its lock;
+see ``base``). The lease deadline given by :meth:`LocalLauncher.extend_lease` is shared with the
+workers through shared memory, so they stop at it even when this process is gone.
 """
 
 from __future__ import annotations
@@ -21,22 +25,30 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any
 
 from backfiller.launchers.base import (
+    Gate,
     LauncherEvent,
-    LogLine,
     Outcome,
     RunFinished,
     RunLogs,
     RunStarted,
     RunTask,
+    StartRequest,
 )
-from backfiller.launchers.worker import WorkerOptions, run_worker
+from backfiller.launchers.messages import Done, Fatal, Logs, Ready, Stop, WorkerMessage
+from backfiller.launchers.worker import (
+    WorkerOptions,
+    read_result,
+    result_path,
+    run_worker,
+)
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -65,7 +77,8 @@ class _Worker:
     terminating: Outcome | None = None
     kill_at: float | None = None
     dead: bool = False
-    pending_lines: list[LogLine] = field(default_factory=list)
+    gating: bool = False
+    """The worker's task is being asked of the gate (not sent yet)."""
 
 
 class LocalLauncher:
@@ -78,6 +91,8 @@ class LocalLauncher:
             (default 64 per worker). Below it, the backlog adapts to the pace of runs.
         grace_seconds: time between SIGTERM and SIGKILL when a run is canceled or times out.
         api_url, token: given to runs so that ``context.client`` can reach the service.
+        results_dir: where workers keep each run's end until the daemon has written it, so
+            that the next daemon finds the results of runs that ended while this one was dead.
     """
 
     def __init__(
@@ -89,15 +104,27 @@ class LocalLauncher:
         grace_seconds: float = 5.0,
         api_url: str | None = None,
         token: str | None = None,
+        results_dir: str | None = None,
     ) -> None:
         self.size = workers or default_worker_count()
         self.max_active = max_active or self.size * MAX_BACKLOG_PER_WORKER
         self._mean_run_seconds: float | None = None
         self.grace_seconds = grace_seconds
+        self.results_dir = Path(results_dir) if results_dir else None
+        if self.results_dir is not None:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
         self.options = WorkerOptions(
-            definitions=definitions, api_url=api_url, token=token, sys_path=tuple(sys.path)
+            definitions=definitions,
+            api_url=api_url,
+            token=token,
+            sys_path=tuple(sys.path),
+            results_dir=str(self.results_dir) if self.results_dir else None,
         )
         self._context = multiprocessing.get_context("spawn")
+        # The lease deadline (monotonic), shared with the workers: no run executes past it.
+        self._deadline = self._context.Value("d", math.inf, lock=False)
+        self._gate: Gate | None = None
+        self._orphan_groups: list[tuple[int, float]] = []
         self._lock = threading.RLock()
         self._backlog: deque[RunTask] = deque()
         self._workers: list[_Worker | None] = [None] * self.size
@@ -159,7 +186,10 @@ class LocalLauncher:
             self._backlog = kept
             for w in self._workers:
                 if w is not None and w.task is not None and w.task.run_id in wanted:
-                    self._terminate(w, Outcome.CANCELED)
+                    if w.gating:
+                        w.terminating = Outcome.CANCELED  # never sent: see _dispatch
+                    else:
+                        self._terminate(w, Outcome.CANCELED)
         self._signal_events()
         self._wake()
 
@@ -179,6 +209,53 @@ class LocalLauncher:
     def set_notify(self, callback: Callable[[], None] | None) -> None:
         self._notify = callback
 
+    def set_gate(self, gate: Gate | None) -> None:
+        self._gate = gate
+
+    def extend_lease(self, stop_by: datetime) -> None:
+        self._deadline.value = time.monotonic() + (stop_by - _now()).total_seconds()
+        self._wake()
+
+    def revoke_lease(self) -> list[RunTask]:
+        with self._lock:
+            self._deadline.value = -math.inf
+            revoked = list(self._backlog)
+            self._backlog.clear()
+            for w in self._workers:
+                if w is None or w.task is None:
+                    continue
+                revoked.append(w.task)
+                w.task = None
+                w.terminating = Outcome.WORKER_LOST
+                _signal(w.process, signal.SIGKILL)
+            ids = {t.run_id for t in revoked}
+            self._events = [e for e in self._events if e.run_id not in ids]
+        return revoked
+
+    def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
+        if self.results_dir is None:
+            return []
+        found = []
+        for run_id in run_ids:
+            for path in self.results_dir.glob(f"{run_id}-*.json"):
+                end = read_result(path)
+                if end is not None:
+                    found.append(end)
+        return found
+
+    def discard_results(self, run_ids: Iterable[int]) -> None:
+        if self.results_dir is None:
+            return
+        for run_id in run_ids:
+            for path in self.results_dir.glob(f"{run_id}-*.json"):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+    def forget_result(self, end: RunFinished) -> None:
+        if self.results_dir is not None:
+            with contextlib.suppress(OSError):
+                result_path(self.results_dir, end.run_id, end.attempt).unlink()
+
     def ready_workers(self) -> int:
         """Worker processes started and ready to take runs."""
         with self._lock:
@@ -193,7 +270,9 @@ class LocalLauncher:
         with self._lock:
             self._closing = True
             lost: list[LauncherEvent] = [
-                RunFinished(t.run_id, _now(), Outcome.WORKER_LOST, "the daemon stopped")
+                RunFinished(
+                    t.run_id, _now(), Outcome.WORKER_LOST, "the daemon stopped", attempt=t.attempt
+                )
                 for t in self._backlog
             ]
             self._backlog.clear()
@@ -203,14 +282,18 @@ class LocalLauncher:
                 if w.task is not None:
                     lost.append(
                         RunFinished(
-                            w.task.run_id, _now(), Outcome.WORKER_LOST, "the daemon stopped"
+                            w.task.run_id,
+                            _now(),
+                            Outcome.WORKER_LOST,
+                            "the daemon stopped",
+                            attempt=w.task.attempt,
                         )
                     )
                     w.task = None
                     _signal(w.process, signal.SIGTERM)
                 else:
                     with contextlib.suppress(OSError):
-                        w.conn.send(None)
+                        w.conn.send(Stop())
         self._wake()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -242,7 +325,7 @@ class LocalLauncher:
         parent, child = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=run_worker,
-            args=(child, self.options, os.getpid()),
+            args=(child, self.options, os.getpid(), self._deadline),
             name=f"backfiller-worker-{slot}",
             # Not daemonic, so that jobs may start processes of their own; close() stops it.
             daemon=False,
@@ -277,7 +360,9 @@ class LocalLauncher:
                         self._buried(w)
                 self._watch_deadlines()
                 self._respawn_missing()
-                self._dispatch()
+                chosen = self._choose()
+            if chosen:
+                self._dispatch(chosen)
             self._signal_events()
 
     def _read(self, w: _Worker) -> None:
@@ -290,32 +375,33 @@ class LocalLauncher:
                 return
             self._handle(w, message)
 
-    def _handle(self, w: _Worker, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "ready":
-            w.name = str(message[1])
-            self._failures = 0
-        elif kind == "log":
-            run_id, lines = message[1], message[2]
-            self._events.append(RunLogs(run_id, tuple(LogLine(*line) for line in lines)))
-        elif kind == "done":
-            run_id, outcome, error, trace, lines = message[1:6]
-            if lines:
-                self._events.append(RunLogs(run_id, tuple(LogLine(*line) for line in lines)))
-            if w.task is not None and w.task.run_id == run_id and w.terminating is None:
+    def _handle(self, w: _Worker, message: WorkerMessage) -> None:
+        match message:
+            case Ready(name):
+                w.name = name
+                self._failures = 0
+            case Logs(run_id, lines):
+                if w.task is not None and w.task.run_id == run_id:
+                    self._events.append(RunLogs(run_id, lines))
+            case Done(end, lines):
+                if w.task is None or w.task.run_id != end.run_id or w.terminating is not None:
+                    return
+                if lines:
+                    self._events.append(RunLogs(end.run_id, lines))
                 took = time.monotonic() - w.started
                 mean = self._mean_run_seconds
                 self._mean_run_seconds = took if mean is None else 0.9 * mean + 0.1 * took
-                self._events.append(
-                    RunFinished(run_id, _now(), Outcome(outcome), error, trace, w.name)
-                )
+                self._events.append(end)
                 w.task = None
-        elif kind == "fatal":
-            self.fatal_error = str(message[1])
-            logger.error("worker cannot start: %s", message[1])
+            case Fatal(text):
+                self.fatal_error = text
+                logger.error("worker cannot start: %s", text)
 
     def _buried(self, w: _Worker) -> None:
         w.dead = True
+        if w.kill_at is not None and w.process.pid:
+            # The job's children may outlive the worker: SIGKILL their group after the grace.
+            self._orphan_groups.append((w.process.pid, w.kill_at))
         code = w.process.exitcode
         if w.name is None:
             self._failures += 1
@@ -331,7 +417,9 @@ class LocalLauncher:
             else:
                 how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
                 message = f"the worker process died ({how})"
-            self._events.append(RunFinished(w.task.run_id, _now(), outcome, message, None, w.name))
+            self._events.append(
+                RunFinished(w.task.run_id, _now(), outcome, message, None, w.name, w.task.attempt)
+            )
             w.task = None
         w.conn.close()
         self._workers[w.slot] = None
@@ -345,6 +433,14 @@ class LocalLauncher:
 
     def _watch_deadlines(self) -> None:
         now = time.monotonic()
+        still = []
+        for pgid, at in self._orphan_groups:
+            if now >= at:
+                _kill_group(pgid, signal.SIGKILL)
+            else:
+                still.append((pgid, at))
+        self._orphan_groups = still
+        lease_over = now >= self._deadline.value
         for w in self._workers:
             if w is None or w.dead:
                 continue
@@ -352,6 +448,11 @@ class LocalLauncher:
                 _signal(w.process, signal.SIGKILL)
                 w.kill_at = None
             task = w.task
+            if task is not None and lease_over and not w.gating:
+                # The workers kill themselves at the deadline; this is the belt to their braces.
+                w.terminating = w.terminating or Outcome.WORKER_LOST
+                _signal(w.process, signal.SIGKILL)
+                continue
             if (
                 task is not None
                 and w.terminating is None
@@ -367,25 +468,101 @@ class LocalLauncher:
             if w is None:
                 self._spawn(slot)
 
-    def _dispatch(self) -> None:
+    def _choose(self) -> list[_Worker]:
+        """Pair idle workers with the backlog's next tasks (under the lock; not sent yet)."""
+        if time.monotonic() >= self._deadline.value:
+            return []
+        chosen = []
         for w in self._workers:
             if not self._backlog:
-                return
+                break
             if w is None or w.dead or w.name is None or w.task is not None or w.terminating:
                 continue
-            task = self._backlog.popleft()
+            w.task = self._backlog.popleft()
+            w.gating = True
+            chosen.append(w)
+        return chosen
+
+    def _dispatch(self, chosen: list[_Worker]) -> None:
+        """Ask the gate (without the lock: it is a database round trip), then send."""
+        gate = self._gate
+        allowed: set[int] | None = None
+        if gate is not None:
+            requests = [
+                StartRequest(w.task.run_id, w.task.attempt, _now(), w.name or "")
+                for w in chosen
+                if w.task is not None
+            ]
             try:
-                w.conn.send(task)
-            except OSError:
-                self._backlog.appendleft(task)
-                continue
-            w.task = task
-            w.started = time.monotonic()
-            self._events.append(RunStarted(task.run_id, _now(), w.name))
+                allowed = gate(requests)
+            except Exception:
+                logger.exception("the start gate failed; the runs are not started")
+                allowed = set()
+        with self._lock:
+            for w in chosen:
+                self._send(w, allowed)
+
+    def _send(self, w: _Worker, allowed: set[int] | None) -> None:
+        task, w.gating = w.task, False
+        if task is None:
+            return
+        canceled = w.terminating is Outcome.CANCELED
+        if allowed is not None and task.run_id not in allowed:
+            w.task, w.terminating = None, None
+            self._events.append(
+                RunFinished(
+                    task.run_id,
+                    _now(),
+                    Outcome.NOT_STARTED,
+                    "not started",
+                    None,
+                    None,
+                    task.attempt,
+                )
+            )
+            return
+        if canceled:
+            w.task, w.terminating = None, None
+            self._events.append(
+                RunFinished(
+                    task.run_id, _now(), Outcome.CANCELED, "canceled", None, None, task.attempt
+                )
+            )
+            return
+        try:
+            w.conn.send(task)
+        except OSError:
+            w.task = None
+            self._events.append(
+                RunFinished(
+                    task.run_id,
+                    _now(),
+                    Outcome.WORKER_LOST,
+                    "the worker process died",
+                    None,
+                    w.name,
+                    task.attempt,
+                )
+            )
+            return
+        w.started = time.monotonic()
+        if allowed is None:
+            self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
+
+
+def _kill_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
 
 
 def _signal(process: BaseProcess, signum: int) -> None:
-    if process.pid is None:
+    """Signal a worker's process group (the worker leads it; its job's children are in it)."""
+    pid = process.pid
+    if pid is None:
         return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(process.pid, signum)
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        # Not a group leader yet (it calls setsid first thing): signal the process itself.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)

@@ -1,14 +1,20 @@
 """The body of a persistent worker process of the local launcher.
 
 A worker loads the definitions once, then runs one task at a time, sent by its launcher over a
-pipe. Log lines go back through the same pipe (in small batches); the result goes back when the
-job returns or raises. A worker never outlives its launcher: it exits on end-of-file on the pipe
-and, while a job runs, a watchdog thread exits as soon as the parent process is gone.
+pipe (typed messages, see ``messages``). Log lines go back through the same pipe (in small
+batches); the result goes back when the job returns or raises, after it was written to the
+results directory (when there is one), where the next daemon finds it if this one is gone.
+
+A worker leads its own process group, which the job's child processes join: cancel, timeout and
+a lost lease signal the whole group. A run never outlives its daemon's lease: while a job runs,
+a watchdog thread kills the group (SIGKILL) as soon as the parent process is gone or the lease
+deadline that the launcher shares with its workers (a monotonic time) is reached.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -23,12 +29,27 @@ from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
-from backfiller.launchers.base import MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_RUN, Outcome, RunTask
+from backfiller.launchers.base import (
+    MAX_LOG_LINE_CHARS,
+    MAX_LOG_LINES_PER_RUN,
+    LogLine,
+    Outcome,
+    RunFinished,
+    RunTask,
+)
+from backfiller.launchers.messages import Done, Fatal, Logs, Ready, Stop, WorkerMessage
 
 FLUSH_SECONDS = 0.5
 FLUSH_LINES = 200
+WATCH_SECONDS = 0.05
+
+
+class SharedDeadline(Protocol):
+    """A ``multiprocessing.Value('d')``: the monotonic time by which no run may execute."""
+
+    value: float
 
 
 class Terminated(BaseException):
@@ -41,6 +62,7 @@ class WorkerOptions:
     api_url: str | None = None
     token: str | None = None
     sys_path: tuple[str, ...] = ()
+    results_dir: str | None = None
 
 
 class _Sender:
@@ -50,7 +72,7 @@ class _Sender:
         self.conn = conn
         self.lock = threading.Lock()
 
-    def send(self, message: tuple[Any, ...]) -> None:
+    def send(self, message: WorkerMessage) -> None:
         with self.lock:
             self.conn.send(message)
 
@@ -62,7 +84,7 @@ class _RunLogHandler(logging.Handler):
         super().__init__(logging.DEBUG)
         self.run_id = run_id
         self.sender = sender
-        self.buffer: list[tuple[datetime, str, str]] = []
+        self.buffer: list[LogLine] = []
         self.count = 0
         self.dropped = 0
         self.last_flush = time.monotonic()
@@ -81,12 +103,12 @@ class _RunLogHandler(logging.Handler):
                 return
             self.count += 1
             at = datetime.fromtimestamp(record.created, UTC)
-            self.buffer.append((at, record.levelname, message[:MAX_LOG_LINE_CHARS]))
+            self.buffer.append(LogLine(at, record.levelname, message[:MAX_LOG_LINE_CHARS]))
             full = len(self.buffer) >= FLUSH_LINES
         if full or time.monotonic() - self.last_flush > FLUSH_SECONDS:
             self.flush()
 
-    def take(self) -> list[tuple[datetime, str, str]]:
+    def take(self) -> list[LogLine]:
         with self.buffer_lock:
             lines, self.buffer = self.buffer, []
             self.last_flush = time.monotonic()
@@ -95,15 +117,15 @@ class _RunLogHandler(logging.Handler):
     def flush(self) -> None:
         lines = self.take()
         if lines:
-            self.sender.send(("log", self.run_id, lines))
+            self.sender.send(Logs(self.run_id, tuple(lines)))
 
-    def final_lines(self) -> list[tuple[datetime, str, str]]:
+    def final_lines(self) -> tuple[LogLine, ...]:
         lines = self.take()
         if self.dropped:
             lines.append(
-                (datetime.now(UTC), "WARNING", f"{self.dropped} more log lines were dropped")
+                LogLine(datetime.now(UTC), "WARNING", f"{self.dropped} more log lines were dropped")
             )
-        return lines
+        return tuple(lines)
 
 
 def _client_factory(options: WorkerOptions, run_id: str) -> Callable[[], Any] | None:
@@ -119,24 +141,38 @@ def _client_factory(options: WorkerOptions, run_id: str) -> Callable[[], Any] | 
     return build
 
 
-def _watch_parent(parent_pid: int, current: list[_RunLogHandler | None]) -> None:
+def kill_own_group() -> None:
+    """SIGKILL this worker's process group: the worker and every process its job started."""
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+    os._exit(3)
+
+
+def _watch(parent_pid: int, deadline: SharedDeadline, current: list[_RunLogHandler | None]) -> None:
+    """Kill the group when the daemon is gone or, while a job runs, at the lease deadline."""
     while True:
-        time.sleep(FLUSH_SECONDS)
+        time.sleep(WATCH_SECONDS)
         if os.getppid() != parent_pid:
-            os._exit(3)
+            kill_own_group()
         handler = current[0]
-        if handler is not None and time.monotonic() - handler.last_flush > FLUSH_SECONDS:
+        if handler is None:
+            continue
+        if time.monotonic() >= deadline.value:
+            kill_own_group()
+        if time.monotonic() - handler.last_flush > FLUSH_SECONDS:
             try:
                 handler.flush()
             except (OSError, ValueError):
-                os._exit(3)
+                kill_own_group()
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
-def run_worker(conn: Connection, options: WorkerOptions, parent_pid: int) -> None:
+def run_worker(
+    conn: Connection, options: WorkerOptions, parent_pid: int, deadline: SharedDeadline
+) -> None:
     """Entry point of a worker process (``multiprocessing`` spawn target)."""
     # Own process group: a Ctrl+C or a SIGTERM sent to the daemon's group reaches the daemon
     # only, which then stops its workers in order. The launcher signals workers one by one.
@@ -150,37 +186,89 @@ def run_worker(conn: Connection, options: WorkerOptions, parent_pid: int) -> Non
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
-        _serve(conn, options, parent_pid)
+        _serve(conn, options, parent_pid, deadline)
     except Terminated:
         os._exit(143)
 
 
-def _serve(conn: Connection, options: WorkerOptions, parent_pid: int) -> None:
+def _serve(
+    conn: Connection, options: WorkerOptions, parent_pid: int, deadline: SharedDeadline
+) -> None:
     sender = _Sender(conn)
     current: list[_RunLogHandler | None] = [None]
-    threading.Thread(target=_watch_parent, args=(parent_pid, current), daemon=True).start()
+    threading.Thread(
+        target=_watch, args=(parent_pid, deadline, current), daemon=True, name="watch"
+    ).start()
     from backfiller.definitions.loading import load_definitions
 
     try:
         definitions = load_definitions(options.definitions)
     except Exception as exc:
-        sender.send(("fatal", f"cannot load definitions: {exc}"))
+        sender.send(Fatal(f"cannot load definitions: {exc}"))
         return
     name = f"{socket.gethostname()}:{os.getpid()}"
-    sender.send(("ready", name))
+    sender.send(Ready(name))
     while True:
         try:
             task = conn.recv()
         except (EOFError, OSError):
             os._exit(0)
-        if task is None:
+        if isinstance(task, Stop):
             return
         assert isinstance(task, RunTask)
         handler = _RunLogHandler(task.run_id, sender)
-        current[0] = handler
-        outcome, message, trace = _execute(definitions, task, handler, options)
-        current[0] = None
-        sender.send(("done", task.run_id, outcome.value, message, trace, handler.final_lines()))
+        message: str | None
+        if time.monotonic() >= deadline.value:
+            outcome, message, trace = Outcome.NOT_STARTED, "the daemon's lease ran out", None
+        else:
+            current[0] = handler
+            outcome, message, trace = _execute(definitions, task, handler, options)
+            current[0] = None
+        end = RunFinished(
+            task.run_id, datetime.now(UTC), outcome, message, trace, name, task.attempt
+        )
+        if options.results_dir:
+            write_result(Path(options.results_dir), end)
+        sender.send(Done(end, handler.final_lines()))
+
+
+def result_path(folder: Path, run_id: int, attempt: int | None) -> Path:
+    return folder / f"{run_id}-{attempt or 0}.json"
+
+
+def write_result(folder: Path, end: RunFinished) -> None:
+    """Keep a run's end on disk (atomically) until its daemon has written it."""
+    record = {
+        "run_id": end.run_id,
+        "attempt": end.attempt,
+        "at": end.at.isoformat(),
+        "outcome": end.outcome.value,
+        "error_message": end.error_message,
+        "error_traceback": end.error_traceback,
+        "worker": end.worker,
+    }
+    path = result_path(folder, end.run_id, end.attempt)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        temporary.write_text(json.dumps(record))
+        os.replace(temporary, path)
+
+
+def read_result(path: Path) -> RunFinished | None:
+    """A run's end kept by :func:`write_result`, or None if unreadable."""
+    try:
+        record = json.loads(path.read_text())
+        return RunFinished(
+            run_id=int(record["run_id"]),
+            at=datetime.fromisoformat(record["at"]),
+            outcome=Outcome(record["outcome"]),
+            error_message=record["error_message"],
+            error_traceback=record["error_traceback"],
+            worker=record["worker"],
+            attempt=record["attempt"],
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _execute(
