@@ -24,6 +24,7 @@ def main() -> None:
         daemon,  # noqa: F401
         server,  # noqa: F401
         tokens,  # noqa: F401
+        worker,  # noqa: F401
     )
 
     app()

@@ -25,6 +25,12 @@ from backfiller.cli.server import (
     http_server,
     prepare_database,
 )
+from backfiller.cli.worker import (
+    BrokerOption,
+    HeartbeatTimeoutOption,
+    LauncherOption,
+    checked_broker,
+)
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
 
@@ -77,6 +83,9 @@ class DaemonOptions:
     api_url: str | None
     grace_seconds: float
     lease_timeout: float
+    launcher: str = "local"
+    broker: str | None = None
+    heartbeat_timeout: float = 20.0
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -93,17 +102,30 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> Daemon:
     # Imported here so that `backfiller --help` and the client commands start fast.
     from backfiller.daemon import Daemon, DaemonSettings
-    from backfiller.launchers import LocalLauncher
+    from backfiller.launchers import Launcher, LocalLauncher
     from backfiller.storage import Database
 
-    launcher = LocalLauncher(
-        options.target,
-        options.workers,
-        max_active=options.max_runs,
-        grace_seconds=options.grace_seconds,
-        api_url=options.api_url,
-        token=os.environ.get("BACKFILLER_TOKEN") or None,
-    ).start()
+    launcher: Launcher
+    if options.launcher == "celery":
+        from backfiller.cli.worker import celery_launcher
+
+        launcher = celery_launcher(
+            options.broker or "",
+            defs,
+            max_runs=options.max_runs,
+            grace_seconds=options.grace_seconds,
+            heartbeat_timeout=options.heartbeat_timeout,
+            api_url=options.api_url,
+        )
+    else:
+        launcher = LocalLauncher(
+            options.target,
+            options.workers,
+            max_active=options.max_runs,
+            grace_seconds=options.grace_seconds,
+            api_url=options.api_url,
+            token=os.environ.get("BACKFILLER_TOKEN") or None,
+        ).start()
     settings = DaemonSettings(
         max_runs=options.max_runs,
         lease_timeout_seconds=options.lease_timeout,
@@ -135,15 +157,32 @@ def daemon(
     api_url: ApiUrlOption = None,
     grace_seconds: GraceOption = 5.0,
     lease_timeout: LeaseOption = 30.0,
+    launcher: LauncherOption = "local",
+    broker: BrokerOption = None,
+    heartbeat_timeout: HeartbeatTimeoutOption = 20.0,
 ) -> None:
-    """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
+    """Run backfills: plan, launch runs on local workers (or Celery ones), watch, retry, finish."""
     configure_logging()
     if workers is not None and workers < 1:
         raise fail("--workers must be at least 1")
+    if launcher not in ("local", "celery"):
+        raise fail("--launcher must be local or celery")
+    if launcher == "celery":
+        broker = checked_broker(broker)
     target = definitions or EXAMPLE_DEFINITIONS
     defs = definitions_or_exit(target)
     url = prepare_database(database)
-    options = DaemonOptions(target, workers, max_runs, api_url, grace_seconds, lease_timeout)
+    options = DaemonOptions(
+        target,
+        workers,
+        max_runs,
+        api_url,
+        grace_seconds,
+        lease_timeout,
+        launcher,
+        broker,
+        heartbeat_timeout,
+    )
     asyncio.run(run_daemon(url, defs, options))
 
 

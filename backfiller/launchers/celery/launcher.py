@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import threading
 import time
 from collections import deque
@@ -34,6 +33,7 @@ from typing import Any
 
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import (
+    Gate,
     LauncherEvent,
     LogLine,
     Outcome,
@@ -41,6 +41,7 @@ from backfiller.launchers.base import (
     RunLogs,
     RunStarted,
     RunTask,
+    StartRequest,
 )
 from backfiller.launchers.celery.app import control_exchange, lease_exchange, make_app
 from backfiller.launchers.celery.protocol import (
@@ -128,7 +129,7 @@ class CeleryLauncher:
         self._replies: deque[tuple[str, dict[str, Any]]] = deque()
         self._starts: list[_Start] = []
         self._notify: Callable[[], None] | None = None
-        self._gate: Callable[[Any], set[int]] | None = None
+        self._gate: Gate | None = None
         self._lease_stop_by: float | None = None
         self._connected_at: float | None = None
         self._last_announce = 0.0
@@ -170,7 +171,7 @@ class CeleryLauncher:
     def set_notify(self, callback: Callable[[], None] | None) -> None:
         self._notify = callback
 
-    def set_gate(self, gate: Callable[[Any], set[int]] | None) -> None:
+    def set_gate(self, gate: Gate | None) -> None:
         self._gate = gate
 
     def extend_lease(self, stop_by: datetime) -> None:
@@ -223,7 +224,13 @@ class CeleryLauncher:
             time.sleep(0.05)
         with self._lock:
             lost: list[LauncherEvent] = self._events + [
-                RunFinished(r.task.run_id, _now(), Outcome.WORKER_LOST, "the daemon stopped")
+                RunFinished(
+                    r.task.run_id,
+                    _now(),
+                    Outcome.WORKER_LOST,
+                    "the daemon stopped",
+                    attempt=r.task.attempt,
+                )
                 for r in self._runs.values()
             ]
             self._events = []
@@ -244,7 +251,10 @@ class CeleryLauncher:
             callback()
 
     def _finish(self, run: _Run, outcome: Outcome, message: str | None) -> None:
-        self._events.append(RunFinished(run.task.run_id, _now(), outcome, message, None, run.worker))
+        task = run.task
+        self._events.append(
+            RunFinished(task.run_id, _now(), outcome, message, None, run.worker, task.attempt)
+        )
 
     def _send_cancel(self, run: _Run) -> None:
         assert run.reply is not None
@@ -317,7 +327,7 @@ class CeleryLauncher:
         for _ in range(MAX_BATCH):
             try:
                 conn.drain_events(timeout=timeout)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 return
             timeout = 0.001
 
@@ -344,9 +354,7 @@ class CeleryLauncher:
                 if not self._replies:
                     return
                 reply, body = self._replies[0]
-            producer.publish(
-                body, routing_key=reply, serializer="json", retry=False, expiration=60
-            )
+            producer.publish(body, routing_key=reply, serializer="json", retry=False, expiration=60)
             with self._lock:
                 self._replies.popleft()
 
@@ -355,9 +363,7 @@ class CeleryLauncher:
         if now - self._last_announce < BEAT_SECONDS:
             return
         with self._lock:
-            stop_by = self._stop_by() if not self._closing else 0.0
-            if self._lease_stop_by == 0.0:
-                stop_by = 0.0
+            stop_by = self._stop_by()
             live = [r for r in self._runs.values() if r.reply is not None and r.dropped is None]
             drop = [
                 [r.task.run_id, r.task.attempt]
@@ -453,6 +459,7 @@ class CeleryLauncher:
                 body.get("error"),
                 body.get("trace"),
                 str(body.get("worker") or run.worker),
+                run.task.attempt,
             )
         )
 
@@ -466,9 +473,7 @@ class CeleryLauncher:
                     continue  # the worker no longer waits for this answer
                 if run is None or run.task.attempt != start.attempt:
                     self._refuse(start, "stale attempt")
-                elif run.reply is not None:
-                    self._refuse(start, "this attempt already started")
-                elif any(w.run_id == start.run_id for w in wanted):
+                elif run.reply is not None or any(w.run_id == start.run_id for w in wanted):
                     self._refuse(start, "this attempt already started")
                 else:
                     wanted.append(start)
@@ -485,13 +490,15 @@ class CeleryLauncher:
                 if allowed is not None and start.run_id not in allowed:
                     self._refuse(start, "its backfill is not running")
                     del self._runs[start.run_id]
-                    self._finish(run, _not_started(), "not started")
+                    self._finish(run, Outcome.NOT_STARTED, "not started")
                     continue
                 run.reply, run.worker = start.reply, start.worker
                 run.last_beat = time.monotonic()
                 run.fence = stop_by
                 if allowed is None:
-                    self._events.append(RunStarted(start.run_id, start.at, start.worker))
+                    self._events.append(
+                        RunStarted(start.run_id, start.at, start.worker, start.attempt)
+                    )
                 self._replies.append(
                     (
                         start.reply,
@@ -510,19 +517,12 @@ class CeleryLauncher:
         gate = self._gate
         if gate is None:
             return None
-        from backfiller.launchers import base
-
-        request = base.StartRequest  # type: ignore[attr-defined,unused-ignore]
-        return gate([request(s.run_id, s.attempt, s.at, s.worker) for s in wanted])
+        return gate([StartRequest(s.run_id, s.attempt, s.at, s.worker) for s in wanted])
 
     def _refuse(self, start: _Start, why: str) -> None:
         body = {"t": "grant", "run": start.run_id, "attempt": start.attempt, "ok": False}
         body["why"] = why
         self._replies.append((start.reply, body))
-
-
-def _not_started() -> Outcome:
-    return Outcome("not_started") if "not_started" in Outcome._value2member_map_ else Outcome.CANCELED
 
 
 def _lines(raw: Any) -> tuple[LogLine, ...]:

@@ -1,13 +1,16 @@
-"""A Celery worker process's line to the daemons: one broker connection, owned by one thread.
+"""A Celery worker process's line to the daemons, and the watch over its run.
 
-The task's body (the process's main thread) asks to start a run, reads the answer, runs the
-job, and hands its result over; this thread does all the talking on the broker: it sends what
-the body queued (start requests, heartbeats, log lines, results), receives answers, cancels and
-lease announcements, and watches the run's deadlines. When the run must stop (canceled, timed
-out) it sends SIGTERM to the process, which the body turns into an exception inside the job, and
-SIGKILL to the process group after the grace period. When the run's daemon stops announcing its
-lease (the daemon died, or the broker is out of reach), the run is killed at once when it
-reaches ``stop_by``, before any other daemon may take the partition over.
+Three parts, each on its own connection or thread so that none waits for another:
+
+- :class:`Publisher`: sends to a daemon's queue from any thread (start requests, log lines,
+  results); a result is retried until the broker has confirmed it.
+- the listener thread: receives answers to start requests, cancels and lease announcements,
+  and sends the run's heartbeats;
+- the watch thread: stops the run at its timeout or cancel (SIGTERM to the process, which the
+  task's body turns into an exception inside the job, then SIGKILL to the process group after
+  the grace period), and kills it at once when it reaches its daemon's ``stop_by`` without a
+  newer announcement (the daemon died, or the broker is out of reach), before any other daemon
+  may take the partition over.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import socket
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +33,7 @@ from backfiller.launchers.celery.protocol import BEAT_SECONDS, daemon_queue, wor
 
 logger = logging.getLogger("backfiller.worker")
 
-POLL_SECONDS = 0.05
+WATCH_SECONDS = 0.05
 KILL_MARGIN_SECONDS = 0.5
 """A run is killed this long before its ``stop_by``, so it is surely gone at ``stop_by``."""
 SILENT_OWNER_SECONDS = 5.0
@@ -49,66 +51,118 @@ class Current:
     started: float = field(default_factory=time.monotonic)
     terminating: Outcome | None = None
     kill_at: float | None = None
-    last_beat: float = 0.0
     on_kill: Callable[[], dict[str, Any] | None] | None = None
 
+    @property
+    def token(self) -> tuple[int, int]:
+        return (self.task.run_id, self.task.attempt)
 
-@dataclass
-class _Outgoing:
-    owner: str
-    body: dict[str, Any]
-    sent: threading.Event | None = None
+
+def _connection(broker_url: str) -> Any:
+    from kombu import Connection
+
+    return Connection(
+        broker_url,
+        transport_options={"confirm_publish": True},
+        heartbeat=0,
+        connect_timeout=2,
+    )
+
+
+class Publisher:
+    """Sends messages to daemons' queues; safe to call from any thread."""
+
+    def __init__(self, broker_url: str) -> None:
+        self.broker_url = broker_url
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._producer: Any = None
+
+    def _ready(self) -> Any:
+        if self._producer is None:
+            from kombu import Producer
+
+            self._conn = _connection(self.broker_url)
+            self._conn.ensure_connection(max_retries=1)
+            self._producer = Producer(self._conn.channel(), exchange=control_exchange())
+        return self._producer
+
+    def _reset(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.release()
+        self._conn = self._producer = None
+
+    def try_send(self, owner: str, body: dict[str, Any], lock_timeout: float = -1) -> bool:
+        """One attempt; False when the broker is out of reach (or the lock is busy)."""
+        if not self._lock.acquire(timeout=lock_timeout):
+            return False
+        try:
+            self._ready().publish(
+                body,
+                routing_key=daemon_queue(owner),
+                serializer="json",
+                delivery_mode=2,
+                retry=False,
+            )
+            return True
+        except Exception as exc:
+            logger.warning("cannot reach the broker (%s)", exc)
+            self._reset()
+            return False
+        finally:
+            self._lock.release()
+
+    def send(self, owner: str, body: dict[str, Any]) -> None:
+        """Send ``body``, retrying until the broker has it (a result must not be lost)."""
+        delay = 0.2
+        while not self.try_send(owner, body):
+            time.sleep(delay)
+            delay = min(2.0, delay * 2)
 
 
 class Link:
     def __init__(self, broker_url: str) -> None:
         self.broker_url = broker_url
         self.name = worker_name()
+        self.pid = os.getpid()
         self.queue_name = f"backfiller.worker.{socket.gethostname()}.{os.getpid()}"
         self.queue_name += f".{uuid.uuid4().hex[:8]}"
+        self.publisher = Publisher(broker_url)
+        self._beats = Publisher(broker_url)
         self._lock = threading.Lock()
-        self._outbox: deque[_Outgoing] = deque()
         self._answers: dict[tuple[int, int], dict[str, Any]] = {}
         self._waiting: dict[tuple[int, int], threading.Event] = {}
         self._heard: dict[str, float] = {}
         self._stop_by: dict[str, float] = {}
-        self._dropped: set[tuple[str, int, int]] = set()
         self.connected_at: float | None = None
         self.current: Current | None = None
-        self._thread = threading.Thread(target=self._run, name="backfiller-link", daemon=True)
-        self._thread.start()
+        self._listening = threading.Event()
+        for target, name in ((self._listen, "listener"), (self._watch, "watch")):
+            threading.Thread(target=target, name=f"backfiller-{name}", daemon=True).start()
 
     # -- the task body's side ------------------------------------------------------------------
 
-    def send(self, owner: str, body: dict[str, Any], *, wait: bool = False) -> None:
-        """Queue ``body`` for ``owner``'s daemon; with ``wait``, return once it is on the broker."""
-        sent = threading.Event() if wait else None
-        with self._lock:
-            self._outbox.append(_Outgoing(owner, body, sent))
-        if sent is not None:
-            while not sent.wait(1.0):
-                if not self._thread.is_alive():
-                    raise RuntimeError("the worker's broker link died")
-
     def ask_start(self, task: RunTask, owner: str, timeout: float) -> dict[str, Any] | None:
         """Ask ``owner`` to start ``task``; its answer, or None when it is gone or silent."""
+        self._listening.wait(timeout)  # answers come to the listener's queue
         token = (task.run_id, task.attempt)
         answered = threading.Event()
         with self._lock:
             self._waiting[token] = answered
-        self.send(
-            owner,
-            {
-                "t": "start",
-                "run": task.run_id,
-                "attempt": task.attempt,
-                "worker": self.name,
-                "reply": self.queue_name,
-                "until": time.time() + timeout,
-            },
-        )
+        request = {
+            "t": "start",
+            "run": task.run_id,
+            "attempt": task.attempt,
+            "worker": self.name,
+            "reply": self.queue_name,
+            "until": time.time() + timeout,
+        }
         deadline = time.monotonic() + timeout
         try:
+            while not self.publisher.try_send(owner, request):
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.5)
             while not answered.wait(0.1):
                 if time.monotonic() > deadline or self.owner_gone(owner):
                     return None
@@ -134,37 +188,30 @@ class Link:
 
     def begin(self, current: Current) -> None:
         with self._lock:
-            current.last_beat = time.monotonic()
             self.current = current
 
     def end(self) -> None:
         with self._lock:
             self.current = None
 
-    # -- the link thread -----------------------------------------------------------------------
+    # -- the listener thread -------------------------------------------------------------------
 
-    def _run(self) -> None:
-        from kombu import Connection
-
+    def _listen(self) -> None:
         delay = 0.5
         while True:
             try:
-                with Connection(
-                    self.broker_url, transport_options={"confirm_publish": True}, heartbeat=10
-                ) as conn:
+                with _connection(self.broker_url) as conn:
                     conn.ensure_connection(max_retries=1)
-                    self._serve(conn)
+                    self._consume(conn)
             except Exception as exc:  # a broker error, or one we cannot classify: reconnect
                 with self._lock:
                     self.connected_at = None
                 logger.warning("broker link lost (%s); reconnecting", exc)
-                self._watch()
                 time.sleep(delay)
                 delay = min(5.0, delay * 2)
-                continue
 
-    def _serve(self, conn: Any) -> None:
-        from kombu import Consumer, Producer, Queue
+    def _consume(self, conn: Any) -> None:
+        from kombu import Consumer, Queue
 
         channel = conn.channel()
         replies = Queue(
@@ -175,122 +222,93 @@ class Link:
             auto_delete=True,
         )
         leases = Queue(
-            self.queue_name + ".leases",
-            exchange=lease_exchange(),
-            durable=False,
-            auto_delete=True,
+            self.queue_name + ".leases", exchange=lease_exchange(), durable=False, auto_delete=True
         )
-        producer = Producer(channel, exchange=control_exchange())
         consumer = Consumer(
             channel, [replies, leases], callbacks=[self._on_message], accept=["json"], no_ack=True
         )
         with consumer:
             with self._lock:
                 self.connected_at = time.monotonic()
+            self._listening.set()
+            last_beat = 0.0
             while True:
-                self._flush(producer)
-                self._watch(producer)
                 with contextlib.suppress(socket.timeout, TimeoutError):
-                    conn.drain_events(timeout=POLL_SECONDS)
+                    conn.drain_events(timeout=BEAT_SECONDS / 4)
+                current = self.current
+                if current is not None and time.monotonic() - last_beat >= BEAT_SECONDS:
+                    last_beat = time.monotonic()
+                    run_id, attempt = current.token
+                    beat = {"t": "beat", "run": run_id, "attempt": attempt}
+                    self._beats.try_send(current.owner, beat, lock_timeout=0.1)
 
     def _on_message(self, body: dict[str, Any], message: Any) -> None:
         kind = body.get("t")
-        with self._lock:
-            if kind == "lease":
-                owner = str(body["owner"])
-                self._heard[owner] = time.monotonic()
-                self._stop_by[owner] = float(body["stop_by"])
-                dropped = {(int(r), int(a)) for r, a in body.get("drop") or []}
-                current = self.current
-                if current is not None and current.owner == owner:
-                    token = (current.task.run_id, current.task.attempt)
-                    if token in dropped:
-                        self._terminate(current, Outcome.WORKER_LOST, grace=0.0)
-                    else:
-                        current.stop_by = max(current.stop_by, float(body["stop_by"]))
-            elif kind == "grant":
-                token = (int(body["run"]), int(body["attempt"]))
+        if kind == "lease":
+            self._on_lease(body)
+        elif kind == "grant":
+            token = (int(body["run"]), int(body["attempt"]))
+            with self._lock:
                 waiter = self._waiting.get(token)
                 if waiter is not None:
                     self._answers[token] = body
                     waiter.set()
-                elif body.get("ok"):
-                    self._dropped.add((str(body.get("owner", "")), *token))
-            elif kind == "cancel":
+                    return
+            if body.get("ok"):
+                # Granted after this process gave up waiting: the run never ran here.
+                logger.warning("run %s attempt %s was granted too late", *token)
+                late = {"t": "undelivered", "run": token[0], "attempt": token[1]}
+                late["reply"] = self.queue_name
+                self.publisher.try_send(str(body.get("owner", "")), late, lock_timeout=0.1)
+        elif kind == "cancel":
+            with self._lock:
                 current = self.current
                 token = (int(body["run"]), int(body["attempt"]))
-                if current is not None and (current.task.run_id, current.task.attempt) == token:
+                if current is not None and current.token == token:
                     self._terminate(current, Outcome.CANCELED, grace=current.grace)
 
-    def _flush(self, producer: Any) -> None:
+    def _on_lease(self, body: dict[str, Any]) -> None:
+        owner = str(body["owner"])
+        stop_by = float(body["stop_by"])
+        dropped = {(int(r), int(a)) for r, a in body.get("drop") or []}
         with self._lock:
-            dropped, self._dropped = self._dropped, set()
+            self._heard[owner] = time.monotonic()
+            self._stop_by[owner] = stop_by
             current = self.current
-            if current is not None and time.monotonic() - current.last_beat >= BEAT_SECONDS:
-                current.last_beat = time.monotonic()
-                self._outbox.append(
-                    _Outgoing(
-                        current.owner,
-                        {"t": "beat", "run": current.task.run_id, "attempt": current.task.attempt},
-                    )
-                )
-        for owner, run_id, attempt in dropped:
-            # A start granted after this process gave up waiting: the run never ran here.
-            logger.warning("run %s attempt %s was granted too late; handing it back", run_id, attempt)
-            with self._lock:
-                self._outbox.append(
-                    _Outgoing(
-                        owner,
-                        {"t": "undelivered", "run": run_id, "attempt": attempt, "reply": self.queue_name},
-                    )
-                )
-        while True:
-            with self._lock:
-                if not self._outbox:
-                    return
-                item = self._outbox[0]
-            producer.publish(
-                item.body,
-                routing_key=daemon_queue(item.owner),
-                serializer="json",
-                delivery_mode=2,
-                retry=False,
-            )
-            with self._lock:
-                self._outbox.popleft()
-            if item.sent is not None:
-                item.sent.set()
+            if current is None or current.owner != owner:
+                return
+            if current.token in dropped:
+                self._terminate(current, Outcome.WORKER_LOST, grace=0.0)
+            else:
+                current.stop_by = max(current.stop_by, stop_by)
 
-    def _watch(self, producer: Any | None = None) -> None:
-        """Stop the current run at its timeout, cancel or ``stop_by``."""
+    # -- the watch thread ----------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(WATCH_SECONDS)
+            with contextlib.suppress(Exception):
+                self._check()
+
+    def _check(self) -> None:
         with self._lock:
             current = self.current
             if current is None:
                 return
             now = time.monotonic()
             timeout = current.task.timeout_seconds
-            if current.terminating is None and timeout is not None and now - current.started > timeout:
+            late = timeout is not None and now - current.started > timeout
+            if current.terminating is None and late:
                 self._terminate(current, Outcome.TIMEOUT, grace=current.grace)
-            stop_in = current.stop_by - time.time() - KILL_MARGIN_SECONDS
-            lease_kill = current.stop_by > 0 and stop_in <= 0
+            lease_out = 0 < current.stop_by < time.time() + KILL_MARGIN_SECONDS
             due = current.kill_at is not None and now >= current.kill_at
-        if lease_kill:
-            logger.error(
-                "run %s: its daemon's lease ran out without renewal; killing it",
-                current.task.run_id,
-            )
+        if lease_out:
+            logger.error("run %s: its daemon's lease ran out; killing it", current.task.run_id)
             _kill_group()
         if due:
             final = current.on_kill() if current.on_kill is not None else None
-            if final is not None and producer is not None:
-                with contextlib.suppress(Exception):
-                    producer.publish(
-                        final,
-                        routing_key=daemon_queue(current.owner),
-                        serializer="json",
-                        delivery_mode=2,
-                        retry=False,
-                    )
+            if final is not None:
+                self.publisher.try_send(current.owner, final, lock_timeout=1.0)
             _kill_group()
 
     def _terminate(self, current: Current, outcome: Outcome, grace: float) -> None:

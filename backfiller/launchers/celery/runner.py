@@ -71,14 +71,16 @@ class _LogBuffer(logging.Handler):
             lines, self.lines = self.lines, []
             self.last_flush = time.monotonic()
             if final and self.dropped:
-                lines.append([time.time(), "WARNING", f"{self.dropped} more log lines were dropped"])
+                lines.append(
+                    [time.time(), "WARNING", f"{self.dropped} more log lines were dropped"]
+                )
         return lines
 
     def ship(self) -> None:
         lines = self.take()
         if lines:
             task = self.current.task
-            self.link.send(
+            self.link.publisher.send(
                 self.current.owner,
                 {"t": "logs", "run": task.run_id, "attempt": task.attempt, "lines": lines},
             )
@@ -92,7 +94,7 @@ _started: set[tuple[int, int]] = set()
 def link_for(broker_url: str) -> Link:
     """This process's link (made on first use: pool processes are forked from the worker)."""
     global _link
-    if _link is None or _link.name.rpartition(":")[2] != str(os.getpid()):
+    if _link is None or _link.pid != os.getpid():
         _link = Link(broker_url)
     return _link
 
@@ -110,10 +112,9 @@ def run_delivery(
     link = link_for(broker_url)
     answer = link.ask_start(task, owner, GRANT_WAIT_SECONDS)
     if answer is None:
-        link.send(
-            owner,
-            {"t": "undelivered", "run": task.run_id, "attempt": task.attempt, "reply": link.queue_name},
-        )
+        note = {"t": "undelivered", "run": task.run_id, "attempt": task.attempt}
+        note["reply"] = link.queue_name
+        link.publisher.try_send(owner, note)
         return "handed back: the daemon did not answer"
     if not answer.get("ok"):
         return "refused: " + str(answer.get("why") or "not startable")
@@ -135,7 +136,7 @@ def run_delivery(
         result = _end(task, link, outcome, error, trace, buffer.take(True))
     finally:
         link.end()
-    link.send(owner, result, wait=True)
+    link.publisher.send(owner, result)
     return outcome.value
 
 
