@@ -14,7 +14,7 @@ from backfiller.cli.server import (
     definitions_or_exit,
     fail,
 )
-from backfiller.launchers.celery.protocol import BROKER_ENV, DEFAULT_QUEUE
+from backfiller.launchers.celery.protocol import BROKER_ENV, QUEUE_ENV, default_queue
 
 if TYPE_CHECKING:
     from backfiller.definitions.loading import Definitions
@@ -96,8 +96,8 @@ def worker(
         typer.Option(
             "--queues",
             "-Q",
-            help=f"Celery queues to take runs from, comma-separated or repeated "
-            f"(default: {DEFAULT_QUEUE}).",
+            help="Celery queues to take runs from, comma-separated or repeated "
+            f"(default: ${QUEUE_ENV}, or backfiller).",
         ),
     ] = None,
     hostname: Annotated[
@@ -129,7 +129,7 @@ def worker(
     start_worker(
         worker_app(url, defs, api_url),
         concurrency=concurrency,
-        queues=names or [DEFAULT_QUEUE],
+        queues=names or [default_queue()],
         hostname=hostname,
         loglevel=loglevel,
     )

@@ -47,9 +47,9 @@ from backfiller.launchers.celery.app import control_exchange, lease_exchange, ma
 from backfiller.launchers.celery.protocol import (
     BEAT_SECONDS,
     DAEMON_QUEUE_EXPIRES_SECONDS,
-    DEFAULT_QUEUE,
     TASK_NAME,
     daemon_queue,
+    default_queue,
     from_timestamp,
     task_id,
     task_message,
@@ -122,6 +122,7 @@ class CeleryLauncher:
         self.grace_seconds = grace_seconds
         self.heartbeat_timeout = heartbeat_timeout
         self.api_url = api_url
+        self.default_queue = default_queue()
         self.app = make_app(broker_url)
         self._lock = threading.RLock()
         self._runs: dict[int, _Run] = {}
@@ -156,7 +157,7 @@ class CeleryLauncher:
         with self._lock:
             for task in tasks:
                 job = self.definitions.get_job(task.job_name)
-                queue = getattr(job, "queue", None) or DEFAULT_QUEUE
+                queue = (job.queue if job is not None else None) or self.default_queue
                 self._runs[task.run_id] = _Run(task, queue)
 
     def poll(self) -> list[LauncherEvent]:

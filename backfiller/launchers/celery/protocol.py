@@ -46,6 +46,13 @@ DEFAULT_QUEUE = "backfiller"
 CONTROL_EXCHANGE = "backfiller.control"
 LEASE_EXCHANGE = "backfiller.leases"
 BROKER_ENV = "BACKFILLER_BROKER_URL"
+QUEUE_ENV = "BACKFILLER_CELERY_QUEUE"
+"""Names the queue of jobs that name none (default ``backfiller``): deployments sharing a
+broker each set their own, for daemons and workers alike."""
+
+
+def default_queue() -> str:
+    return os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE
 
 BEAT_SECONDS = 1.0
 """How often a worker reports that its run is alive, and a daemon announces its lease."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from backfiller.launchers.celery.app import make_app
-from backfiller.launchers.celery.protocol import DEFAULT_QUEUE, TASK_NAME
+from backfiller.launchers.celery.protocol import TASK_NAME, default_queue
 
 
 def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) -> Any:
@@ -19,13 +19,13 @@ def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) ->
 
     app = make_app(broker_url)
 
-    @app.task(name=TASK_NAME, acks_late=True, ignore_result=True)  # type: ignore[untyped-decorator,misc]
+    @app.task(name=TASK_NAME, acks_late=True, ignore_result=True)  # type: ignore[untyped-decorator]
     def run(message: dict[str, Any]) -> str:
         return run_delivery(message, definitions, broker_url, api_url)
 
     del run
 
-    @worker_process_init.connect(weak=False)  # type: ignore[untyped-decorator,misc]
+    @worker_process_init.connect(weak=False)  # type: ignore[untyped-decorator]
     def own_process_group(**kwargs: Any) -> None:
         # Each pool process leads its own process group, so that a canceled or timed-out run
         # is stopped with its children (SIGKILL to the group) and nothing else.
@@ -48,13 +48,13 @@ def start_worker(
     argv = [
         "worker",
         f"--loglevel={loglevel}",
-        f"--queues={','.join(queues or [DEFAULT_QUEUE])}",
+        f"--queues={','.join(queues or [default_queue()])}",
         "--pool=prefork",
         "--without-gossip",
         "--without-mingle",
     ]
     if concurrency is not None:
         argv.append(f"--concurrency={concurrency}")
-    if hostname:
-        argv.append(f"--hostname={hostname}")
+    # A node name of its own, so that several workers may run on one host.
+    argv.append(f"--hostname={hostname or f'backfiller-{os.getpid()}@%h'}")
     app.worker_main(argv)

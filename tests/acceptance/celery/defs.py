@@ -43,7 +43,7 @@ def recorded(context: RunContext) -> None:
         f.flush()
 
 
-@job(partitions=DAYS, queue="gpu")
+@job(partitions=DAYS, queue=os.environ.get("BACKFILLER_TEST_GPU_QUEUE", "gpu"))
 def on_gpu(context: RunContext) -> None:
     """Runs only on workers listening on the ``gpu`` queue."""
     (_folder() / f"gpu-{context.partition_key}").write_text(f"{os.getpid()}\n")
@@ -58,9 +58,11 @@ def too_slow(context: RunContext) -> None:
 
 @job(partitions=DAYS, retry=RetryPolicy(max_retries=0), config=SECONDS)
 def sleepy(context: RunContext) -> None:
-    """Writes its pid, then sleeps (default 60 s): to be canceled or killed."""
+    """Writes its pid; its first attempt then sleeps (default 60 s), to be canceled or killed."""
     (_folder() / f"pid-{context.partition_key}-{context.attempt}").write_text(str(os.getpid()))
-    time.sleep(float(context.run_config.get("seconds", 60.0)))
+    if context.attempt == 1:
+        time.sleep(float(context.run_config.get("seconds", 60.0)))
+    (_folder() / f"done-{context.partition_key}-{context.attempt}").touch()
 
 
 @job(partitions=DAYS)
