@@ -56,7 +56,7 @@ def too_slow(context: RunContext) -> None:
     time.sleep(60)
 
 
-@job(partitions=DAYS, retry=RetryPolicy(max_retries=0), config=SECONDS)
+@job(partitions=DAYS, retry=RetryPolicy(max_retries=1), config=SECONDS)
 def sleepy(context: RunContext) -> None:
     """Writes its pid; its first attempt then sleeps (default 60 s), to be canceled or killed."""
     (_folder() / f"pid-{context.partition_key}-{context.attempt}").write_text(str(os.getpid()))

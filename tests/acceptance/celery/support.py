@@ -168,10 +168,14 @@ class Cluster:
         return worker
 
     def stop(self) -> None:
-        for process in [*self.workers, *self.daemons]:
-            process.stop()
+        processes: list[LiveProcess] = [*self.workers, *self.daemons]
         if self.server is not None:
-            self.server.stop()
+            processes.append(self.server)
+        for process in processes:  # all at once: each takes a moment to stop
+            if process.proc.poll() is None:
+                process.proc.terminate()
+        for process in processes:
+            process.stop()
 
     def runs(self, backfill_id: str) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []

@@ -20,33 +20,34 @@ from tests.acceptance.celery.support import (
     overlaps,
 )
 from tests.acceptance.daemon_support import adds_up, gql, launch, wait_for, wait_status
+from tests.conftest import _truncate_postgres
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 CANCEL = "mutation($id: ID!) { cancelBackfill(input: {id: $id}) { userErrors { message } } }"
 
 
-@pytest.fixture(params=["rabbitmq", "redis"])
-def broker(request: pytest.FixtureRequest, is_postgres: bool) -> str:
-    if not is_postgres:
+@pytest.fixture(scope="module", params=["rabbitmq", "redis"])
+def broker(request: pytest.FixtureRequest, pg_template_url: str | None) -> str:
+    if pg_template_url is None:
         pytest.skip("the Celery launcher's tests run on PostgreSQL")
     return broker_url(str(request.param))
 
 
-@pytest.fixture
-def marks(tmp_path: Path) -> Path:
-    folder = tmp_path / "marks"
-    folder.mkdir()
-    return folder
+@pytest.fixture(scope="module")
+def marks(broker: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("marks")
 
 
-@pytest.fixture
-def celery_cluster(database_url: str, broker: str, marks: Path) -> Iterator[Cluster]:
-    with cluster(database_url, broker, marks) as made:
-        made.start_server()
+@pytest.fixture(scope="module")
+def celery_cluster(pg_template_url: str, broker: str, marks: Path) -> Iterator[Cluster]:
+    """One cluster for the module's tests (each test uses partitions of its own)."""
+    _truncate_postgres(pg_template_url)
+    with cluster(pg_template_url, broker, marks) as made:
         made.start_daemon()
         made.start_worker()
         made.start_worker(gpu=True)
+        made.start_server()  # waits until it answers, while the others start
         for worker in made.workers:
             worker.wait_ready()
         yield made
