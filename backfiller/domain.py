@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 
 class BackfillState(enum.StrEnum):
@@ -49,10 +50,13 @@ BACKFILL_TRANSITIONS: Mapping[BackfillState, frozenset[BackfillState]] = {
             BackfillState.FAILED,
         }
     ),
+    # RUNNING -> CANCELED directly when nothing of it is queued or running (cancel_idle):
+    # there is nothing to wait for, so CANCELING would only be an empty step.
     BackfillState.RUNNING: frozenset(
         {
             BackfillState.PAUSED,
             BackfillState.CANCELING,
+            BackfillState.CANCELED,
             BackfillState.COMPLETED_SUCCESS,
             BackfillState.COMPLETED_FAILED,
             BackfillState.FAILED,
@@ -83,6 +87,72 @@ def can_transition(current: BackfillState, target: BackfillState) -> bool:
 def sources_of(target: BackfillState) -> frozenset[BackfillState]:
     """Every state from which ``target`` may be reached (for conditional updates)."""
     return frozenset(s for s, tos in BACKFILL_TRANSITIONS.items() if target in tos)
+
+
+def expected_for(
+    target: BackfillState, among: frozenset[BackfillState] | None = None
+) -> list[BackfillState]:
+    """The statuses a conditional update to ``target`` may start from, from the table.
+
+    ``among`` narrows them to the move's own case (a start is only from REQUESTED); every
+    state of ``among`` must be a legal source, or the caller contradicts the table.
+    """
+    sources = sources_of(target)
+    if among is not None:
+        illegal = among - sources
+        if illegal:
+            raise ValueError(f"the table forbids {sorted(illegal)} -> {target}")
+        sources = among
+    return sorted(sources)
+
+
+class SteerVerb(enum.StrEnum):
+    """What a user asks of a backfill: the pause, resume and cancel mutations."""
+
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+
+
+@dataclass(frozen=True, slots=True)
+class SteerRule:
+    """A verb's rule: where it leads, and where it is already done (answered as is)."""
+
+    target: BackfillState
+    already: frozenset[BackfillState]
+
+
+STEER_RULES: Mapping[SteerVerb, SteerRule] = {
+    SteerVerb.PAUSE: SteerRule(BackfillState.PAUSED, frozenset({BackfillState.PAUSED})),
+    # Resume leads back to RUNNING, or to REQUESTED when the backfill never started.
+    SteerVerb.RESUME: SteerRule(
+        BackfillState.RUNNING, frozenset({BackfillState.REQUESTED, BackfillState.RUNNING})
+    ),
+    # Cancel leads to CANCELING (CANCELED at once when nothing is queued or running).
+    SteerVerb.CANCEL: SteerRule(
+        BackfillState.CANCELING, frozenset({BackfillState.CANCELING, BackfillState.CANCELED})
+    ),
+}
+
+
+class SteerRefused(Exception):
+    """The verb does not apply to a backfill in this state."""
+
+
+def steer_target(verb: SteerVerb, state: BackfillState, started: bool) -> BackfillState | None:
+    """Where ``verb`` moves a backfill in ``state`` (None: already done), from the table.
+
+    Raises :class:`SteerRefused` when the transition table forbids the move.
+    """
+    rule = STEER_RULES[verb]
+    if state in rule.already:
+        return None
+    target = rule.target
+    if verb is SteerVerb.RESUME and not started:
+        target = BackfillState.REQUESTED
+    if not can_transition(state, target):
+        raise SteerRefused(f"cannot {verb.value} a backfill that is {state.value}")
+    return target
 
 
 class SlotState(enum.StrEnum):
@@ -126,6 +196,11 @@ SLOT_TRANSITIONS: Mapping[SlotState, frozenset[SlotState]] = {
 }
 
 
+def slot_sources_of(target: SlotState) -> list[SlotState]:
+    """Every slot state from which ``target`` may be reached, sorted (for conditional updates)."""
+    return sorted(s for s, tos in SLOT_TRANSITIONS.items() if target in tos)
+
+
 class RunState(enum.StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
@@ -151,10 +226,48 @@ RUN_TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
 }
 
 
+def run_sources_of(target: RunState) -> list[RunState]:
+    """Every run state from which ``target`` may be reached, sorted (for conditional updates)."""
+    return sorted(s for s, tos in RUN_TRANSITIONS.items() if target in tos)
+
+
+DEFAULT_LOST_WORKER_RETRIES = 3
+"""Attempts of a partition lost with their worker (or daemon) that are retried, by default."""
+
+
 class FailureReason(enum.StrEnum):
     ERROR = "error"
     TIMEOUT = "timeout"
     WORKER_LOST = "worker_lost"
+
+
+class Outcome(enum.StrEnum):
+    """How a run ended, as its launcher saw it."""
+
+    SUCCESS = "success"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    WORKER_LOST = "worker_lost"
+    CANCELED = "canceled"
+    NOT_STARTED = "not_started"
+    """The start gate refused the run (its backfill was paused or canceled): it never ran."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """How one run ended: the single representation of a run's end, from worker to storage.
+
+    ``(run_id, attempt)`` is the run's fencing token: storage writes the end only while the run
+    is active, leased to the writer and at that attempt (``attempt=None`` skips that check).
+    """
+
+    run_id: int
+    at: datetime
+    outcome: Outcome
+    error_message: str | None = None
+    error_traceback: str | None = None
+    worker: str | None = None
+    attempt: int | None = None
 
 
 class SelectionKind(enum.StrEnum):
@@ -179,6 +292,22 @@ class SkipReason(enum.StrEnum):
 
     ALREADY_SUCCEEDED = "already_succeeded"
     ALREADY_FAILED = "already_failed"  # reserved: FAILED_AND_MISSING reruns failures
+
+
+def skip_reason_at_claim(
+    reprocess: Reprocess, latest: RunState | None, attempts: int
+) -> SkipReason | None:
+    """Decide, when a slot is claimed, whether another run of its partition made it moot.
+
+    The first claim applies :func:`skip_reason_for` to the partition's latest run (which may
+    have ended, in another backfill, after the slot was planned); a retry of the slot (its own
+    attempts failed) is skipped only when another run has since succeeded.
+    """
+    if attempts == 0:
+        return skip_reason_for(reprocess, latest)
+    if reprocess is not Reprocess.ALL and latest is RunState.SUCCESS:
+        return SkipReason.ALREADY_SUCCEEDED
+    return None
 
 
 def skip_reason_for(reprocess: Reprocess, latest: RunState | None) -> SkipReason | None:

@@ -18,8 +18,8 @@ from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
 from backfiller.examples.quickstart import definitions as example_definitions
 from backfiller.storage import Database
+from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
-from backfiller.storage.records import Base
 from tests.support import FrozenClock, GraphQLRunner
 
 PG_ENV = "BACKFILLER_TEST_DATABASE_URL"
@@ -52,7 +52,7 @@ def pg_template_url() -> Iterator[str | None]:
 
 def _truncate_postgres(url: str) -> None:
     engine = create_engine(url)
-    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
     with engine.begin() as conn:
         conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
     engine.dispose()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import os
 import signal
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -70,9 +73,33 @@ LeaseOption = Annotated[
     float,
     typer.Option(
         "--lease-timeout",
-        help="Seconds without a heartbeat after which another daemon's runs are requeued.",
+        help="Length of the daemon's lease, in seconds: a daemon that cannot renew it stops "
+        "its runs at 80% of it, and another daemon takes its runs over once it has expired.",
     ),
 ]
+HeartbeatOption = Annotated[
+    float | None,
+    typer.Option(
+        "--heartbeat-seconds",
+        help="How often the lease is renewed (default: a fifteenth of --lease-timeout, at most 2).",
+    ),
+]
+ResultsDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--results-dir",
+        envvar="BACKFILLER_RESULTS_DIR",
+        help="Where workers keep each run's result until it is recorded, so that the next "
+        "daemon on this machine records the runs that ended while their daemon was dead "
+        "(default: a folder per database in the temporary directory).",
+    ),
+]
+
+
+def default_results_dir(database_url: str) -> str:
+    """A folder per database (and user) in the temporary directory."""
+    digest = hashlib.sha256(database_url.encode()).hexdigest()[:16]
+    return str(Path(tempfile.gettempdir()) / f"backfiller-results-{os.getuid()}" / digest)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +110,8 @@ class DaemonOptions:
     api_url: str | None
     grace_seconds: float
     lease_timeout: float
+    heartbeat_seconds: float | None = None
+    results_dir: str | None = None
     launcher: str = "local"
     broker: str | None = None
     heartbeat_timeout: float = 20.0
@@ -125,10 +154,13 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
             grace_seconds=options.grace_seconds,
             api_url=options.api_url,
             token=os.environ.get("BACKFILLER_TOKEN") or None,
+            results_dir=options.results_dir or default_results_dir(database_url),
         ).start()
+    heartbeat = options.heartbeat_seconds or min(2.0, options.lease_timeout / 15)
     settings = DaemonSettings(
         max_runs=options.max_runs,
         lease_timeout_seconds=options.lease_timeout,
+        heartbeat_seconds=heartbeat,
         shutdown_grace_seconds=options.grace_seconds,
     )
     return Daemon(Database(database_url), defs, launcher, settings, api_url=options.api_url)
@@ -157,14 +189,20 @@ def daemon(
     api_url: ApiUrlOption = None,
     grace_seconds: GraceOption = 5.0,
     lease_timeout: LeaseOption = 30.0,
+    heartbeat_seconds: HeartbeatOption = None,
+    results_dir: ResultsDirOption = None,
     launcher: LauncherOption = "local",
     broker: BrokerOption = None,
     heartbeat_timeout: HeartbeatTimeoutOption = 20.0,
 ) -> None:
-    """Run backfills: plan, launch runs on local workers (or Celery ones), watch, retry, finish."""
+    """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
     configure_logging()
     if workers is not None and workers < 1:
         raise fail("--workers must be at least 1")
+    if lease_timeout <= 0 or (heartbeat_seconds is not None and heartbeat_seconds <= 0):
+        raise fail("--lease-timeout and --heartbeat-seconds must be positive")
+    if heartbeat_seconds is not None and heartbeat_seconds * 3 > lease_timeout * 0.8:
+        raise fail("--heartbeat-seconds must leave several renewals within --lease-timeout")
     if launcher not in ("local", "celery"):
         raise fail("--launcher must be local or celery")
     if launcher == "celery":
@@ -179,6 +217,8 @@ def daemon(
         api_url,
         grace_seconds,
         lease_timeout,
+        heartbeat_seconds,
+        results_dir,
         launcher,
         broker,
         heartbeat_timeout,

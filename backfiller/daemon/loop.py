@@ -12,8 +12,10 @@ batches. After a pass in which no task reported work (a falsy result, or a ``Tic
 ``busy`` is False), the loop sleeps until the next task is due, at most ``idle_seconds``, or
 until :meth:`Loop.wake` is called (thread-safe: the launcher calls it when runs report).
 
-A task that raises is logged and retried after an exponential back-off (1 s, 2 s, ... 30 s);
-the other tasks keep running.
+A task that raises is logged and retried after an exponential back-off (1 s, 2 s, ... up to its
+``max_backoff``, 30 s by default); the other tasks keep running. :meth:`Loop.retry_all_now`
+ends every back-off (the daemon calls it when its lease is renewed after an outage, so that it
+resumes at once instead of idling out the back-offs).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class _Entry:
     task: Task
     next_at: float = 0.0
     failures: int = 0
+    max_backoff: float = MAX_BACKOFF_SECONDS
 
 
 class Loop:
@@ -49,9 +52,18 @@ class Loop:
         self._event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def every(self, seconds: float, name: str, task: Task) -> None:
+    def every(
+        self, seconds: float, name: str, task: Task, max_backoff: float = MAX_BACKOFF_SECONDS
+    ) -> None:
         """Run ``task`` every ``seconds`` (0: on every pass of the loop)."""
-        self._entries.append(_Entry(name, seconds, task))
+        self._entries.append(_Entry(name, seconds, task, max_backoff=max_backoff))
+
+    def retry_all_now(self) -> None:
+        """End the back-off of every failing task: they run on the next pass."""
+        for entry in self._entries:
+            if entry.failures:
+                entry.failures = 0
+                entry.next_at = 0.0
 
     def wake(self) -> None:
         """Start the next pass now. Safe to call from any thread."""
@@ -74,7 +86,7 @@ class Loop:
                 raise
             except Exception:
                 entry.failures += 1
-                delay = min(MAX_BACKOFF_SECONDS, 2.0 ** (entry.failures - 1))
+                delay = min(entry.max_backoff, 2.0 ** (entry.failures - 1))
                 logger.exception("daemon task %r failed; next try in %.0f s", entry.name, delay)
                 entry.next_at = time.monotonic() + delay
                 continue

@@ -5,18 +5,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from backfiller.daemon import ticks
+from backfiller.daemon.lease import keep_lease, lose_lease, take_over_expired
 from backfiller.daemon.loop import Loop
 from backfiller.daemon.ticks import DaemonState, Limits, TickReport
 from backfiller.daemon.triggers import TICK_SECONDS, TriggerRunner
 from backfiller.definitions.loading import Definitions
-from backfiller.launchers.base import Launcher, LauncherEvent, RunFinished, RunLogs, RunStarted
+from backfiller.domain import Outcome
+from backfiller.launchers.base import (
+    Launcher,
+    LauncherEvent,
+    RunFinished,
+    RunLogs,
+    RunStarted,
+    StartRequest,
+)
 from backfiller.storage import Database
-from backfiller.storage.execution import ExecutionRepository
+from backfiller.storage.execution import ExecutionRepository, StartGate
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -32,8 +41,10 @@ class DaemonSettings:
     Args:
         max_runs: runs this daemon keeps active at once (default: the launcher's capacity).
         plan_window: slots materialized ahead of launching, per backfill.
-        lease_timeout_seconds: a daemon silent for this long is considered gone.
-        heartbeat_seconds: how often the lease (and running runs' heartbeats) are renewed.
+        lease_timeout_seconds: the lease's length: a daemon that could not renew it for this
+            long has stopped its runs (at 80% of it) and is taken over by another daemon.
+        heartbeat_seconds: how often the lease (and running runs' heartbeats) are renewed;
+            well below ``lease_timeout_seconds`` (a tenth or less).
         shutdown_grace_seconds: on stop, how long runs in flight may finish before their
             workers are stopped and the runs are requeued.
     """
@@ -70,14 +81,18 @@ class Daemon:
         self.totals = TickReport()
         self._unwritten: list[LauncherEvent] = []
         self._claiming = True
+        self.start_gate = StartGate(database.url)
+        self._failing_lease = False
         s = self.settings
         self.loop = Loop()
+        # The lease comes first, and is retried fast: after an outage it is renewed before
+        # anything else, and the other tasks are retried at once (see ``lease``).
+        self.loop.every(s.heartbeat_seconds, "lease", self.lease, max_backoff=0.5)
         self.loop.every(0, "results", self.write_results)
         self.loop.every(s.plan_seconds, "plan", self.plan)
         self.loop.every(0, "launch", self.launch)
         self.loop.every(s.steer_seconds, "steer", self.steer)
         self.loop.every(s.steer_seconds, "complete", self.complete)
-        self.loop.every(s.heartbeat_seconds, "lease", self.lease)
         self.loop.every(
             TICK_SECONDS,
             "triggers",
@@ -128,9 +143,31 @@ class Daemon:
     async def complete(self) -> TickReport:
         return self._count(await ticks.complete_backfills(self.database, self.clock))
 
+    def _gate(self, requests: Sequence[StartRequest]) -> set[int]:
+        """The launcher's start gate (called from its thread): QUEUED -> RUNNING, fenced."""
+        return self.start_gate.start(
+            self.state.owner, [(r.run_id, r.attempt, r.worker) for r in requests], self.clock()
+        )
+
     async def lease(self) -> TickReport:
-        report = await ticks.heartbeat_and_recover(
-            self.database, self.definitions, self.clock, self.state
+        """Renew the lease first; take over expired daemons' runs; requeue lost runs."""
+        owner = self.state.owner
+        try:
+            await keep_lease(self.database, self.clock, self.state, self.launcher)
+        except Exception:
+            stop_by = self.state.stop_by
+            if stop_by is not None and self.clock() >= stop_by:
+                lose_lease(self.state, self.launcher, "the database was away until it ran out")
+                self._unwritten = []  # kept by the workers: the takeover records them
+            self._failing_lease = True
+            raise
+        if self.state.owner != owner:
+            self._unwritten = []  # results of the old name: its takeover records them
+        if self._failing_lease:
+            self._failing_lease = False
+            self.loop.retry_all_now()
+        report = await take_over_expired(
+            self.database, self.definitions, self.clock, self.state, self.launcher
         )
         report += await self._requeue_orphans()
         return self._count(report)
@@ -146,31 +183,19 @@ class Daemon:
         if not orphans:
             return TickReport()
         logger.warning("requeueing %d runs this daemon lost track of", len(orphans))
-        from backfiller.domain import FailureReason, RunState
-        from backfiller.storage.execution import RunEnd
-
         now = self.clock()
-        ends = [
-            RunEnd(
-                r,
-                now,
-                RunState.FAILED,
-                FailureReason.WORKER_LOST,
-                "lost track of the run",
-                counts_as_attempt=False,
-            )
-            for r in orphans
-        ]
+        ends = [RunFinished(r, now, Outcome.WORKER_LOST, "lost track of the run") for r in orphans]
         async with self.database.write() as session:
             outcomes = await ExecutionRepository(session).record_results(
                 self.owner, now, ends=ends, retry_rules=ticks.retry_rules(self.definitions)
             )
-        return TickReport(lost=outcomes.failed, retried=outcomes.retried)
+        return TickReport(lost=len(outcomes.written), retried=outcomes.retried)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set, then stop cleanly (see :meth:`shutdown`)."""
         self.state.started_at = self.clock()
         self.launcher.set_notify(self.loop.wake)
+        self.launcher.set_gate(self._gate)
         logger.info("daemon %s started", self.owner)
         try:
             await self.lease()
@@ -208,4 +233,5 @@ class Daemon:
                 await ExecutionRepository(session).drop_lease(self.owner)
         except Exception:
             logger.exception("could not requeue this daemon's runs; another daemon will")
+        self.start_gate.dispose()
         logger.info("daemon %s stopped", self.owner)

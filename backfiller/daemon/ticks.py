@@ -9,40 +9,35 @@ tick may be interrupted (kill -9) at any point and the next daemon carries on.
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import time
-import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy.exc import DBAPIError, IntegrityError
-
-from backfiller.daemon.selections import PinnedSelection, SelectionCache
+from backfiller.daemon.lease import (
+    keep_lease,
+    lease_valid,
+    lose_lease,
+    requeue_runs_of,
+    retry_rules,
+    take_over,
+    take_over_expired,
+)
+from backfiller.daemon.report import TickReport
+from backfiller.daemon.selections import PinnedSelection
+from backfiller.daemon.state import PLAN_WINDOW, DaemonState, Limits, new_owner
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.loading import Definitions
-from backfiller.domain import BackfillState, EventKind, FailureReason, RunState, skip_reason_for
+from backfiller.domain import BackfillState, EventKind, RunFinished, skip_reason_for
 from backfiller.launchers.base import (
     Launcher,
     LauncherEvent,
-    Outcome,
-    RunFinished,
     RunLogs,
     RunStarted,
     RunTask,
 )
 from backfiller.planning import keys_between
 from backfiller.storage import Database
-from backfiller.storage.execution import (
-    ClaimConflict,
-    ExecutionRepository,
-    LogEntry,
-    PlannedSlot,
-    RetryRule,
-    RunEnd,
-    RunStart,
-)
+from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated
+from backfiller.storage.execution import ExecutionRepository, LogEntry, PlannedSlot, RunStart
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
 
@@ -50,88 +45,24 @@ logger = logging.getLogger("backfiller.daemon")
 
 Clock = Callable[[], datetime]
 
-PLAN_WINDOW = 1_000
 PLAN_CHUNKS_PER_TICK = 20
 
-
-@dataclass
-class TickReport:
-    """What one tick did. Every field counts things; zero means nothing happened."""
-
-    planned: int = 0
-    skipped: int = 0
-    started_backfills: int = 0
-    failed_backfills: int = 0
-    completed_backfills: int = 0
-    canceled_backfills: int = 0
-    claimed: int = 0
-    started: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    retried: int = 0
-    canceled: int = 0
-    lost: int = 0
-    log_lines: int = 0
-    conflicts: int = 0
-
-    def __add__(self, other: TickReport) -> TickReport:
-        return TickReport(
-            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
-        )
-
-    @property
-    def busy(self) -> bool:
-        return any(getattr(self, f.name) for f in fields(self))
-
-
-def new_owner() -> str:
-    """A daemon's lease owner: host, pid and a nonce (a restarted daemon is a new owner)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-@dataclass
-class Limits:
-    """Run limits of one daemon.
-
-    Args:
-        max_runs: runs this daemon keeps active at once (queued and running), None for the
-            launcher's capacity only.
-    """
-
-    max_runs: int | None = None
-
-
-@dataclass
-class DaemonState:
-    """What ticks of one daemon share: who it is and its caches."""
-
-    owner: str = field(default_factory=new_owner)
-    started_at: datetime | None = None
-    selections: SelectionCache = field(default_factory=SelectionCache)
-    limits: Limits = field(default_factory=Limits)
-    plan_window: int = PLAN_WINDOW
-    lease_timeout: timedelta = timedelta(seconds=30)
-    claim_batch: int = 16
-    """Claim when this much room is free, or when more room is free than runs are in flight."""
-    backfills_ttl: float = 0.25
-    """How long the list of RUNNING backfills is reused between claims (seconds)."""
-    _running: tuple[float, list[BackfillRecord]] | None = None
-
-    async def running_backfills(self, database: Database) -> list[BackfillRecord]:
-        cached = self._running
-        if cached is not None and time.monotonic() - cached[0] < self.backfills_ttl:
-            return cached[1]
-        async with database.read() as session:
-            records = await ExecutionRepository(session).backfills_in([BackfillState.RUNNING])
-        self._running = (time.monotonic(), records)
-        return records
-
-    def forget_backfills(self) -> None:
-        self._running = None
-
-
-def retry_rules(definitions: Definitions) -> dict[str, RetryRule]:
-    return {j.name: RetryRule(j.retry.max_retries, j.retry.delay_seconds) for j in definitions.jobs}
+__all__ = [
+    "PLAN_WINDOW",
+    "DaemonState",
+    "Limits",
+    "TickReport",
+    "complete_backfills",
+    "heartbeat_and_recover",
+    "launch_runs",
+    "new_owner",
+    "plan_backfills",
+    "record_results",
+    "requeue_runs_of",
+    "retry_rules",
+    "steer_backfills",
+    "take_over",
+]
 
 
 # -- plan ----------------------------------------------------------------------------------------
@@ -231,6 +162,8 @@ async def launch_runs(
     the database, so across daemons too). Free room is shared evenly among backfills.
     """
     report = TickReport()
+    if not lease_valid(state, clock()) or _renewal_due(state, clock()):
+        await keep_lease(database, clock, state, launcher)
     room = launcher.capacity
     if state.limits.max_runs is not None:
         room = min(room, state.limits.max_runs - len(launcher.active()))
@@ -262,7 +195,11 @@ async def launch_runs(
             if room <= 0:
                 break
             want = min(share, room)
-            tasks = await _claim(database, clock, state, record, job, pinned, want, report)
+            try:
+                tasks = await _claim(database, clock, state, record, job, pinned, want, report)
+            except LeaseLost as exc:
+                lose_lease(state, launcher, str(exc))
+                return report
             if tasks:
                 launcher.submit(tasks)
                 room -= len(tasks)
@@ -286,27 +223,26 @@ async def _claim(
     report: TickReport,
 ) -> list[RunTask]:
     now = clock()
+    if not lease_valid(state, now):
+        return []
     try:
-        async with database.write() as session:
-            claimed = await ExecutionRepository(session).claim_slots(
+        async with conflicts_translated(), database.write() as session:
+            claim = await ExecutionRepository(session).claim_slots(
                 record.id,
                 record.job_name,
                 want,
                 now,
                 state.owner,
+                reprocess=record.reprocess,
                 backfill_limit=record.max_concurrent_runs,
                 job_limit=job.max_concurrent_runs,
             )
-    except (ClaimConflict, IntegrityError) as exc:
+    except Conflict as exc:
         logger.info("claim of backfill %s lost a race, retrying later: %s", record.id, exc)
         report.conflicts += 1
         return []
-    except DBAPIError as exc:
-        if not _is_transient(exc):
-            raise
-        logger.info("claim of backfill %s hit a transient error: %s", record.id, exc)
-        report.conflicts += 1
-        return []
+    report.skipped += claim.skipped
+    claimed = claim.runs
     tags = {**dict(job.tags), **{str(k): str(v) for k, v in record.tags}}
     tasks: list[RunTask] = []
     for c in claimed:
@@ -328,21 +264,15 @@ async def _claim(
     return tasks
 
 
-def _is_transient(exc: DBAPIError) -> bool:
-    code = getattr(getattr(exc, "orig", None), "sqlstate", None)
-    # serialization failure, deadlock, lock not available
-    return code in ("40001", "40P01", "55P03")
+def _renewal_due(state: DaemonState, now: datetime) -> bool:
+    """Renew from a claim when less than half the lease is left (the lease tick renews first
+    in a running daemon; this keeps ticks called on their own, as tests do, under a lease)."""
+    if state.lease_expires_at is None:
+        return True
+    return state.lease_expires_at - now < state.lease_timeout / 2
 
 
 # -- results -------------------------------------------------------------------------------------
-
-_OUTCOMES: dict[Outcome, tuple[RunState, FailureReason | None]] = {
-    Outcome.SUCCESS: (RunState.SUCCESS, None),
-    Outcome.ERROR: (RunState.FAILED, FailureReason.ERROR),
-    Outcome.TIMEOUT: (RunState.FAILED, FailureReason.TIMEOUT),
-    Outcome.WORKER_LOST: (RunState.FAILED, FailureReason.WORKER_LOST),
-    Outcome.CANCELED: (RunState.CANCELED, None),
-}
 
 
 async def record_results(
@@ -361,27 +291,13 @@ async def record_results(
     if not batch:
         return TickReport()
     starts: list[RunStart] = []
-    ends: list[RunEnd] = []
+    ends: list[RunFinished] = []
     logs: list[LogEntry] = []
-    started_at: dict[int, datetime] = {}
     for event in batch:
         if isinstance(event, RunStarted):
             starts.append(RunStart(event.run_id, event.at, event.worker))
-            started_at[event.run_id] = event.at
         elif isinstance(event, RunFinished):
-            status, reason = _OUTCOMES[event.outcome]
-            ends.append(
-                RunEnd(
-                    run_id=event.run_id,
-                    at=event.at,
-                    status=status,
-                    failure_reason=reason,
-                    error_message=event.error_message,
-                    error_traceback=event.error_traceback,
-                    worker=event.worker,
-                    started_at=started_at.get(event.run_id),
-                )
-            )
+            ends.append(event)
         elif isinstance(event, RunLogs):
             logs += [LogEntry(event.run_id, ln.at, ln.level, ln.message) for ln in event.lines]
     async with database.write() as session:
@@ -393,7 +309,9 @@ async def record_results(
             logs=logs,
             retry_rules=retry_rules(definitions),
         )
-    if outcomes.retried:
+    if outcomes.written:
+        launcher.discard_results(outcomes.written)
+    if outcomes.retried or outcomes.taken_back:
         # Slots went back to PENDING: the cached running backfills' counts say otherwise.
         state.forget_backfills()
     return TickReport(
@@ -402,6 +320,7 @@ async def record_results(
         failed=outcomes.failed,
         retried=outcomes.retried,
         canceled=outcomes.canceled,
+        taken_back=outcomes.taken_back,
         log_lines=len(logs),
     )
 
@@ -449,85 +368,17 @@ async def complete_backfills(database: Database, clock: Clock) -> TickReport:
 # -- leases and lost runs ------------------------------------------------------------------------
 
 
-def _owner_is_dead(
-    owner: str, heartbeat_at: datetime | None, now: datetime, timeout: timedelta
-) -> bool:
-    if heartbeat_at is None or now - heartbeat_at > timeout:
-        return True
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host == socket.gethostname() and pid_text.isdigit():
-        pid = int(pid_text)
-        if pid == os.getpid():
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-    return False
-
-
 async def heartbeat_and_recover(
-    database: Database, definitions: Definitions, clock: Clock, state: DaemonState
+    database: Database,
+    definitions: Definitions,
+    clock: Clock,
+    state: DaemonState,
+    launcher: Launcher | None = None,
 ) -> TickReport:
-    """Renew this daemon's lease; requeue the runs of daemons that are gone.
+    """Renew this daemon's lease first; then take over the runs of expired leases.
 
-    A daemon is gone when its lease is older than ``lease_timeout``, or at once when it ran on
-    this host and its process no longer exists. Its workers died with it (local workers never
-    outlive their daemon), so each of its active runs ends FAILED with ``WORKER_LOST`` and its
-    slot is retried as a new attempt that does not count against the job's retry policy.
+    See ``backfiller.daemon.lease``: a daemon's runs are taken over only once its lease
+    deadline has passed, by when its workers have stopped.
     """
-    report = TickReport()
-    now = clock()
-    async with database.write() as session:
-        repo = ExecutionRepository(session)
-        await repo.heartbeat(state.owner, now, state.started_at or now)
-    async with database.read() as session:
-        repo = ExecutionRepository(session)
-        owners = await repo.active_run_owners()
-        leases = await repo.leases()
-    for owner in owners:
-        if owner == state.owner or not _owner_is_dead(
-            owner, leases.get(owner), now, state.lease_timeout
-        ):
-            continue
-        report += await requeue_runs_of(database, definitions, clock, owner, "the daemon was lost")
-    for owner, at in leases.items():
-        if owner != state.owner and owner not in owners and now - at > state.lease_timeout * 10:
-            async with database.write() as session:
-                await ExecutionRepository(session).drop_lease(owner)
-    return report
-
-
-async def requeue_runs_of(
-    database: Database, definitions: Definitions, clock: Clock, owner: str, why: str
-) -> TickReport:
-    """End every active run leased to ``owner`` as WORKER_LOST and retry its slot."""
-    report = TickReport()
-    while True:
-        async with database.read() as session:
-            run_ids = (await ExecutionRepository(session).runs_of_owner(owner))[:500]
-        if not run_ids:
-            return report
-        now = clock()
-        ends = [
-            RunEnd(
-                run_id=r,
-                at=now,
-                status=RunState.FAILED,
-                failure_reason=FailureReason.WORKER_LOST,
-                error_message=why,
-                counts_as_attempt=False,
-            )
-            for r in run_ids
-        ]
-        async with database.write() as session:
-            outcomes = await ExecutionRepository(session).record_results(
-                owner, now, ends=ends, retry_rules=retry_rules(definitions), skip_locked=True
-            )
-        report.lost += outcomes.failed
-        report.retried += outcomes.retried
-        if outcomes.failed == 0:
-            return report
+    await keep_lease(database, clock, state, launcher)
+    return await take_over_expired(database, definitions, clock, state, launcher)

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from backfiller.definitions.partitions import PartitionsDefinition
+from backfiller.domain import DEFAULT_LOST_WORKER_RETRIES
 
 if TYPE_CHECKING:
     from backfiller.client import Client
@@ -132,6 +133,8 @@ class JobDefinition:
     retry: RetryPolicy = RetryPolicy()
     max_concurrent_runs: int | None = None
     timeout_seconds: float | None = None
+    lost_worker_retries: int = DEFAULT_LOST_WORKER_RETRIES
+    """Attempts lost with their worker or daemon that are retried (apart from ``retry``)."""
     config: ConfigSchema = field(default_factory=lambda: ConfigSchema(None))
     tags: Mapping[str, str] = field(default_factory=dict)
     description: str | None = None
@@ -149,6 +152,7 @@ def job(
     retry: RetryPolicy | None = None,
     max_concurrent_runs: int | None = None,
     timeout_seconds: float | None = None,
+    lost_worker_retries: int = DEFAULT_LOST_WORKER_RETRIES,
     config: Mapping[str, Any] | type | None = None,
     tags: Mapping[str, str] | None = None,
     description: str | None = None,
@@ -172,6 +176,8 @@ def job(
             raise ValueError("max_concurrent_runs must be at least 1")
         if timeout_seconds is not None and timeout_seconds <= 0:
             raise ValueError("timeout_seconds must be positive")
+        if lost_worker_retries < 0:
+            raise ValueError("lost_worker_retries must not be negative")
         if queue is not None and not QUEUE_NAME.match(queue):
             raise ValueError(f"invalid queue name {queue!r}")
         doc = description if description is not None else (fn.__doc__ or "").strip() or None
@@ -182,6 +188,7 @@ def job(
             retry=retry or RetryPolicy(),
             max_concurrent_runs=max_concurrent_runs,
             timeout_seconds=timeout_seconds,
+            lost_worker_retries=lost_worker_retries,
             config=ConfigSchema(config),
             tags=dict(tags or {}),
             description=doc,

@@ -41,11 +41,12 @@ are written. A launcher that cannot keep results returns nothing (the run is the
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
+
+from backfiller.domain import Outcome, RunFinished
 
 MAX_LOG_LINES_PER_RUN = 10_000
 MAX_LOG_LINE_CHARS = 8_000
@@ -70,16 +71,6 @@ class RunTask:
     timeout_seconds: float | None = None
 
 
-class Outcome(enum.StrEnum):
-    SUCCESS = "success"
-    ERROR = "error"
-    TIMEOUT = "timeout"
-    WORKER_LOST = "worker_lost"
-    CANCELED = "canceled"
-    NOT_STARTED = "not_started"
-    """The start gate refused the run (its backfill was paused or canceled): it never ran."""
-
-
 @dataclass(frozen=True, slots=True)
 class LogLine:
     at: datetime
@@ -98,25 +89,13 @@ class RunStarted:
 
 
 @dataclass(frozen=True, slots=True)
-class RunFinished:
-    """How one run ended: the single representation of a run's end, worker to storage."""
-
-    run_id: int
-    at: datetime
-    outcome: Outcome
-    error_message: str | None = None
-    error_traceback: str | None = None
-    worker: str | None = None
-    attempt: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class RunLogs:
     run_id: int
     lines: tuple[LogLine, ...] = field(default_factory=tuple)
 
 
 LauncherEvent = RunStarted | RunFinished | RunLogs
+"""``RunFinished`` and ``Outcome`` are declared in ``backfiller.domain`` (storage writes them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,3 +166,19 @@ class Launcher(Protocol):
     def close(self, timeout: float = 10.0) -> list[LauncherEvent]:
         """Stop every worker; runs still in flight come back as ``WORKER_LOST`` events."""
         ...
+
+
+__all__ = [
+    "MAX_LOG_LINES_PER_RUN",
+    "MAX_LOG_LINE_CHARS",
+    "Gate",
+    "Launcher",
+    "LauncherEvent",
+    "LogLine",
+    "Outcome",
+    "RunFinished",
+    "RunLogs",
+    "RunStarted",
+    "RunTask",
+    "StartRequest",
+]

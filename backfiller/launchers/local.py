@@ -529,23 +529,11 @@ class LocalLauncher:
                 )
             )
             return
+        w.started = time.monotonic()
         try:
             w.conn.send(task)
         except OSError:
-            w.task = None
-            self._events.append(
-                RunFinished(
-                    task.run_id,
-                    _now(),
-                    Outcome.WORKER_LOST,
-                    "the worker process died",
-                    None,
-                    w.name,
-                    task.attempt,
-                )
-            )
-            return
-        w.started = time.monotonic()
+            return  # the worker is dying: its burial reports the run WORKER_LOST
         if allowed is None:
             self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
 

@@ -8,7 +8,14 @@ import strawberry
 from sqlalchemy.exc import IntegrityError
 
 from backfiller import domain
-from backfiller.domain import BackfillState, EventKind, RunState, SlotState
+from backfiller.domain import (
+    EventKind,
+    RunState,
+    SlotState,
+    SteerRefused,
+    SteerVerb,
+    steer_target,
+)
 from backfiller.planning import key_at, keys_between, pin_stored_selection, position_of
 from backfiller.resolvers.auth import mark_audited, success_audit
 from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
@@ -162,10 +169,22 @@ def _invalid_state(record: BackfillRecord, verb: str) -> UserError:
     )
 
 
+_STEER_EVENTS = {
+    SteerVerb.PAUSE: EventKind.PAUSED,
+    SteerVerb.RESUME: EventKind.RESUMED,
+    SteerVerb.CANCEL: EventKind.CANCEL_REQUESTED,
+}
+
+
 async def _steer(
-    ctx: Context, raw_id: str, verb: str
+    ctx: Context, raw_id: str, verb: SteerVerb
 ) -> tuple[BackfillRecord | None, list[UserError]]:
-    """Pause, resume or cancel, as conditional updates retried on a lost race."""
+    """Pause, resume or cancel, as conditional updates from the transition table.
+
+    Retried on a lost race. Cancel ends the backfill at once (CANCELED) when nothing of it is
+    queued or running, else asks the daemon (CANCELING). Once this commits, no run of the
+    backfill starts: the daemon's start gate checks the backfill's status in the database.
+    """
     pk = parse_backfill_id(raw_id)
     if pk is None:
         return None, [_not_found(raw_id)]
@@ -176,55 +195,38 @@ async def _steer(
             record = await repo.get(pk)
             if record is None:
                 return None, [_not_found(raw_id)]
-            state = record.status
-            now = ctx.now()
-            if verb == "pause":
-                if state is BackfillState.PAUSED:
-                    return record, []
-                if state not in (BackfillState.REQUESTED, BackfillState.RUNNING):
-                    return None, [_invalid_state(record, verb)]
-                if await repo.move(pk, BackfillState.PAUSED, [state], now):
-                    await events.add(pk, EventKind.PAUSED, now, ctx.actor, None)
-                    return await repo.get(pk), []
-            elif verb == "resume":
-                if state in (BackfillState.REQUESTED, BackfillState.RUNNING):
-                    return record, []
-                if state is not BackfillState.PAUSED:
-                    return None, [_invalid_state(record, verb)]
-                to = BackfillState.RUNNING if record.started_at else BackfillState.REQUESTED
-                if await repo.move(pk, to, [state], now):
-                    await events.add(pk, EventKind.RESUMED, now, ctx.actor, None)
-                    return await repo.get(pk), []
-            else:
-                if state in (BackfillState.CANCELED, BackfillState.CANCELING):
-                    return record, []
-                if state.is_terminal:
-                    return None, [_invalid_state(record, verb)]
-                if await repo.cancel_idle(pk, now):
-                    await events.add(pk, EventKind.CANCELED, now, ctx.actor, None)
-                    return await repo.get(pk), []
-                if await repo.move(pk, BackfillState.CANCELING, [state], now):
-                    await events.add(pk, EventKind.CANCEL_REQUESTED, now, ctx.actor, None)
-                    return await repo.get(pk), []
+            state, now = record.status, ctx.now()
+            try:
+                target = steer_target(verb, state, started=record.started_at is not None)
+            except SteerRefused:
+                return None, [_invalid_state(record, verb.value)]
+            if target is None:
+                return record, []
+            if verb is SteerVerb.CANCEL and await repo.cancel_idle(pk, now):
+                await events.add(pk, EventKind.CANCELED, now, ctx.actor, None)
+                return await repo.get(pk), []
+            if await repo.move(pk, target, [state], now):
+                await events.add(pk, _STEER_EVENTS[verb], now, ctx.actor, None)
+                return await repo.get(pk), []
     raise RuntimeError("the backfill kept changing under the request")
 
 
 async def pause_backfill(info: Info, input: PauseBackfillInput) -> PauseBackfillPayload:
-    record, errors = await _steer(info.context, input.id, "pause")
+    record, errors = await _steer(info.context, input.id, SteerVerb.PAUSE)
     return PauseBackfillPayload(
         backfill=backfill_from_record(record) if record else None, user_errors=errors
     )
 
 
 async def resume_backfill(info: Info, input: ResumeBackfillInput) -> ResumeBackfillPayload:
-    record, errors = await _steer(info.context, input.id, "resume")
+    record, errors = await _steer(info.context, input.id, SteerVerb.RESUME)
     return ResumeBackfillPayload(
         backfill=backfill_from_record(record) if record else None, user_errors=errors
     )
 
 
 async def cancel_backfill(info: Info, input: CancelBackfillInput) -> CancelBackfillPayload:
-    record, errors = await _steer(info.context, input.id, "cancel")
+    record, errors = await _steer(info.context, input.id, SteerVerb.CANCEL)
     return CancelBackfillPayload(
         backfill=backfill_from_record(record) if record else None, user_errors=errors
     )

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Enum, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from backfiller.storage.records import Base, BigId
+from backfiller.storage.base import Base, BigId
 
 
 class Role(enum.StrEnum):

@@ -1,28 +1,23 @@
-"""SQLAlchemy 2 records. Private: the public GraphQL types are translated from these."""
+"""SQLAlchemy 2 records of backfills and their execution. Private: the public GraphQL types are
+translated from these. ``Base`` and the column types live in ``base``."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
     BigInteger,
-    DateTime,
-    Dialect,
-    Enum,
     ForeignKey,
     Index,
     Integer,
-    MetaData,
     String,
-    Table,
     Text,
-    TypeDecorator,
     UniqueConstraint,
     text,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
 from backfiller.domain import (
     BackfillState,
@@ -33,74 +28,7 @@ from backfiller.domain import (
     SelectionKind,
     SlotState,
 )
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """Aware datetimes in, aware UTC datetimes out, on every dialect (SQLite keeps no zone)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to storage")
-        value = value.astimezone(UTC)
-        if dialect.name == "sqlite":
-            return value.replace(tzinfo=None)
-        return value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
-
-
-def _enum(cls: type[Any]) -> Enum:
-    return Enum(
-        cls,
-        native_enum=False,
-        create_constraint=False,
-        length=32,
-        values_callable=lambda e: [m.value for m in e],
-    )
-
-
-BigId = BigInteger().with_variant(Integer(), "sqlite")
-
-
-def table_of(record: type[Any]) -> Table:
-    """The Core table of a record class, for statements built once and run many times."""
-    table = record.__table__
-    assert isinstance(table, Table)
-    return table
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {
-        datetime: UTCDateTime(),
-        dict[str, Any]: JSON(),
-        list[Any]: JSON(),
-        BackfillState: _enum(BackfillState),
-        SlotState: _enum(SlotState),
-        RunState: _enum(RunState),
-        FailureReason: _enum(FailureReason),
-        SelectionKind: _enum(SelectionKind),
-        Reprocess: _enum(Reprocess),
-        Order: _enum(Order),
-    }
+from backfiller.storage.base import Base, BigId, table_of
 
 
 class BackfillRecord(Base):
@@ -179,8 +107,11 @@ class SlotRecord(Base):
     partition_key: Mapped[str] = mapped_column(String(200))
     status: Mapped[SlotState]
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    # Attempts lost with a daemon that died: they do not count against the retry policy.
+    # Attempts that do not count against the job's error retries: lost with their worker or
+    # daemon, or taken back before they started.
     free_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    # Attempts lost with their worker or daemon (the job's lost-worker retry budget).
+    lost_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     skip_reason: Mapped[str | None] = mapped_column(String(64))
     next_attempt_at: Mapped[datetime | None]
     updated_at: Mapped[datetime]
@@ -289,17 +220,32 @@ class DynamicPartitionRecord(Base):
 
 
 class DaemonLeaseRecord(Base):
-    """A daemon's heartbeat, so others (and the API) can tell which daemons are alive."""
+    """A daemon's lease: it may claim and run only until ``expires_at``, renewed while alive.
+
+    Another daemon takes over the runs of an owner only once its lease has expired (its workers
+    stop before that), and deletes the row in the same transaction: a deleted or expired lease
+    is never renewed, its owner must start over under a new name.
+    """
 
     __tablename__ = "daemon_leases"
 
     owner: Mapped[str] = mapped_column(String(200), primary_key=True)
     heartbeat_at: Mapped[datetime]
     started_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None]
 
 
-# Access-control records live in their own module; importing it registers them on Base.
-from backfiller.storage import auth_records as _auth_records  # noqa: E402, F401
-
-# Trigger records live in their own module; importing it registers them on Base.
-from backfiller.storage import trigger_records as _trigger_records  # noqa: E402, F401
+__all__ = [
+    "BackfillEventRecord",
+    "BackfillRecord",
+    "BackfillTagRecord",
+    "Base",
+    "BigId",
+    "DaemonLeaseRecord",
+    "DynamicPartitionRecord",
+    "PartitionStateRecord",
+    "RunLogRecord",
+    "RunRecord",
+    "SlotRecord",
+    "table_of",
+]

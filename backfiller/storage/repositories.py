@@ -29,6 +29,7 @@ from backfiller.domain import (
     RunState,
     SelectionKind,
     SlotState,
+    expected_for,
 )
 from backfiller.storage.auth import AuditEntry, add_audit_entry
 from backfiller.storage.records import (
@@ -42,6 +43,7 @@ from backfiller.storage.records import (
     SlotRecord,
     table_of,
 )
+from backfiller.storage.rows import changed
 
 # Statements built once: building an ORM insert per call costs more than running it.
 INSERT_EVENT = insert(table_of(BackfillEventRecord))
@@ -249,7 +251,7 @@ class BackfillRepository:
             .execution_options(synchronize_session=False)
         )
         result = await self.session.execute(stmt)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return changed(result) > 0
 
     async def cancel_idle(self, pk: int, now: datetime) -> bool:
         """Cancel a backfill at once when nothing of it is queued or running.
@@ -260,14 +262,7 @@ class BackfillRepository:
             update(BackfillRecord)
             .where(
                 BackfillRecord.id == pk,
-                BackfillRecord.status.in_(
-                    [
-                        BackfillState.REQUESTED,
-                        BackfillState.RUNNING,
-                        BackfillState.PAUSED,
-                        BackfillState.CANCELING,
-                    ]
-                ),
+                BackfillRecord.status.in_(expected_for(BackfillState.CANCELED)),
                 BackfillRecord.queued == 0,
                 BackfillRecord.running == 0,
             )
@@ -282,7 +277,7 @@ class BackfillRepository:
             .execution_options(synchronize_session=False)
         )
         result = await self.session.execute(stmt)
-        if not result.rowcount:  # type: ignore[attr-defined]
+        if not changed(result):
             return False
         await self.session.execute(
             update(SlotRecord)
@@ -442,19 +437,6 @@ class PartitionStateRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def latest(self, job_name: str, keys: Sequence[str]) -> dict[str, RunState]:
-        found: dict[str, RunState] = {}
-        for i in range(0, len(keys), 500):
-            chunk = list(keys[i : i + 500])
-            result = await self.session.execute(
-                select(PartitionStateRecord.partition_key, PartitionStateRecord.status).where(
-                    PartitionStateRecord.job_name == job_name,
-                    PartitionStateRecord.partition_key.in_(chunk),
-                )
-            )
-            found.update({k: RunState(s) for k, s in result.all()})
-        return found
-
     async def all_of_job(
         self, job_name: str, statuses: Sequence[RunState] | None = None
     ) -> dict[str, RunState]:
@@ -496,7 +478,7 @@ class DynamicPartitionRepository:
                 DynamicPartitionRecord.name == name, DynamicPartitionRecord.key.in_(list(keys))
             )
         )
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return changed(result)
 
     async def count(self, name: str) -> int:
         result = await self.session.execute(

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Enum, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from backfiller.storage.records import Base, BigId
+from backfiller.storage.base import Base, BigId
 
 
 class TriggerOutcome(enum.StrEnum):

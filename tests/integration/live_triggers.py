@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
-from backfiller.storage.records import Base
 from tests.support import LiveServer
 
 DEFINITIONS = "tests.integration.trigger_defs:definitions"
@@ -21,7 +21,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, pg_template_url: str | None
     what they create."""
     if pg_template_url is not None:
         engine = create_engine(pg_template_url)
-        tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+        tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
         with engine.begin() as conn:
             conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
         engine.dispose()

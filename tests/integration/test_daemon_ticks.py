@@ -390,7 +390,7 @@ async def test_a_lost_worker_fails_the_attempt_and_the_policy_retries_it(
     assert runs == [(1, "FAILED", "WORKER_LOST"), (2, "SUCCESS", None)]
 
 
-async def test_runs_of_a_dead_daemon_are_requeued_without_using_the_retry_budget(
+async def test_runs_of_a_dead_daemon_are_requeued_once_its_lease_expired_off_the_retry_budget(
     gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
 ) -> None:
     backfill_id = await launch(gql, "noop", "2024-01-01", "2024-01-03")
@@ -400,6 +400,11 @@ async def test_runs_of_a_dead_daemon_are_requeued_without_using_the_retry_budget
     await launch_runs(database, definitions, clock, launcher, dead)
     await record_results(database, definitions, clock, launcher, dead)
     alive = DaemonState()
+    # Its lease has not expired: its workers may still be running its runs, so they stay.
+    clock.advance(seconds=29)
+    early = await heartbeat_and_recover(database, definitions, clock, alive)
+    assert early.lost == 0
+    clock.advance(seconds=2)
     report = await heartbeat_and_recover(database, definitions, clock, alive)
     assert report.lost == 3 and report.retried == 3
     fresh = InlineLauncher(definitions)

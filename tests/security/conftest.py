@@ -17,8 +17,8 @@ from backfiller.storage import Database
 from backfiller.storage.auth import NewToken, TokenRepository
 from backfiller.storage.auth_records import AuditRecord, Role
 from backfiller.storage.engine import sync_database_url
+from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
-from backfiller.storage.records import Base
 from tests.conftest import _truncate_postgres
 from tests.support import LiveServer
 
@@ -135,7 +135,7 @@ def row_counts(url: str, ignore: tuple[str, ...] = ()) -> dict[str, int]:
     engine = _engines.get(url)
     if engine is None:
         engine = _engines[url] = create_engine(sync_database_url(url), poolclass=NullPool)
-    tables = [t for t in Base.metadata.sorted_tables if t.name not in ignore]
+    tables = [t for t in metadata.sorted_tables if t.name not in ignore]
     statement = union_all(
         *(
             select(literal(t.name).label("name"), func.count().label("n")).select_from(t)

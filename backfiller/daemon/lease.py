@@ -1,0 +1,213 @@
+"""The daemon's lease, and taking over the runs of daemons whose lease has expired.
+
+A daemon may claim and run only under a valid lease: a row with a deadline ``expires_at``,
+``lease_seconds`` after the renewal began, renewed every ``heartbeat_seconds``. After each
+renewal the launcher is told to stop every run by ``stop_by``, ``STOP_MARGIN`` of the lease
+before its deadline; the local pool's workers watch that time themselves, so they stop even when
+their daemon is SIGKILLed or cut off from the database.
+
+When a renewal finds the lease expired or taken over (or ``stop_by`` passes before a renewal
+succeeds), the daemon logs it, kills its runs (``revoke_lease``) and starts over under a new
+owner name; its old runs are taken over like any dead daemon's.
+
+Another daemon takes over an owner's runs only once the owner's lease deadline has passed
+(checked and the row deleted in the takeover's transaction), never because a process id is gone:
+by then the owner's workers have stopped. A run that ended while its daemon was dead is recorded
+from the launcher's durable results instead of being run again.
+
+Clocks: deadlines are written with the renewing daemon's clock and compared with the taking-over
+daemon's, so daemons' clocks must agree within ``STOP_MARGIN`` of a lease (NTP does far better).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from backfiller.daemon.report import TickReport
+from backfiller.daemon.state import DaemonState, new_owner
+from backfiller.definitions.loading import Definitions
+from backfiller.domain import Outcome, RunFinished, RunState
+from backfiller.launchers.base import Launcher
+from backfiller.storage import Database
+from backfiller.storage.execution import ExecutionRepository, RetryRule
+
+logger = logging.getLogger("backfiller.daemon")
+
+Clock = Callable[[], datetime]
+
+STOP_MARGIN = 0.2
+"""Runs stop this fraction of the lease before its deadline."""
+
+TAKEOVER_BATCH = 500
+
+
+def retry_rules(definitions: Definitions) -> dict[str, RetryRule]:
+    return {
+        j.name: RetryRule(j.retry.max_retries, j.retry.delay_seconds, j.lost_worker_retries)
+        for j in definitions.jobs
+    }
+
+
+async def keep_lease(
+    database: Database, clock: Clock, state: DaemonState, launcher: Launcher | None = None
+) -> bool:
+    """Acquire or renew this daemon's lease; on loss, stop every run and start over.
+
+    Returns whether the daemon holds a valid lease now. Raises when the database is away
+    (the lease then runs out on its own, and the launcher stops the runs at ``stop_by``).
+    """
+    began = clock()
+    if state.stop_by is not None and began >= state.stop_by:
+        lose_lease(state, launcher, "its lease ran out before it could be renewed")
+    seconds = state.lease_timeout.total_seconds()
+    expires_at = began + timedelta(seconds=seconds)
+    async with database.write() as session:
+        repo = ExecutionRepository(session)
+        if state.lease_expires_at is None:
+            await repo.acquire_lease(state.owner, began, expires_at, state.started_at or began)
+            renewed = True
+        else:
+            renewed = await repo.renew_lease(state.owner, began, expires_at)
+    if not renewed:
+        lose_lease(state, launcher, "its lease expired or was taken over")
+        return await keep_lease(database, clock, state, launcher)
+    state.lease_expires_at = expires_at
+    state.stop_by = began + timedelta(seconds=seconds * (1 - STOP_MARGIN))
+    if launcher is not None:
+        launcher.extend_lease(state.stop_by)
+    return True
+
+
+def lose_lease(state: DaemonState, launcher: Launcher | None, why: str) -> None:
+    """Stop every run of this daemon at once and forget them; start over as a new owner."""
+    stopped = launcher.revoke_lease() if launcher is not None else []
+    old = state.owner
+    state.owner = new_owner()
+    state.lease_expires_at = None
+    state.stop_by = None
+    state.forget_backfills()
+    state.lost_leases += 1
+    logger.error(
+        "daemon %s lost its lease (%s): claims nothing more, killed its %d runs; "
+        "starting over as %s (its runs go back to their backfills once the lease deadline "
+        "has passed)",
+        old,
+        why,
+        len(stopped),
+        state.owner,
+    )
+
+
+def lease_valid(state: DaemonState, now: datetime) -> bool:
+    """Whether this daemon may claim now (its runs would have time to start)."""
+    return state.stop_by is not None and now < state.stop_by
+
+
+async def take_over_expired(
+    database: Database,
+    definitions: Definitions,
+    clock: Clock,
+    state: DaemonState,
+    launcher: Launcher | None = None,
+) -> TickReport:
+    """Take over the runs of every other owner whose lease has expired (or is gone)."""
+    report = TickReport()
+    now = clock()
+    async with database.read() as session:
+        repo = ExecutionRepository(session)
+        owners = await repo.active_run_owners()
+        leases = await repo.leases()
+    for owner in owners:
+        if owner == state.owner:
+            continue
+        deadline = leases.get(owner)
+        if deadline is not None and deadline > now:
+            continue
+        report += await take_over(database, definitions, clock, owner, launcher)
+    for owner, deadline in leases.items():
+        stale = deadline is None or now - deadline > state.lease_timeout * 10
+        if owner != state.owner and owner not in owners and stale:
+            async with database.write() as session:
+                await ExecutionRepository(session).drop_lease(owner)
+    return report
+
+
+async def take_over(
+    database: Database,
+    definitions: Definitions,
+    clock: Clock,
+    owner: str,
+    launcher: Launcher | None = None,
+) -> TickReport:
+    """End the active runs of ``owner`` (lease expired): durable results, else lost.
+
+    A run still QUEUED never started (the start gate moves runs to RUNNING before a worker
+    gets them): it goes back to its backfill without using any budget. A RUNNING one ends
+    WORKER_LOST, unless the launcher kept its result.
+    """
+    async with database.read() as session:
+        active = await ExecutionRepository(session).active_runs_of_owner(owner)
+    run_ids = list(active)[:TAKEOVER_BATCH]
+    if not run_ids:
+        return TickReport()
+    now = clock()
+    kept = {e.run_id: e for e in (launcher.durable_results(run_ids) if launcher else [])}
+    ends = [
+        kept.get(r)
+        or (
+            RunFinished(r, now, Outcome.NOT_STARTED, "taken back: its daemon was lost")
+            if active[r] is RunState.QUEUED
+            else RunFinished(r, now, Outcome.WORKER_LOST, "the daemon running it was lost")
+        )
+        for r in run_ids
+    ]
+    async with database.write() as session:
+        repo = ExecutionRepository(session)
+        if not await repo.lock_expired_lease(owner, now):
+            return TickReport()
+        outcomes = await repo.record_results(
+            owner, now, ends=ends, retry_rules=retry_rules(definitions), skip_locked=True
+        )
+        await repo.drop_lease(owner)
+    if launcher is not None:
+        launcher.discard_results(run_ids)
+    recovered = sum(1 for r in outcomes.written if r in kept)
+    if outcomes.written:
+        logger.warning(
+            "took over %d runs of %s (lease expired): %d results kept by its workers recorded, "
+            "the rest requeued as WORKER_LOST",
+            len(outcomes.written),
+            owner,
+            recovered,
+        )
+    lost = len(outcomes.written) - recovered - outcomes.taken_back
+    return TickReport(
+        lost=lost, retried=outcomes.retried, recovered=recovered, taken_back=outcomes.taken_back
+    )
+
+
+async def requeue_runs_of(
+    database: Database, definitions: Definitions, clock: Clock, owner: str, why: str
+) -> TickReport:
+    """End every active run leased to ``owner`` as WORKER_LOST and retry its slot.
+
+    For a daemon's own runs (on a clean stop): no lease check.
+    """
+    report = TickReport()
+    while True:
+        async with database.read() as session:
+            run_ids = (await ExecutionRepository(session).runs_of_owner(owner))[:TAKEOVER_BATCH]
+        if not run_ids:
+            return report
+        now = clock()
+        ends = [RunFinished(r, now, Outcome.WORKER_LOST, why) for r in run_ids]
+        async with database.write() as session:
+            outcomes = await ExecutionRepository(session).record_results(
+                owner, now, ends=ends, retry_rules=retry_rules(definitions), skip_locked=True
+            )
+        report.lost += len(outcomes.written)
+        report.retried += outcomes.retried
+        if not outcomes.written:
+            return report

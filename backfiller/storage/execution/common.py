@@ -1,0 +1,135 @@
+"""What the execution modules share: tables, counter moves and the partition-state upsert."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backfiller.domain import ACTIVE_RUN_STATES, BackfillState, RunState, SlotState
+from backfiller.storage.records import (
+    BackfillRecord,
+    DaemonLeaseRecord,
+    PartitionStateRecord,
+    RunLogRecord,
+    RunRecord,
+    SlotRecord,
+    table_of,
+)
+from backfiller.storage.rows import changed
+
+__all__ = ["changed"]
+
+ACTIVE = sorted(ACTIVE_RUN_STATES)
+CHUNK = 500
+
+slots_t = table_of(SlotRecord)
+runs_t = table_of(RunRecord)
+states_t = table_of(PartitionStateRecord)
+logs_t = table_of(RunLogRecord)
+leases_t = table_of(DaemonLeaseRecord)
+backfills_t = table_of(BackfillRecord)
+
+_COUNTERS = {
+    SlotState.PENDING: "pending",
+    SlotState.QUEUED: "queued",
+    SlotState.RUNNING: "running",
+    SlotState.SUCCEEDED: "succeeded",
+    SlotState.FAILED: "failed",
+    SlotState.CANCELED: "canceled",
+    SlotState.SKIPPED: "skipped",
+}
+
+
+def one_of(column: Any, values: Sequence[Any]) -> Any:
+    """``column IN values`` spelled as ORs: usable in executemany statements (IN is not)."""
+    return or_(*(column == v for v in values))
+
+
+class Moves:
+    """Counter deltas per backfill, from slot moves."""
+
+    def __init__(self) -> None:
+        self.deltas: dict[int, Counter[str]] = defaultdict(Counter)
+
+    def move(self, backfill_id: int, old: SlotState, new: SlotState, n: int = 1) -> None:
+        if old is new or n == 0:
+            return
+        delta = self.deltas[backfill_id]
+        delta[_COUNTERS[old]] -= n
+        delta[_COUNTERS[new]] += n
+
+
+class SessionRepository:
+    """A repository over one session; ``dialect`` picks PostgreSQL's locking clauses."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+        self.dialect = session.get_bind().dialect.name
+
+    async def apply_moves(self, moves: Moves, now: datetime) -> None:
+        """Apply counter deltas to the backfill rows, in id order (the lock order)."""
+        for backfill_id in sorted(moves.deltas):
+            delta = moves.deltas[backfill_id]
+            values: dict[str, Any] = {
+                name: getattr(BackfillRecord, name) + n for name, n in delta.items() if n
+            }
+            if not values:
+                continue
+            await self.session.execute(
+                update(BackfillRecord)
+                .where(BackfillRecord.id == backfill_id)
+                .values(**values, updated_at=now, version=BackfillRecord.version + 1)
+                .execution_options(synchronize_session=False)
+            )
+
+    async def statuses_of(self, ids: Iterable[int]) -> dict[int, BackfillState]:
+        result = await self.session.execute(
+            select(BackfillRecord.id, BackfillRecord.status).where(BackfillRecord.id.in_(list(ids)))
+        )
+        return {int(pk): BackfillState(s) for pk, s in result.all()}
+
+    async def record_partition_states(
+        self, states: Sequence[tuple[str, str, RunState, int]], now: datetime
+    ) -> None:
+        """Upsert the latest outcome of each (job, partition); an older run never wins."""
+        stmt, rows = partition_states_upsert(self.dialect, states, now)
+        if rows:
+            await self.session.execute(stmt, rows)
+
+
+def partition_states_upsert(
+    dialect: str, states: Sequence[tuple[str, str, RunState, int]], now: datetime
+) -> tuple[Any, list[dict[str, Any]]]:
+    """The upsert of the latest run state per (job, partition), and its parameter rows."""
+    latest: dict[tuple[str, str], tuple[RunState, int]] = {}
+    for job, key, state, run_id in states:
+        seen = latest.get((job, key))
+        if seen is None or seen[1] <= run_id:
+            latest[(job, key)] = (state, run_id)
+    ins = postgresql.insert(states_t) if dialect == "postgresql" else sqlite.insert(states_t)
+    stmt = ins.on_conflict_do_update(
+        index_elements=[states_t.c.job_name, states_t.c.partition_key],
+        set_={
+            "status": ins.excluded.status,
+            "run_id": ins.excluded.run_id,
+            "updated_at": ins.excluded.updated_at,
+        },
+        where=or_(states_t.c.run_id.is_(None), states_t.c.run_id <= ins.excluded.run_id),
+    )
+    rows = [
+        {
+            "job_name": job,
+            "partition_key": key,
+            "status": state,
+            "run_id": run_id,
+            "updated_at": now,
+        }
+        for (job, key), (state, run_id) in latest.items()
+    ]
+    return stmt, rows

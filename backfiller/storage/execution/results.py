@@ -1,0 +1,295 @@
+"""Results: what happened to runs (starts, ends, logs), written with fencing, and retries.
+
+A run's end is written only while the run is active, leased to the writer and (when the end
+carries one) at the same attempt: ``(run_id, attempt)`` is the fencing token, and a result from
+a stale attempt is refused (counted in ``Outcomes.ignored``). What becomes of the slot is the
+pure decision of :func:`backfiller.retries.decide_end`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, func, insert, select, update
+
+from backfiller.domain import EventKind, RunFinished, RunState, SlotState, run_sources_of
+from backfiller.retries import Budget, Decision, SoFar, decide_end, legal, recorded_as
+from backfiller.storage.execution.common import (
+    ACTIVE,
+    CHUNK,
+    Moves,
+    SessionRepository,
+    logs_t,
+    one_of,
+    runs_t,
+    slots_t,
+)
+from backfiller.storage.records import RunRecord, SlotRecord
+from backfiller.storage.repositories import INSERT_EVENT, event_row
+
+RetryRule = Budget
+"""The job's retry budgets, as storage receives them (see ``backfiller.retries``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    run_id: int
+    at: datetime
+    worker: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    run_id: int
+    at: datetime
+    level: str
+    message: str
+
+
+@dataclass
+class Outcomes:
+    """What a write of run results did, for the tick's report."""
+
+    started: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    canceled: int = 0
+    taken_back: int = 0
+    ignored: int = 0
+    written: list[int] = field(default_factory=list)
+    """The ids of the runs whose end was written."""
+
+
+@dataclass
+class _Changes:
+    """The rows a results write will update, gathered before any statement runs."""
+
+    moves: Moves = field(default_factory=Moves)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    starts: list[dict[str, Any]] = field(default_factory=list)
+    slots: list[dict[str, Any]] = field(default_factory=list)
+    states: list[tuple[str, str, RunState, int]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+_ENDS_FROM = run_sources_of(RunState.SUCCESS)  # QUEUED or RUNNING: an active run ends
+
+
+class ResultsRepository(SessionRepository):
+    async def record_results(
+        self,
+        owner: str,
+        now: datetime,
+        *,
+        starts: Sequence[RunStart] = (),
+        ends: Sequence[RunFinished] = (),
+        logs: Sequence[LogEntry] = (),
+        retry_rules: Mapping[str, Budget] | None = None,
+        skip_locked: bool = False,
+    ) -> Outcomes:
+        """Write what happened to runs leased to ``owner``: starts, ends (with retries), logs."""
+        outcomes = Outcomes()
+        end_by_id = {e.run_id: e for e in ends}
+        started_at = {s.run_id: s.at for s in starts}
+        start_by_id = {s.run_id: s for s in starts if s.run_id not in end_by_id}
+        rows = await self._active_rows(owner, list(end_by_id) + list(start_by_id), skip_locked)
+        rows = [r for r in rows if _same_attempt(end_by_id.get(int(r.id)), int(r.attempt))]
+        outcomes.ignored = len(end_by_id) + len(start_by_id) - len(rows)
+        if logs:
+            await self.session.execute(
+                insert(logs_t),
+                [
+                    {"run_id": e.run_id, "at": e.at, "level": e.level[:16], "message": e.message}
+                    for e in logs
+                ],
+            )
+        if not rows:
+            return outcomes
+        statuses = await self.statuses_of({int(r.backfill_id) for r in rows})
+        changes = _Changes()
+        for r in rows:
+            run_id = int(r.id)
+            end = end_by_id.get(run_id)
+            if end is None:
+                _start(changes, r, start_by_id[run_id], owner, now, outcomes)
+                continue
+            budget = (retry_rules or {}).get(r.job_name, Budget())
+            backfill = statuses.get(int(r.backfill_id))
+            _end(changes, r, end, (owner, started_at.get(run_id)), now, budget, backfill, outcomes)
+        await self._write(changes, now)
+        return outcomes
+
+    async def _active_rows(self, owner: str, ids: list[int], skip_locked: bool) -> list[Any]:
+        rows: list[Any] = []
+        for i in range(0, len(ids), CHUNK):
+            stmt = (
+                select(
+                    RunRecord.id,
+                    RunRecord.status,
+                    RunRecord.slot_id,
+                    RunRecord.backfill_id,
+                    RunRecord.job_name,
+                    RunRecord.partition_key,
+                    RunRecord.attempt,
+                    SlotRecord.status.label("slot_status"),
+                    SlotRecord.attempts,
+                    SlotRecord.free_attempts,
+                    SlotRecord.lost_attempts,
+                )
+                .join(SlotRecord, SlotRecord.id == RunRecord.slot_id)
+                .where(
+                    RunRecord.id.in_(ids[i : i + CHUNK]),
+                    RunRecord.lease_owner == owner,
+                    RunRecord.status.in_(ACTIVE),
+                )
+            )
+            if self.dialect == "postgresql":
+                stmt = stmt.with_for_update(skip_locked=skip_locked)
+            rows += (await self.session.execute(stmt)).all()
+        return rows
+
+    async def _write(self, changes: _Changes, now: datetime) -> None:
+        if changes.starts:
+            await self.session.execute(
+                update(runs_t)
+                .where(
+                    runs_t.c.id == bindparam("b_id"),
+                    one_of(runs_t.c.status, run_sources_of(RunState.RUNNING)),
+                    runs_t.c.lease_owner == bindparam("b_owner"),
+                )
+                .values(
+                    status=RunState.RUNNING,
+                    started_at=bindparam("b_at"),
+                    heartbeat_at=bindparam("b_at"),
+                    worker=bindparam("b_worker"),
+                ),
+                changes.starts,
+            )
+        if changes.runs:
+            await self.session.execute(
+                update(runs_t)
+                .where(
+                    runs_t.c.id == bindparam("b_id"),
+                    one_of(runs_t.c.status, _ENDS_FROM),
+                    runs_t.c.lease_owner == bindparam("b_owner"),
+                )
+                .values(
+                    status=bindparam("b_status"),
+                    failure_reason=bindparam("b_reason"),
+                    error_message=bindparam("b_message"),
+                    error_traceback=bindparam("b_trace"),
+                    started_at=func.coalesce(runs_t.c.started_at, bindparam("b_started")),
+                    ended_at=bindparam("b_ended"),
+                    worker=func.coalesce(bindparam("b_worker"), runs_t.c.worker),
+                ),
+                changes.runs,
+            )
+        if changes.slots:
+            await self.session.execute(
+                update(slots_t)
+                .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == bindparam("b_old"))
+                .values(
+                    status=bindparam("b_new"),
+                    next_attempt_at=bindparam("b_next"),
+                    free_attempts=slots_t.c.free_attempts + bindparam("b_free"),
+                    lost_attempts=slots_t.c.lost_attempts + bindparam("b_lost"),
+                    updated_at=bindparam("b_now"),
+                ),
+                changes.slots,
+            )
+        if changes.events:
+            await self.session.execute(INSERT_EVENT, changes.events)
+        await self.record_partition_states(changes.states, now)
+        await self.apply_moves(changes.moves, now)
+
+
+def _same_attempt(end: RunFinished | None, attempt: int) -> bool:
+    return end is None or end.attempt is None or end.attempt == attempt
+
+
+def _start(
+    changes: _Changes, r: Any, start: RunStart, owner: str, now: datetime, outcomes: Outcomes
+) -> None:
+    if RunState(r.status) is not RunState.QUEUED:
+        return
+    slot_status = SlotState(r.slot_status)
+    changes.starts.append(
+        {"b_id": int(r.id), "b_at": start.at, "b_worker": start.worker, "b_owner": owner}
+    )
+    changes.slots.append(_slot_change(r.slot_id, slot_status, Decision(SlotState.RUNNING), now))
+    changes.moves.move(int(r.backfill_id), slot_status, SlotState.RUNNING)
+    changes.states.append((r.job_name, r.partition_key, RunState.RUNNING, int(r.id)))
+    outcomes.started += 1
+
+
+def _end(
+    changes: _Changes,
+    r: Any,
+    end: RunFinished,
+    owner_and_start: tuple[str, datetime | None],
+    now: datetime,
+    budget: Budget,
+    backfill: Any,
+    outcomes: Outcomes,
+) -> None:
+    owner, started_at = owner_and_start
+    run_id, backfill_id = int(r.id), int(r.backfill_id)
+    slot_status = SlotState(r.slot_status)
+    status, reason, ending = recorded_as(end.outcome)
+    so_far = SoFar(int(r.attempts), int(r.free_attempts), int(r.lost_attempts))
+    decision = decide_end(ending, so_far, budget, backfill)
+    assert legal(slot_status, decision), (slot_status, decision)
+    _count(outcomes, status, decision)
+    if decision.failure:
+        message = (
+            f"{r.partition_key} attempt {r.attempt} failed ({(reason or 'error').upper()}): "
+            f"{(end.error_message or '')[:300]}; {decision.note}"
+        )
+        changes.events.append(event_row(backfill_id, EventKind.RUN_FAILED, end.at, None, message))
+    changes.runs.append(
+        {
+            "b_id": run_id,
+            "b_owner": owner,
+            "b_status": status,
+            "b_reason": reason,
+            "b_message": end.error_message,
+            "b_trace": end.error_traceback,
+            "b_started": started_at,
+            "b_ended": end.at,
+            "b_worker": end.worker,
+        }
+    )
+    changes.slots.append(_slot_change(r.slot_id, slot_status, decision, now))
+    changes.moves.move(backfill_id, slot_status, decision.slot)
+    changes.states.append((r.job_name, r.partition_key, status, run_id))
+    outcomes.written.append(run_id)
+
+
+def _count(outcomes: Outcomes, status: RunState, decision: Decision) -> None:
+    if status is RunState.SUCCESS:
+        outcomes.succeeded += 1
+    elif status is RunState.FAILED:
+        outcomes.failed += 1
+    if decision.slot is SlotState.CANCELED:
+        outcomes.canceled += 1
+    if decision.retried:
+        outcomes.retried += 1
+    if not decision.failure and decision.slot is SlotState.PENDING:
+        outcomes.taken_back += 1
+
+
+def _slot_change(slot_id: int, old: SlotState, decision: Decision, now: datetime) -> dict[str, Any]:
+    delay = decision.delay_seconds
+    return {
+        "b_id": slot_id,
+        "b_old": old,
+        "b_new": decision.slot,
+        "b_next": now + timedelta(seconds=delay) if delay > 0 else None,
+        "b_free": decision.free,
+        "b_lost": decision.lost,
+        "b_now": now,
+    }

@@ -1,0 +1,14 @@
+"""Every record module in one place: import ``metadata`` to get all the tables.
+
+The record modules import ``base`` only, never each other; this module registers them all on
+``Base.metadata`` for the migrations (``compare_metadata``, autogenerate) and the tests.
+"""
+
+from __future__ import annotations
+
+from backfiller.storage import auth_records, records, trigger_records
+from backfiller.storage.base import Base
+
+metadata = Base.metadata
+
+__all__ = ["auth_records", "metadata", "records", "trigger_records"]
