@@ -77,6 +77,13 @@ def kill_quietly(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+class PatientServer(LiveServer):
+    """A server given longer to start: a cluster's processes all start at once."""
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        super().wait_ready(timeout)
+
+
 class CeleryWorker(LiveProcess):
     """``backfiller worker``: Celery's worker, in a process of its own."""
 
@@ -95,7 +102,7 @@ class CeleryWorker(LiveProcess):
 
     def wait_ready(self) -> None:
         try:
-            wait_for("the worker", lambda: "ready." in self.output(), timeout=60, every=0.2)
+            wait_for("the worker", lambda: "ready." in self.output(), timeout=120, every=0.2)
         except AssertionError:
             raise AssertionError(f"the Celery worker is not ready:\n{self.output()}") from None
 
@@ -130,7 +137,7 @@ class Cluster:
     database_url: str
     broker: str
     marks: Path
-    heartbeat_timeout: float = 4.0
+    heartbeat_timeout: float = 10.0
     env: dict[str, str] = field(default_factory=dict)
     server: LiveServer | None = None
     daemons: list[CeleryDaemon] = field(default_factory=list)
@@ -150,11 +157,11 @@ class Cluster:
         return self.server
 
     def start_server(self) -> LiveServer:
-        self.server = LiveServer(self.database_url, DEFINITIONS, env=self.env)
+        self.server = PatientServer(self.database_url, DEFINITIONS, env=self.env)
         return self.server
 
     def start_daemon(self, *extra: str) -> CeleryDaemon:
-        timeout = ["--heartbeat-timeout", str(self.heartbeat_timeout), "--lease-timeout", "6"]
+        timeout = ["--heartbeat-timeout", str(self.heartbeat_timeout), "--lease-timeout", "15"]
         daemon = CeleryDaemon(self.database_url, self.broker, self.env, [*timeout, *extra])
         self.daemons.append(daemon)
         return daemon

@@ -44,10 +44,10 @@ def celery_cluster(pg_template_url: str, broker: str, marks: Path) -> Iterator[C
     """One cluster for the module's tests (each test uses partitions of its own)."""
     _truncate_postgres(pg_template_url)
     with cluster(pg_template_url, broker, marks) as made:
+        made.start_server()
         made.start_daemon()
         made.start_worker()
         made.start_worker(gpu=True)
-        made.start_server()  # waits until it answers, while the others start
         for worker in made.workers:
             worker.wait_ready()
         yield made
@@ -65,7 +65,8 @@ def test_a_backfill_runs_on_celery_workers_with_exact_counts(
     assert wait_status(c.api, heavy, {"COMPLETED_SUCCESS"}, timeout=60)["counts"]["succeeded"] == 5
 
     runs = c.runs(plain)
-    assert len(runs) == 50 and {r["status"] for r in runs} == {"SUCCESS"}
+    assert len(runs) == 50, [(r["attempt"], r["status"], r["errorMessage"]) for r in runs]
+    assert {r["status"] for r in runs} == {"SUCCESS"}
     pools = {pid for w in c.workers for pid in w.pool()}
     daemon_pid = c.daemons[0].proc.pid
     for run in runs:
