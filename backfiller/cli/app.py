@@ -57,6 +57,7 @@ def register_commands() -> None:
         daemon,
         server,
         tokens,
+        worker,
     )
 
 

@@ -29,6 +29,12 @@ from backfiller.cli.server import (
     http_server,
     prepare_database,
 )
+from backfiller.cli.worker import (
+    BrokerOption,
+    HeartbeatTimeoutOption,
+    LauncherOption,
+    checked_broker,
+)
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions
 
@@ -146,6 +152,9 @@ class DaemonOptions:
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     notify: NotifierSettings | None = None
+    launcher: str = "local"
+    broker: str | None = None
+    heartbeat_timeout: float = 20.0
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -162,20 +171,33 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> Daemon:
     # Imported here so that `backfiller --help` and the client commands start fast.
     from backfiller.daemon import Daemon, DaemonSettings
-    from backfiller.launchers import LocalLauncher
+    from backfiller.launchers import Launcher, LocalLauncher
     from backfiller.observability.exposition import prepare_worker_metrics
     from backfiller.storage import Database
 
-    prepare_worker_metrics()  # before the workers start: they inherit where to record
-    launcher = LocalLauncher(
-        options.target,
-        options.workers,
-        max_active=options.max_runs,
-        grace_seconds=options.grace_seconds,
-        api_url=options.api_url,
-        token=os.environ.get("BACKFILLER_TOKEN") or None,
-        results_dir=options.results_dir or default_results_dir(database_url),
-    ).start()
+    launcher: Launcher
+    if options.launcher == "celery":
+        from backfiller.cli.worker import celery_launcher
+
+        launcher = celery_launcher(
+            options.broker or "",
+            defs,
+            max_runs=options.max_runs,
+            grace_seconds=options.grace_seconds,
+            heartbeat_timeout=options.heartbeat_timeout,
+            api_url=options.api_url,
+        )
+    else:
+        prepare_worker_metrics()  # before the workers start: they inherit where to record
+        launcher = LocalLauncher(
+            options.target,
+            options.workers,
+            max_active=options.max_runs,
+            grace_seconds=options.grace_seconds,
+            api_url=options.api_url,
+            token=os.environ.get("BACKFILLER_TOKEN") or None,
+            results_dir=options.results_dir or default_results_dir(database_url),
+        ).start()
     heartbeat = options.heartbeat_seconds or min(2.0, options.lease_timeout / 15)
     settings = DaemonSettings(
         max_runs=options.max_runs,
@@ -225,6 +247,9 @@ def daemon(
     notify_events: NotifyEventsOption = None,
     notify_format: NotifyFormatOption = "generic",
     notify_timeout: NotifyTimeoutOption = 10.0,
+    launcher: LauncherOption = "local",
+    broker: BrokerOption = None,
+    heartbeat_timeout: HeartbeatTimeoutOption = 20.0,
 ) -> None:
     """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
     configure_logging()
@@ -234,6 +259,10 @@ def daemon(
         raise fail("--lease-timeout and --heartbeat-seconds must be positive")
     if heartbeat_seconds is not None and heartbeat_seconds * 3 > lease_timeout * 0.8:
         raise fail("--heartbeat-seconds must leave several renewals within --lease-timeout")
+    if launcher not in ("local", "celery"):
+        raise fail("--launcher must be local or celery")
+    if launcher == "celery":
+        broker = checked_broker(broker)
     target = definitions or EXAMPLE_DEFINITIONS
     defs = definitions_or_exit(target)
     url = prepare_database(database)
@@ -255,6 +284,9 @@ def daemon(
         metrics_port,
         metrics_host,
         notify,
+        launcher,
+        broker,
+        heartbeat_timeout,
     )
     asyncio.run(run_daemon(url, defs, options))
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from backfiller.client import Client
 
 JOB_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,199}$")
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +138,8 @@ class JobDefinition:
     config: ConfigSchema = field(default_factory=lambda: ConfigSchema(None))
     tags: Mapping[str, str] = field(default_factory=dict)
     description: str | None = None
+    queue: str | None = None
+    """The Celery queue its runs go to (the Celery launcher only; None: the default queue)."""
 
     def __call__(self, context: RunContext) -> object:
         return self.fn(context)
@@ -153,8 +156,12 @@ def job(
     config: Mapping[str, Any] | type | None = None,
     tags: Mapping[str, str] | None = None,
     description: str | None = None,
+    queue: str | None = None,
 ) -> Callable[[JobFunction], JobDefinition]:
     """Declare a partitioned job over a function that takes a :class:`RunContext`.
+
+    ``queue`` names the Celery queue its runs go to with the Celery launcher, so that heavy
+    jobs run on the workers that listen on it (``backfiller worker --queues gpu``).
 
     Example:
         >>> @job(partitions=DailyPartitions(start="2024-01-01"))
@@ -171,6 +178,8 @@ def job(
             raise ValueError("timeout_seconds must be positive")
         if lost_worker_retries < 0:
             raise ValueError("lost_worker_retries must not be negative")
+        if queue is not None and not QUEUE_NAME.match(queue):
+            raise ValueError(f"invalid queue name {queue!r}")
         doc = description if description is not None else (fn.__doc__ or "").strip() or None
         return JobDefinition(
             name=job_name,
@@ -183,6 +192,7 @@ def job(
             config=ConfigSchema(config),
             tags=dict(tags or {}),
             description=doc,
+            queue=queue,
         )
 
     return decorate

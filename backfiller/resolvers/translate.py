@@ -20,6 +20,7 @@ from backfiller.schema.backfills import (
     PartitionRange,
     PartitionSelection,
     Run,
+    RunWorker,
 )
 from backfiller.schema.common import JSON, Tag
 from backfiller.schema.enums import (
@@ -337,6 +338,17 @@ def run_from_record(record: RunRecord) -> Run:
         started_at=record.started_at,
         ended_at=record.ended_at,
         backfill_id=strawberry.ID(backfill_id(record.backfill_id)),
+        worker=run_worker(record.worker),
         _pk=record.id,
         _backfill_pk=record.backfill_id,
     )
+
+
+def run_worker(stored: str | None) -> RunWorker | None:
+    """``host:pid`` as stored by the launchers; a name without a pid keeps it all as host."""
+    if not stored:
+        return None
+    host, _, pid = stored.rpartition(":")
+    if host and pid.isdigit():
+        return RunWorker(host=host, pid=int(pid))
+    return RunWorker(host=stored, pid=None)

@@ -191,6 +191,12 @@ class RunLogConnection:
         return [e.node for e in self.edges]
 
 
+@strawberry.type(description="The worker process a run executed in.")
+class RunWorker:
+    host: str = strawberry.field(description="The worker's host name.")
+    pid: int | None = strawberry.field(description="The worker process's id on that host.")
+
+
 @strawberry.type(description="One attempt to run a job for one partition.")
 class Run(Node):
     id: strawberry.ID
@@ -206,6 +212,10 @@ class Run(Node):
     started_at: datetime | None
     ended_at: datetime | None
     backfill_id: strawberry.ID
+    worker: RunWorker | None = strawberry.field(
+        description="Where the run executed: a process of the daemon's local pool, or a "
+        "Celery worker's process. Null until the run starts."
+    )
     _pk: strawberry.Private[int]
     _backfill_pk: strawberry.Private[int]
 

@@ -1,0 +1,57 @@
+"""The Celery application both sides use: its settings, and the broker's own exchanges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backfiller.launchers.celery.protocol import (
+    CONTROL_EXCHANGE,
+    DEFAULT_QUEUE,
+    LEASE_EXCHANGE,
+)
+
+
+def make_app(broker_url: str) -> Any:
+    """A Celery app for ``broker_url`` (``amqp://...`` or ``redis://...``).
+
+    The run's task is acknowledged late (once the run is over and its result is on the broker)
+    so a worker that dies while holding a task gives it back to the broker; the redelivered
+    copy then asks its daemon to start, and is refused: the attempt already started. The
+    result backend is not used: results travel on Backfiller's own queues.
+    """
+    from celery import Celery
+
+    app = Celery("backfiller", broker=broker_url, set_as_current=False)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=False,
+        task_default_queue=DEFAULT_QUEUE,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        task_store_errors_even_if_ignored=False,
+        worker_prefetch_multiplier=4,
+        worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        worker_enable_remote_control=True,
+        broker_connection_retry_on_startup=True,
+        broker_connection_retry=True,
+        broker_connection_max_retries=None,
+        broker_transport_options={"visibility_timeout": 3600, "confirm_publish": True},
+        broker_heartbeat=10,
+        task_create_missing_queues=True,
+    )
+    return app
+
+
+def control_exchange() -> Any:
+    from kombu import Exchange
+
+    return Exchange(CONTROL_EXCHANGE, type="direct", durable=True)
+
+
+def lease_exchange() -> Any:
+    from kombu import Exchange
+
+    return Exchange(LEASE_EXCHANGE, type="fanout", durable=False)

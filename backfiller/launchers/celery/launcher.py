@@ -1,0 +1,534 @@
+"""The Celery launcher: the daemon's side. Runs are Celery tasks; the daemon keeps the records.
+
+``submit`` publishes one ``backfiller.run`` task per run on its job's queue. A worker that takes
+a task asks this launcher for leave to start it (see :mod:`.runner`): the launcher answers from
+one thread, in batches, through the daemon's start gate when it has one, and refuses a second
+start of an attempt (a duplicate delivery). From then on the worker reports heartbeats, log
+lines and the result to this daemon's queue, and this launcher turns them into the usual
+:class:`~backfiller.launchers.base.LauncherEvent` values; it writes nothing to the database.
+
+Liveness: about once a second the launcher announces on the broker until when its runs may
+execute (``stop_by``: at most half the heartbeat timeout ahead, and never past the daemon's
+lease). A run whose heartbeats stop for half the heartbeat timeout (its worker was SIGKILLed, or
+cut off) is left out of the next announcements, so its worker kills it at the last ``stop_by``
+it heard; once that time has passed, the run cannot be executing anywhere and the launcher
+reports it ``WORKER_LOST``. Cancel sends the worker a stop (SIGTERM, grace, SIGKILL of the
+run's process group) and, after the grace period, leaves the run out of announcements too.
+
+While the broker is out of reach the launcher keeps everything (runs not published yet, answers
+not sent) and carries on after reconnecting; heartbeats missed during the outage do not count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from backfiller.definitions.loading import Definitions
+from backfiller.launchers.base import (
+    Gate,
+    LauncherEvent,
+    LogLine,
+    Outcome,
+    RunFinished,
+    RunLogs,
+    RunStarted,
+    RunTask,
+    StartRequest,
+)
+from backfiller.launchers.celery.app import control_exchange, lease_exchange, make_app
+from backfiller.launchers.celery.protocol import (
+    BEAT_SECONDS,
+    DAEMON_QUEUE_EXPIRES_SECONDS,
+    TASK_NAME,
+    daemon_queue,
+    default_queue,
+    from_timestamp,
+    task_id,
+    task_message,
+)
+
+logger = logging.getLogger("backfiller.launcher")
+
+POLL_SECONDS = 0.02
+MAX_BATCH = 1_000
+FENCE_MARGIN_SECONDS = 1.0
+"""Waited past a run's ``stop_by`` before it is taken for stopped (clock skew, kill time)."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class _Run:
+    task: RunTask
+    queue: str
+    published: bool = False
+    reply: str | None = None
+    worker: str | None = None
+    last_beat: float = 0.0
+    fence: float = 0.0
+    dropped: Outcome | None = None
+    cancel_at: float | None = None
+
+
+@dataclass
+class _Start:
+    run_id: int
+    attempt: int
+    worker: str
+    reply: str
+    until: float
+    at: datetime = field(default_factory=_now)
+
+
+class CeleryLauncher:
+    """Runs on Celery workers, on any number of machines, through ``broker_url``.
+
+    Args:
+        broker_url: ``amqp://...`` (RabbitMQ) or ``redis://...``.
+        definitions: the daemon's definitions (for each job's queue).
+        owner: the daemon's lease owner; names the queue its workers report to.
+        max_active: runs handed over at once, waiting on the broker and running.
+        grace_seconds: between SIGTERM and SIGKILL when a run is canceled or times out.
+        heartbeat_timeout: a run silent for this long ends ``WORKER_LOST``.
+        api_url: given to runs so that ``context.client`` can reach the service.
+    """
+
+    def __init__(
+        self,
+        broker_url: str,
+        definitions: Definitions,
+        owner: str,
+        *,
+        max_active: int | None = None,
+        grace_seconds: float = 5.0,
+        heartbeat_timeout: float = 20.0,
+        api_url: str | None = None,
+    ) -> None:
+        self.broker_url = broker_url
+        self.definitions = definitions
+        self.owner = owner
+        self.queue_name = daemon_queue(owner)
+        self.max_active = max_active or 256
+        self.grace_seconds = grace_seconds
+        self.heartbeat_timeout = heartbeat_timeout
+        self.api_url = api_url
+        self.default_queue = default_queue()
+        self.app = make_app(broker_url)
+        self._lock = threading.RLock()
+        self._runs: dict[int, _Run] = {}
+        self._events: list[LauncherEvent] = []
+        self._replies: deque[tuple[str, dict[str, Any]]] = deque()
+        self._starts: list[_Start] = []
+        self._notify: Callable[[], None] | None = None
+        self._gate: Gate | None = None
+        self._lease_stop_by: float | None = None
+        self._connected_at: float | None = None
+        self._last_announce = 0.0
+        self._closing = False
+        self._thread: threading.Thread | None = None
+
+    # -- the daemon's side ---------------------------------------------------------------------
+
+    def start(self) -> CeleryLauncher:
+        self._thread = threading.Thread(target=self._run, name="celery-launcher", daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def connected(self) -> bool:
+        return self._connected_at is not None
+
+    @property
+    def capacity(self) -> int:
+        with self._lock:
+            return max(0, self.max_active - len(self._runs))
+
+    def submit(self, tasks: Iterable[RunTask]) -> None:
+        with self._lock:
+            for task in tasks:
+                job = self.definitions.get_job(task.job_name)
+                queue = (job.queue if job is not None else None) or self.default_queue
+                self._runs[task.run_id] = _Run(task, queue)
+
+    def poll(self) -> list[LauncherEvent]:
+        with self._lock:
+            events, self._events = self._events, []
+        return events
+
+    def active(self) -> dict[int, RunTask]:
+        with self._lock:
+            return {run_id: run.task for run_id, run in self._runs.items()}
+
+    def set_notify(self, callback: Callable[[], None] | None) -> None:
+        self._notify = callback
+
+    def set_gate(self, gate: Gate | None) -> None:
+        self._gate = gate
+
+    def extend_lease(self, stop_by: datetime) -> None:
+        self._lease_stop_by = stop_by.timestamp()
+
+    def revoke_lease(self) -> list[RunTask]:
+        """Stop every run now and forget them all."""
+        with self._lock:
+            tasks = [run.task for run in self._runs.values()]
+            for run in self._runs.values():
+                if run.reply is not None:
+                    self._send_cancel(run)
+            self._lease_stop_by = time.time()
+            self._runs.clear()
+        return tasks
+
+    def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
+        return []
+
+    def discard_results(self, run_ids: Iterable[int]) -> None:
+        return None
+
+    def cancel(self, run_ids: Iterable[int]) -> None:
+        with self._lock:
+            for run_id in run_ids:
+                run = self._runs.get(run_id)
+                if run is None:
+                    continue
+                if run.reply is None:
+                    # Not started: refused when a worker asks to start it.
+                    del self._runs[run_id]
+                    self._finish(run, Outcome.CANCELED, "canceled")
+                elif run.cancel_at is None:
+                    run.cancel_at = time.monotonic() + self.grace_seconds
+                    self._send_cancel(run)
+        self._signal()
+
+    def close(self, timeout: float = 10.0) -> list[LauncherEvent]:
+        """Stop the runs in flight, wait until they surely stopped, and report them lost."""
+        with self._lock:
+            for run in self._runs.values():
+                if run.reply is not None:
+                    self._send_cancel(run)
+                    run.dropped = Outcome.WORKER_LOST
+        deadline = time.monotonic() + max(timeout, self.heartbeat_timeout / 2 + 2)
+        while time.monotonic() < deadline:
+            with self._lock:
+                if all(r.reply is None for r in self._runs.values()):
+                    break
+            time.sleep(0.05)
+        with self._lock:
+            lost: list[LauncherEvent] = self._events + [
+                RunFinished(
+                    r.task.run_id,
+                    _now(),
+                    Outcome.WORKER_LOST,
+                    "the daemon stopped",
+                    attempt=r.task.attempt,
+                )
+                for r in self._runs.values()
+            ]
+            self._events = []
+            self._runs.clear()
+            self._lease_stop_by = 0.0
+            self._last_announce = 0.0
+        time.sleep(2 * POLL_SECONDS + 0.1)  # one last announcement: this owner is gone
+        self._closing = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return lost
+
+    # -- helpers (called with the lock held) ---------------------------------------------------
+
+    def _signal(self) -> None:
+        callback = self._notify
+        if callback is not None and self._events:
+            callback()
+
+    def _finish(self, run: _Run, outcome: Outcome, message: str | None) -> None:
+        task = run.task
+        self._events.append(
+            RunFinished(task.run_id, _now(), outcome, message, None, run.worker, task.attempt)
+        )
+
+    def _send_cancel(self, run: _Run) -> None:
+        assert run.reply is not None
+        body = {"t": "cancel", "run": run.task.run_id, "attempt": run.task.attempt}
+        self._replies.append((run.reply, body))
+
+    def _stop_by(self) -> float:
+        stop_by = time.time() + self.heartbeat_timeout / 2
+        if self._lease_stop_by is not None:
+            stop_by = min(stop_by, self._lease_stop_by)
+        return stop_by
+
+    # -- the launcher's thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        from kombu import Connection
+
+        delay = 0.5
+        while not self._closing:
+            try:
+                with Connection(
+                    self.broker_url, transport_options={"confirm_publish": True}, heartbeat=10
+                ) as conn:
+                    conn.ensure_connection(max_retries=1)
+                    self._serve(conn)
+                    return
+            except Exception as exc:
+                with self._lock:
+                    if self._connected_at is not None:
+                        logger.warning("broker connection lost (%s); reconnecting", exc)
+                    self._connected_at = None
+                    for run in self._runs.values():
+                        if run.reply is None:
+                            run.published = False  # publish again; a duplicate is refused
+                time.sleep(delay)
+                delay = min(5.0, delay * 2)
+
+    def _serve(self, conn: Any) -> None:
+        from kombu import Consumer, Producer, Queue
+
+        channel = conn.channel()
+        queue = Queue(
+            self.queue_name,
+            exchange=control_exchange(),
+            routing_key=self.queue_name,
+            durable=True,
+            auto_delete=False,
+            expires=DAEMON_QUEUE_EXPIRES_SECONDS,
+        )
+        control = Producer(channel, exchange=control_exchange())
+        leases = Producer(channel, exchange=lease_exchange())
+        tasks = Producer(channel)
+        consumer = Consumer(channel, [queue], callbacks=[self._on_message], accept=["json"])
+        consumer.no_ack = True
+        with consumer:
+            with self._lock:
+                self._connected_at = time.monotonic()
+            while not self._closing:
+                self._publish_tasks(tasks)
+                self._answer_starts()
+                self._send_replies(control)
+                self._announce(leases)
+                self._watch()
+                self._drain(conn)
+                with self._lock:
+                    self._signal()
+
+    def _drain(self, conn: Any) -> None:
+        timeout = POLL_SECONDS
+        for _ in range(MAX_BATCH):
+            try:
+                conn.drain_events(timeout=timeout)
+            except TimeoutError:
+                return
+            timeout = 0.001
+
+    def _publish_tasks(self, producer: Any) -> None:
+        with self._lock:
+            todo = [r for r in self._runs.values() if not r.published]
+        for run in todo:
+            message = task_message(run.task, self.owner)
+            message["grace"] = self.grace_seconds
+            self.app.send_task(
+                TASK_NAME,
+                args=[message],
+                queue=run.queue,
+                task_id=task_id(run.task),
+                producer=producer,
+                retry=False,
+            )
+            with self._lock:
+                run.published = True
+
+    def _send_replies(self, producer: Any) -> None:
+        while True:
+            with self._lock:
+                if not self._replies:
+                    return
+                reply, body = self._replies[0]
+            producer.publish(body, routing_key=reply, serializer="json", retry=False, expiration=60)
+            with self._lock:
+                self._replies.popleft()
+
+    def _announce(self, producer: Any) -> None:
+        now = time.monotonic()
+        if now - self._last_announce < BEAT_SECONDS:
+            return
+        with self._lock:
+            stop_by = self._stop_by()
+            live = [r for r in self._runs.values() if r.reply is not None and r.dropped is None]
+            drop = [
+                [r.task.run_id, r.task.attempt]
+                for r in self._runs.values()
+                if r.reply is not None and r.dropped is not None
+            ]
+        producer.publish(
+            {"t": "lease", "owner": self.owner, "stop_by": stop_by, "drop": drop},
+            serializer="json",
+            retry=False,
+            expiration=5,
+        )
+        self._last_announce = now
+        with self._lock:
+            for run in live:
+                if run.dropped is None:
+                    run.fence = max(run.fence, stop_by)
+
+    def _watch(self) -> None:
+        """Runs gone silent or canceled are dropped; once their fence passed, they end."""
+        now = time.monotonic()
+        half = self.heartbeat_timeout / 2
+        with self._lock:
+            connected_at = self._connected_at
+            for run_id, run in list(self._runs.items()):
+                if run.reply is None:
+                    continue
+                if run.dropped is None:
+                    if run.cancel_at is not None and now >= run.cancel_at:
+                        run.dropped = Outcome.CANCELED
+                    elif connected_at is not None and now - max(run.last_beat, connected_at) > half:
+                        logger.warning("run %s: no heartbeat from %s", run_id, run.worker)
+                        run.dropped = Outcome.WORKER_LOST
+                if run.dropped is not None and time.time() > run.fence + FENCE_MARGIN_SECONDS:
+                    del self._runs[run_id]
+                    why = "canceled" if run.dropped is Outcome.CANCELED else "the worker was lost"
+                    self._finish(run, run.dropped, why)
+
+    # -- messages from workers -----------------------------------------------------------------
+
+    def _on_message(self, body: dict[str, Any], message: Any) -> None:
+        kind = body.get("t")
+        try:
+            run_id, attempt = int(body["run"]), int(body["attempt"])
+        except (KeyError, TypeError, ValueError):
+            logger.warning("ignoring a malformed message: %r", body)
+            return
+        with self._lock:
+            if kind == "start":
+                self._starts.append(
+                    _Start(
+                        run_id,
+                        attempt,
+                        str(body.get("worker")),
+                        str(body.get("reply")),
+                        float(body.get("until") or 0.0),
+                    )
+                )
+                return
+            run = self._runs.get(run_id)
+            if run is None or run.task.attempt != attempt:
+                return  # a stale attempt: fenced off
+            if kind == "beat":
+                run.last_beat = time.monotonic()
+            elif kind == "logs":
+                self._events.append(RunLogs(run_id, _lines(body.get("lines"))))
+            elif kind == "end":
+                self._on_end(run, body)
+            elif kind == "undelivered":
+                if run.reply is None:
+                    run.published = False  # its worker gave up waiting: publish it again
+                elif run.reply == body.get("reply"):
+                    del self._runs[run_id]
+                    self._finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
+
+    def _on_end(self, run: _Run, body: dict[str, Any]) -> None:
+        if run.reply is None:
+            return
+        lines = _lines(body.get("lines"))
+        if lines:
+            self._events.append(RunLogs(run.task.run_id, lines))
+        try:
+            outcome = Outcome(str(body.get("outcome")))
+        except ValueError:
+            outcome = Outcome.ERROR
+        at = from_timestamp(float(body.get("at") or time.time()))
+        del self._runs[run.task.run_id]
+        self._events.append(
+            RunFinished(
+                run.task.run_id,
+                at,
+                outcome,
+                body.get("error"),
+                body.get("trace"),
+                str(body.get("worker") or run.worker),
+                run.task.attempt,
+            )
+        )
+
+    def _answer_starts(self) -> None:
+        with self._lock:
+            starts, self._starts = self._starts, []
+            wanted: list[_Start] = []
+            for start in starts:
+                run = self._runs.get(start.run_id)
+                if start.until and time.time() > start.until:
+                    continue  # the worker no longer waits for this answer
+                if run is None or run.task.attempt != start.attempt:
+                    self._refuse(start, "stale attempt")
+                elif run.reply is not None or any(w.run_id == start.run_id for w in wanted):
+                    self._refuse(start, "this attempt already started")
+                else:
+                    wanted.append(start)
+        if not wanted:
+            return
+        allowed = self._through_gate(wanted)
+        with self._lock:
+            stop_by = self._stop_by()
+            for start in wanted:
+                run = self._runs.get(start.run_id)
+                if run is None or run.reply is not None:
+                    self._refuse(start, "canceled")
+                    continue
+                if allowed is not None and start.run_id not in allowed:
+                    self._refuse(start, "its backfill is not running")
+                    del self._runs[start.run_id]
+                    self._finish(run, Outcome.NOT_STARTED, "not started")
+                    continue
+                run.reply, run.worker = start.reply, start.worker
+                run.last_beat = time.monotonic()
+                run.fence = stop_by
+                if allowed is None:
+                    self._events.append(
+                        RunStarted(start.run_id, start.at, start.worker, start.attempt)
+                    )
+                self._replies.append(
+                    (
+                        start.reply,
+                        {
+                            "t": "grant",
+                            "run": start.run_id,
+                            "attempt": start.attempt,
+                            "ok": True,
+                            "stop_by": stop_by,
+                            "owner": self.owner,
+                        },
+                    )
+                )
+
+    def _through_gate(self, wanted: list[_Start]) -> set[int] | None:
+        gate = self._gate
+        if gate is None:
+            return None
+        return gate([StartRequest(s.run_id, s.attempt, s.at, s.worker) for s in wanted])
+
+    def _refuse(self, start: _Start, why: str) -> None:
+        body = {"t": "grant", "run": start.run_id, "attempt": start.attempt, "ok": False}
+        body["why"] = why
+        self._replies.append((start.reply, body))
+
+
+def _lines(raw: Any) -> tuple[LogLine, ...]:
+    lines: list[LogLine] = []
+    for item in raw or []:
+        with contextlib.suppress(TypeError, ValueError, IndexError):
+            lines.append(LogLine(from_timestamp(float(item[0])), str(item[1]), str(item[2])))
+    return tuple(lines)

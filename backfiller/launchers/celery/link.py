@@ -1,0 +1,327 @@
+"""A Celery worker process's line to the daemons, and the watch over its run.
+
+Three parts, each on its own connection or thread so that none waits for another:
+
+- :class:`Publisher`: sends to a daemon's queue from any thread (start requests, log lines,
+  results); a result is retried until the broker has confirmed it.
+- the listener thread: receives answers to start requests, cancels and lease announcements,
+  and sends the run's heartbeats;
+- the watch thread: stops the run at its timeout or cancel (SIGTERM to the process, which the
+  task's body turns into an exception inside the job, then SIGKILL to the process group after
+  the grace period), and kills it at once when it reaches its daemon's ``stop_by`` without a
+  newer announcement (the daemon died, or the broker is out of reach), before any other daemon
+  may take the partition over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from backfiller.launchers.base import Outcome, RunTask
+from backfiller.launchers.celery.app import control_exchange, lease_exchange
+from backfiller.launchers.celery.protocol import BEAT_SECONDS, daemon_queue, worker_name
+
+logger = logging.getLogger("backfiller.worker")
+
+WATCH_SECONDS = 0.05
+KILL_MARGIN_SECONDS = 0.5
+"""A run is killed this long before its ``stop_by``, so it is surely gone at ``stop_by``."""
+SILENT_OWNER_SECONDS = 5.0
+"""A daemon not heard from for this long (while the broker is reachable) is taken for gone."""
+
+
+@dataclass
+class Current:
+    """The run this process executes (one at a time)."""
+
+    task: RunTask
+    owner: str
+    grace: float
+    stop_by: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    terminating: Outcome | None = None
+    kill_at: float | None = None
+    on_kill: Callable[[], dict[str, Any] | None] | None = None
+
+    @property
+    def token(self) -> tuple[int, int]:
+        return (self.task.run_id, self.task.attempt)
+
+
+def _connection(broker_url: str) -> Any:
+    from kombu import Connection
+
+    return Connection(
+        broker_url,
+        transport_options={"confirm_publish": True},
+        heartbeat=0,
+        connect_timeout=2,
+    )
+
+
+class Publisher:
+    """Sends messages to daemons' queues; safe to call from any thread."""
+
+    def __init__(self, broker_url: str) -> None:
+        self.broker_url = broker_url
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._producer: Any = None
+
+    def _ready(self) -> Any:
+        if self._producer is None:
+            from kombu import Producer
+
+            self._conn = _connection(self.broker_url)
+            self._conn.ensure_connection(max_retries=1)
+            self._producer = Producer(self._conn.channel(), exchange=control_exchange())
+        return self._producer
+
+    def _reset(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.release()
+        self._conn = self._producer = None
+
+    def try_send(self, owner: str, body: dict[str, Any], lock_timeout: float = -1) -> bool:
+        """One attempt; False when the broker is out of reach (or the lock is busy)."""
+        if not self._lock.acquire(timeout=lock_timeout):
+            return False
+        try:
+            self._ready().publish(
+                body,
+                routing_key=daemon_queue(owner),
+                serializer="json",
+                delivery_mode=2,
+                retry=False,
+            )
+            return True
+        except Exception as exc:
+            logger.warning("cannot reach the broker (%s)", exc)
+            self._reset()
+            return False
+        finally:
+            self._lock.release()
+
+    def send(self, owner: str, body: dict[str, Any]) -> None:
+        """Send ``body``, retrying until the broker has it (a result must not be lost)."""
+        delay = 0.2
+        while not self.try_send(owner, body):
+            time.sleep(delay)
+            delay = min(2.0, delay * 2)
+
+
+class Link:
+    def __init__(self, broker_url: str) -> None:
+        self.broker_url = broker_url
+        self.name = worker_name()
+        self.pid = os.getpid()
+        self.queue_name = f"backfiller.worker.{socket.gethostname()}.{os.getpid()}"
+        self.queue_name += f".{uuid.uuid4().hex[:8]}"
+        self.publisher = Publisher(broker_url)
+        self._beats = Publisher(broker_url)
+        self._lock = threading.Lock()
+        self._answers: dict[tuple[int, int], dict[str, Any]] = {}
+        self._waiting: dict[tuple[int, int], threading.Event] = {}
+        self._heard: dict[str, float] = {}
+        self._stop_by: dict[str, float] = {}
+        self.connected_at: float | None = None
+        self.current: Current | None = None
+        self._listening = threading.Event()
+        for target, name in ((self._listen, "listener"), (self._watch, "watch")):
+            threading.Thread(target=target, name=f"backfiller-{name}", daemon=True).start()
+
+    # -- the task body's side ------------------------------------------------------------------
+
+    def ask_start(self, task: RunTask, owner: str, timeout: float) -> dict[str, Any] | None:
+        """Ask ``owner`` to start ``task``; its answer, or None when it is gone or silent."""
+        self._listening.wait(timeout)  # answers come to the listener's queue
+        token = (task.run_id, task.attempt)
+        answered = threading.Event()
+        with self._lock:
+            self._waiting[token] = answered
+        request = {
+            "t": "start",
+            "run": task.run_id,
+            "attempt": task.attempt,
+            "worker": self.name,
+            "reply": self.queue_name,
+            "until": time.time() + timeout,
+        }
+        deadline = time.monotonic() + timeout
+        try:
+            while not self.publisher.try_send(owner, request):
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.5)
+            while not answered.wait(0.1):
+                if time.monotonic() > deadline or self.owner_gone(owner):
+                    return None
+            with self._lock:
+                return self._answers.pop(token, None)
+        finally:
+            with self._lock:
+                self._waiting.pop(token, None)
+                self._answers.pop(token, None)
+
+    def owner_gone(self, owner: str) -> bool:
+        """Whether ``owner`` is surely not answering: its lease ran out, or it fell silent."""
+        with self._lock:
+            stop_by = self._stop_by.get(owner)
+            connected_at = self.connected_at
+            heard = self._heard.get(owner, connected_at)
+        if stop_by is not None and time.time() > stop_by:
+            return True
+        if connected_at is None or heard is None:
+            return False  # the broker is out of reach: nobody can be heard
+        now = time.monotonic()
+        return now - connected_at > SILENT_OWNER_SECONDS and now - heard > SILENT_OWNER_SECONDS
+
+    def begin(self, current: Current) -> None:
+        with self._lock:
+            self.current = current
+
+    def end(self) -> None:
+        with self._lock:
+            self.current = None
+
+    # -- the listener thread -------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                with _connection(self.broker_url) as conn:
+                    conn.ensure_connection(max_retries=1)
+                    self._consume(conn)
+            except Exception as exc:  # a broker error, or one we cannot classify: reconnect
+                with self._lock:
+                    self.connected_at = None
+                logger.warning("broker link lost (%s); reconnecting", exc)
+                time.sleep(delay)
+                delay = min(5.0, delay * 2)
+
+    def _consume(self, conn: Any) -> None:
+        from kombu import Consumer, Queue
+
+        channel = conn.channel()
+        replies = Queue(
+            self.queue_name,
+            exchange=control_exchange(),
+            routing_key=self.queue_name,
+            durable=False,
+            auto_delete=True,
+        )
+        leases = Queue(
+            self.queue_name + ".leases", exchange=lease_exchange(), durable=False, auto_delete=True
+        )
+        consumer = Consumer(
+            channel, [replies, leases], callbacks=[self._on_message], accept=["json"], no_ack=True
+        )
+        with consumer:
+            with self._lock:
+                self.connected_at = time.monotonic()
+            self._listening.set()
+            last_beat = 0.0
+            while True:
+                with contextlib.suppress(socket.timeout, TimeoutError):
+                    conn.drain_events(timeout=BEAT_SECONDS / 4)
+                current = self.current
+                if current is not None and time.monotonic() - last_beat >= BEAT_SECONDS:
+                    last_beat = time.monotonic()
+                    run_id, attempt = current.token
+                    beat = {"t": "beat", "run": run_id, "attempt": attempt}
+                    self._beats.try_send(current.owner, beat, lock_timeout=0.1)
+
+    def _on_message(self, body: dict[str, Any], message: Any) -> None:
+        kind = body.get("t")
+        if kind == "lease":
+            self._on_lease(body)
+        elif kind == "grant":
+            token = (int(body["run"]), int(body["attempt"]))
+            with self._lock:
+                waiter = self._waiting.get(token)
+                if waiter is not None:
+                    self._answers[token] = body
+                    waiter.set()
+                    return
+            if body.get("ok"):
+                # Granted after this process gave up waiting: the run never ran here.
+                logger.warning("run %s attempt %s was granted too late", *token)
+                late = {"t": "undelivered", "run": token[0], "attempt": token[1]}
+                late["reply"] = self.queue_name
+                self.publisher.try_send(str(body.get("owner", "")), late, lock_timeout=0.1)
+        elif kind == "cancel":
+            with self._lock:
+                current = self.current
+                token = (int(body["run"]), int(body["attempt"]))
+                if current is not None and current.token == token:
+                    self._terminate(current, Outcome.CANCELED, grace=current.grace)
+
+    def _on_lease(self, body: dict[str, Any]) -> None:
+        owner = str(body["owner"])
+        stop_by = float(body["stop_by"])
+        dropped = {(int(r), int(a)) for r, a in body.get("drop") or []}
+        with self._lock:
+            self._heard[owner] = time.monotonic()
+            self._stop_by[owner] = stop_by
+            current = self.current
+            if current is None or current.owner != owner:
+                return
+            if current.token in dropped:
+                self._terminate(current, Outcome.WORKER_LOST, grace=0.0)
+            else:
+                current.stop_by = max(current.stop_by, stop_by)
+
+    # -- the watch thread ----------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(WATCH_SECONDS)
+            with contextlib.suppress(Exception):
+                self._check()
+
+    def _check(self) -> None:
+        with self._lock:
+            current = self.current
+            if current is None:
+                return
+            now = time.monotonic()
+            timeout = current.task.timeout_seconds
+            late = timeout is not None and now - current.started > timeout
+            if current.terminating is None and late:
+                self._terminate(current, Outcome.TIMEOUT, grace=current.grace)
+            lease_out = 0 < current.stop_by < time.time() + KILL_MARGIN_SECONDS
+            due = current.kill_at is not None and now >= current.kill_at
+        if lease_out:
+            logger.error("run %s: its daemon's lease ran out; killing it", current.task.run_id)
+            _kill_group()
+        if due:
+            final = current.on_kill() if current.on_kill is not None else None
+            if final is not None:
+                self.publisher.try_send(current.owner, final, lock_timeout=1.0)
+            _kill_group()
+
+    def _terminate(self, current: Current, outcome: Outcome, grace: float) -> None:
+        if current.terminating is not None:
+            return
+        current.terminating = outcome
+        current.kill_at = time.monotonic() + grace
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _kill_group() -> None:
+    """SIGKILL this process's group: the job, its children, and this process."""
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,241 @@
+"""The body of the ``backfiller.run`` Celery task, in a worker's pool process.
+
+One delivery of the task is one attempt of one partition. Before running it, the body asks the
+daemon that submitted it for leave to start (a start request through the broker); the daemon
+grants it only if that attempt is still waiting (so a second delivery of the same attempt, after
+a worker died or a visibility timeout, is refused: the attempt is the fencing token) and, with a
+database gate, only while the backfill still runs. Heartbeats, log lines and the result then go
+back to that daemon through the broker: a worker never holds the database's credentials.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from types import FrameType
+from typing import Any
+
+from backfiller.launchers.base import MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_RUN, Outcome, RunTask
+from backfiller.launchers.celery.link import Current, Link
+from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message
+
+logger = logging.getLogger("backfiller.worker")
+
+FLUSH_SECONDS = 0.5
+FLUSH_LINES = 200
+
+
+class Terminated(BaseException):
+    """Raised inside the job when the run must stop (cancel, timeout)."""
+
+
+class _LogBuffer(logging.Handler):
+    """A run's log lines, shipped to the daemon in batches."""
+
+    def __init__(self, link: Link, current: Current) -> None:
+        super().__init__(logging.DEBUG)
+        self.link = link
+        self.current = current
+        self.lines: list[list[Any]] = []
+        self.count = 0
+        self.dropped = 0
+        self.last_flush = time.monotonic()
+        self.buffer_lock = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            if record.exc_info:
+                message += "\n" + "".join(traceback.format_exception(*record.exc_info))
+        except Exception:
+            message = str(record.msg)
+        with self.buffer_lock:
+            if self.count >= MAX_LOG_LINES_PER_RUN:
+                self.dropped += 1
+                return
+            self.count += 1
+            self.lines.append([record.created, record.levelname, message[:MAX_LOG_LINE_CHARS]])
+            full = len(self.lines) >= FLUSH_LINES
+        if full or time.monotonic() - self.last_flush > FLUSH_SECONDS:
+            self.ship()
+
+    def take(self, final: bool = False) -> list[list[Any]]:
+        with self.buffer_lock:
+            lines, self.lines = self.lines, []
+            self.last_flush = time.monotonic()
+            if final and self.dropped:
+                lines.append(
+                    [time.time(), "WARNING", f"{self.dropped} more log lines were dropped"]
+                )
+        return lines
+
+    def ship(self) -> None:
+        lines = self.take()
+        if lines:
+            task = self.current.task
+            self.link.publisher.send(
+                self.current.owner,
+                {"t": "logs", "run": task.run_id, "attempt": task.attempt, "lines": lines},
+            )
+
+
+_link: Link | None = None
+_started: set[tuple[int, int]] = set()
+"""Attempts this process has started: a second delivery of one is refused without asking."""
+
+
+def link_for(broker_url: str) -> Link:
+    """This process's link (made on first use: pool processes are forked from the worker)."""
+    global _link
+    if _link is None or _link.pid != os.getpid():
+        _link = Link(broker_url)
+    return _link
+
+
+def run_delivery(
+    message: dict[str, Any], definitions: Any, broker_url: str, api_url: str | None = None
+) -> str:
+    """Run one delivery of the task; returns what became of it (for the worker's log)."""
+    task = task_from_message(message)
+    owner = str(message["owner"])
+    grace = float(message.get("grace") or 5.0)
+    token = (task.run_id, task.attempt)
+    if token in _started:
+        return "refused: this attempt already started in this process"
+    link = link_for(broker_url)
+    answer = link.ask_start(task, owner, GRANT_WAIT_SECONDS)
+    if answer is None:
+        note = {"t": "undelivered", "run": task.run_id, "attempt": task.attempt}
+        note["reply"] = link.queue_name
+        link.publisher.try_send(owner, note)
+        return "handed back: the daemon did not answer"
+    if not answer.get("ok"):
+        return "refused: " + str(answer.get("why") or "not startable")
+    _started.add(token)
+    current = Current(task=task, owner=owner, grace=grace, stop_by=float(answer["stop_by"]))
+    buffer = _LogBuffer(link, current)
+    result: dict[str, Any] = {}
+
+    def final_if_killed() -> dict[str, Any] | None:
+        outcome = current.terminating or Outcome.WORKER_LOST
+        return _end(task, link, outcome, _reason(outcome, task), None, buffer.take(True))
+
+    current.on_kill = final_if_killed
+    link.begin(current)
+    flusher = threading.Thread(target=_flush_logs, args=(buffer, current, link), daemon=True)
+    flusher.start()
+    try:
+        outcome, error, trace = _execute(definitions, task, buffer, api_url)
+        result = _end(task, link, outcome, error, trace, buffer.take(True))
+    finally:
+        link.end()
+    link.publisher.send(owner, result)
+    return outcome.value
+
+
+def _reason(outcome: Outcome, task: RunTask) -> str:
+    if outcome is Outcome.TIMEOUT:
+        return f"timed out after {task.timeout_seconds:g} s"
+    if outcome is Outcome.CANCELED:
+        return "canceled"
+    return "stopped by its daemon"
+
+
+def _end(
+    task: RunTask,
+    link: Link,
+    outcome: Outcome,
+    error: str | None,
+    trace: str | None,
+    lines: list[list[Any]],
+) -> dict[str, Any]:
+    return {
+        "t": "end",
+        "run": task.run_id,
+        "attempt": task.attempt,
+        "outcome": outcome.value,
+        "error": error,
+        "trace": trace,
+        "worker": link.name,
+        "at": time.time(),
+        "lines": lines,
+    }
+
+
+def _flush_logs(buffer: _LogBuffer, current: Current, link: Link) -> None:
+    while link.current is current:
+        time.sleep(FLUSH_SECONDS)
+        if time.monotonic() - buffer.last_flush > FLUSH_SECONDS and link.current is current:
+            buffer.ship()
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def _execute(
+    definitions: Any, task: RunTask, buffer: _LogBuffer, api_url: str | None
+) -> tuple[Outcome, str | None, str | None]:
+    from backfiller.definitions.jobs import RunContext
+
+    job = definitions.get_job(task.job_name)
+    if job is None:
+        return Outcome.ERROR, f"job {task.job_name!r} is not in the worker's definitions", None
+    run_logger = logging.Logger(f"backfiller.run.{task.job_name}", logging.DEBUG)
+    run_logger.addHandler(buffer)
+    run_logger.propagate = False
+    public_run_id = f"run_{task.run_id}"
+    context = RunContext(
+        job_name=task.job_name,
+        partition_key=task.partition_key,
+        partition_start=task.partition_start,
+        partition_end=task.partition_end,
+        run_id=public_run_id,
+        attempt=task.attempt,
+        run_config=dict(task.run_config),
+        tags=dict(task.tags),
+        backfill_id=f"bf_{task.backfill_id}",
+        log=run_logger,
+        client_factory=_client_factory(api_url, public_run_id),
+    )
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        job(context)
+    except Terminated:
+        outcome = buffer.current.terminating or Outcome.WORKER_LOST
+        return outcome, _reason(outcome, task), None
+    except BaseException as exc:
+        if buffer.current.terminating is not None:
+            outcome = buffer.current.terminating
+            return outcome, _reason(outcome, task), None
+        message = f"{type(exc).__name__}: {exc}"[:MAX_LOG_LINE_CHARS]
+        run_logger.error("run failed: %s", message)
+        return Outcome.ERROR, message, "".join(traceback.format_exception(exc))
+    finally:
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, previous)
+    return Outcome.SUCCESS, None, None
+
+
+def _client_factory(api_url: str | None, run_id: str) -> Callable[[], Any] | None:
+    if not api_url:
+        return None
+    token = os.environ.get("BACKFILLER_TOKEN") or None
+
+    def build() -> Any:
+        from backfiller.client import Client  # type: ignore[attr-defined,unused-ignore]
+
+        return Client(api_url, token=token, headers={"X-Backfiller-Run-Id": run_id})
+
+    return build
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,60 @@
+"""``backfiller worker``: a real Celery worker that runs the jobs of the user's definitions."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from backfiller.launchers.celery.app import make_app
+from backfiller.launchers.celery.protocol import TASK_NAME, default_queue
+
+
+def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) -> Any:
+    """The Celery app of a worker, with the ``backfiller.run`` task bound to ``definitions``."""
+    from celery.signals import worker_process_init
+
+    from backfiller.launchers.celery.runner import run_delivery
+
+    app = make_app(broker_url)
+
+    @app.task(name=TASK_NAME, acks_late=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def run(message: dict[str, Any]) -> str:
+        return run_delivery(message, definitions, broker_url, api_url)
+
+    del run
+
+    @worker_process_init.connect(weak=False)  # type: ignore[untyped-decorator]
+    def own_process_group(**kwargs: Any) -> None:
+        # Each pool process leads its own process group, so that a canceled or timed-out run
+        # is stopped with its children (SIGKILL to the group) and nothing else.
+        with contextlib.suppress(OSError):
+            os.setsid()
+
+    del own_process_group
+    return app
+
+
+def start_worker(
+    app: Any,
+    *,
+    concurrency: int | None,
+    queues: Sequence[str],
+    hostname: str | None = None,
+    loglevel: str = "WARNING",
+) -> None:
+    """Run Celery's own worker in this process until it is stopped."""
+    argv = [
+        "worker",
+        f"--loglevel={loglevel}",
+        f"--queues={','.join(queues or [default_queue()])}",
+        "--pool=prefork",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    if concurrency is not None:
+        argv.append(f"--concurrency={concurrency}")
+    # A node name of its own, so that several workers may run on one host.
+    argv.append(f"--hostname={hostname or f'backfiller-{os.getpid()}@%h'}")
+    app.worker_main(argv)

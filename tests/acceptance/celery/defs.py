@@ -1,0 +1,73 @@
+"""Jobs of the Celery launcher's acceptance tests, run by real Celery worker processes.
+
+``recorded`` writes one line per execution to ``$BACKFILLER_TEST_MARKS/<partition>``, holding
+an exclusive ``flock`` on that file for the whole execution: a second execution of the same
+partition at the same time cannot take the lock and writes an ``OVERLAP`` file instead.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import time
+from pathlib import Path
+
+from backfiller import DailyPartitions, Definitions, RetryPolicy, RunContext, job
+
+DAYS = DailyPartitions(start="2000-01-01", end="2030-01-01")
+SECONDS = {
+    "type": "object",
+    "properties": {"seconds": {"type": "number", "minimum": 0}},
+    "additionalProperties": False,
+}
+
+
+def _folder() -> Path:
+    return Path(os.environ["BACKFILLER_TEST_MARKS"])
+
+
+@job(partitions=DAYS, config=SECONDS)
+def recorded(context: RunContext) -> None:
+    """Holds a lock on its partition's file while it sleeps, and records the execution."""
+    path = _folder() / context.partition_key
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            (_folder() / f"OVERLAP-{context.partition_key}-{os.getpid()}").touch()
+            fcntl.flock(f, fcntl.LOCK_EX)
+        context.log.info("running %s", context.partition_key)
+        time.sleep(float(context.run_config.get("seconds", 0.0)))
+        f.write(f"{context.run_id} {context.attempt} {socket.gethostname()}:{os.getpid()}\n")
+        f.flush()
+
+
+@job(partitions=DAYS, queue=os.environ.get("BACKFILLER_TEST_GPU_QUEUE", "gpu"))
+def on_gpu(context: RunContext) -> None:
+    """Runs only on workers listening on the ``gpu`` queue."""
+    (_folder() / f"gpu-{context.partition_key}").write_text(f"{os.getpid()}\n")
+
+
+@job(partitions=DAYS, timeout_seconds=1.0)
+def too_slow(context: RunContext) -> None:
+    """Outlives its 1 s timeout."""
+    context.log.info("starting a long sleep")
+    time.sleep(60)
+
+
+@job(partitions=DAYS, retry=RetryPolicy(max_retries=1), config=SECONDS)
+def sleepy(context: RunContext) -> None:
+    """Writes its pid; its first attempt then sleeps (default 60 s), to be canceled or killed."""
+    (_folder() / f"pid-{context.partition_key}-{context.attempt}").write_text(str(os.getpid()))
+    if context.attempt == 1:
+        time.sleep(float(context.run_config.get("seconds", 60.0)))
+    (_folder() / f"done-{context.partition_key}-{context.attempt}").touch()
+
+
+@job(partitions=DAYS)
+def noop(context: RunContext) -> None:
+    """Does nothing."""
+
+
+definitions = Definitions(jobs=[recorded, on_gpu, too_slow, sleepy, noop])
