@@ -42,6 +42,10 @@ class Settings:
     launch_rate_limit: int = 120
     rate_limit_window_seconds: float = 60.0
 
+    def __post_init__(self) -> None:
+        # Settings also come back from JSON (``web/workers.py``): the mode as its value.
+        object.__setattr__(self, "auth_mode", AuthMode(self.auth_mode))
+
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
         env = os.environ
