@@ -49,6 +49,10 @@ class Settings:
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
 
+    def __post_init__(self) -> None:
+        # Settings also come back from JSON (``web/workers.py``): the mode as its value.
+        object.__setattr__(self, "auth_mode", AuthMode(self.auth_mode))
+
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
         env = os.environ
