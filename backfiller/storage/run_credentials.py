@@ -87,6 +87,11 @@ async def signing_key(database: Database) -> bytes:
     raise RuntimeError("could not create the key that signs run credentials")
 
 
+def forget_signing_keys() -> None:
+    """Drop the cached keys (for a database whose tables were emptied, as tests do)."""
+    _keys.clear()
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 

@@ -162,7 +162,6 @@ class GuardedTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         super().__init__(*args, **kwargs)
         self._checked_at = time.monotonic()
         self._watcher: asyncio.Task[None] | None = None
-        self._counted: set[str] = set()
 
     # Strawberry reads ``self.context`` when it starts an operation's task; the task sees the
     # operation's own context (a context variable set around its creation), anything else

@@ -13,6 +13,7 @@ import pytest
 from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills, record_results
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
+from backfiller.storage.run_credentials import forget_signing_keys
 from tests.security.conftest import DEFS, Tokens, audit_entries_sync, close_client, gql
 from tests.security.defs import definitions
 from tests.support import LiveServer
@@ -46,6 +47,7 @@ def new_token(server: LiveServer, tokens: Tokens, name: str, **extra: Any) -> st
 
 async def _claim_runs(url: str, hold: bool = True) -> InlineLauncher:
     """What the daemon does with a new backfill: plan it, claim its runs, hand them over."""
+    forget_signing_keys()  # the module's database may have been emptied since the last one
     database = Database(url)
     launcher = InlineLauncher(definitions, hold=hold)
     state = DaemonState()
