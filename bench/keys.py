@@ -81,7 +81,7 @@ async def over_http(rounds: int, count: int) -> dict[int, list[float]]:
 async def in_process(rounds: int, count: int, profile: bool) -> dict[int, list[float]]:
     bodies = {size: body_of(size) for size in SIZES}
     out: dict[int, list[float]] = {size: [] for size in SIZES}
-    async with _inproc.app_on_sqlite() as app:
+    async with _inproc.app_on_database() as app:
         for size in SIZES:
             check(await _inproc.post(app, bodies[size]), size)
         for _ in range(rounds):

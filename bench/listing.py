@@ -114,7 +114,7 @@ async def over_http(rounds: int, count: int) -> dict[str, list[float]]:
 
 
 async def in_process(rounds: int, count: int, profile: bool) -> dict[str, list[float]]:
-    async with _inproc.app_on_sqlite() as app:
+    async with _inproc.app_on_database() as app:
         out = await measure(lambda body: _inproc.post(app, body), rounds, count)
         if profile:
             print("\ncProfile of 50 pages of 100 backfills in process, by own time:")
