@@ -3,9 +3,10 @@
 Prints, over several rounds: the p50 latency over HTTP against a real server on SQLite (the
 minimal keep-alive client of ``bench.launch``), the p50 CPU time of the same launch in
 process (ASGI, no socket), and the CPU per key of checking and locating the keys
-(``resolve_selection``) beside the CPU per key of decoding the request's JSON. ``--profile`` prints a cProfile of
-the 9,000-key launch in process. Run with ``python -m bench.keys`` (``BENCH_ROUNDS``,
-``BENCH_COUNT`` launches of each size per round). Not a test: it asserts nothing.
+(``resolve_selection``) beside the CPU per key of decoding the request's JSON.
+``--profile`` prints a cProfile of the 9,000-key launch in process. Run with
+``python -m bench.keys`` (``BENCH_ROUNDS``, ``BENCH_COUNT`` launches of each size per round).
+Not a test: it asserts nothing.
 """
 
 from __future__ import annotations
