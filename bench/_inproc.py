@@ -10,6 +10,7 @@ import asyncio
 import cProfile
 import dataclasses
 import json
+import os
 import pstats
 import tempfile
 from collections.abc import AsyncIterator
@@ -21,17 +22,22 @@ from starlette.types import ASGIApp
 
 
 @asynccontextmanager
-async def app_on_sqlite() -> AsyncIterator[ASGIApp]:
-    """The API's ASGI app on a fresh SQLite database (auth and rate limit off)."""
+async def app_on_database() -> AsyncIterator[ASGIApp]:
+    """The API's ASGI app (auth and rate limit off) on ``BENCH_DATABASE_URL`` (upgraded here),
+    else on a fresh SQLite database."""
     from backfiller.cli.server import prepare_database
     from backfiller.config import AuthMode, Settings
     from backfiller.resolvers.context import Services
     from backfiller.storage import Database
+    from backfiller.storage.migrations import upgrade_database
     from backfiller.web.app import create_app
     from bench.defs import definitions
 
     with tempfile.TemporaryDirectory() as tmp:
-        url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
+        given = os.environ.get("BENCH_DATABASE_URL")
+        if given:
+            upgrade_database(given)
+        url = prepare_database(given or f"sqlite:///{Path(tmp) / 'bench.db'}")
         settings = dataclasses.replace(
             Settings.from_env(), database_url=url, auth_mode=AuthMode.NONE, launch_rate_limit=0
         )

@@ -63,6 +63,18 @@ def free_port() -> int:
         return port
 
 
+def database_url(database: Path) -> str:
+    """``BENCH_DATABASE_URL`` (say a PostgreSQL database, upgraded here), else SQLite at
+    ``database``."""
+    url = os.environ.get("BENCH_DATABASE_URL")
+    if not url:
+        return f"sqlite:///{database}"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    upgrade = [sys.executable, "-m", "backfiller", "db", "upgrade", "--database", url]
+    subprocess.run(upgrade, check=True, capture_output=True, env=env)
+    return url
+
+
 def start_server(database: Path, cache: bool, workers: int = 1) -> Server:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "BACKFILLER_GRAPHQL_CACHE": "1" if cache else "0"}
@@ -74,7 +86,7 @@ def start_server(database: Path, cache: bool, workers: int = 1) -> Server:
         "--definitions",
         "bench.defs:definitions",
         "--database",
-        f"sqlite:///{database}",
+        database_url(database),
         "--port",
         str(port),
     ]
@@ -261,7 +273,7 @@ async def in_process(count: int, rounds: int = 5) -> None:
     from bench import _inproc
 
     body = launch_body(1)
-    async with _inproc.app_on_sqlite() as app:
+    async with _inproc.app_on_database() as app:
         for _ in range(100):
             check(await _inproc.post(app, body), 1)
         for pause in (0.0, 0.002):
@@ -304,7 +316,8 @@ def spread(values: list[float]) -> str:
 def main() -> None:
     count = int(os.environ.get("BENCH_COUNT", "500"))
     workers = int(os.environ.get("BENCH_WORKERS", str(os.cpu_count() or 2)))
-    print(f"launchBackfill over HTTP, SQLite; {os.cpu_count()} CPUs")
+    where = "PostgreSQL" if os.environ.get("BENCH_DATABASE_URL") else "SQLite"
+    print(f"launchBackfill over HTTP, {where}; {os.cpu_count()} CPUs")
     asyncio.run(in_process(count))
     asyncio.run(run(True, count))
     asyncio.run(run(False, count))

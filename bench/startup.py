@@ -37,8 +37,8 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
-def first_answer(args: list[str], cwd: Path) -> tuple[float, subprocess.Popen[bytes]]:
-    """Seconds from spawning ``args`` to the first 200 of ``/healthz``; the process."""
+def first_answer(args: list[str], cwd: Path) -> tuple[float, subprocess.Popen[bytes], int]:
+    """Seconds from spawning ``args`` to the first 200 of ``/healthz``; the process; its port."""
     port = free_port()
     started = time.perf_counter()
     proc = subprocess.Popen(
@@ -53,7 +53,7 @@ def first_answer(args: list[str], cwd: Path) -> tuple[float, subprocess.Popen[by
         while True:
             try:
                 if client.get(url).status_code == 200:
-                    return time.perf_counter() - started, proc
+                    return time.perf_counter() - started, proc, port
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None:
@@ -77,7 +77,7 @@ def dev_start(rounds: int) -> tuple[list[float], list[float]]:
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as tmp:
             for out in (fresh, existing):
-                seconds, proc = first_answer(command, Path(tmp))
+                seconds, proc, _ = first_answer(command, Path(tmp))
                 stop(proc)
                 out.append(seconds)
     return fresh, existing
@@ -101,9 +101,8 @@ def idle_rss(rounds: int) -> list[float]:
             command = [sys.executable, "-m", "backfiller", "serve"]
             command += ["--definitions", "bench.defs:definitions", "--database", database]
             command += ["--auth", "none", "--insecure-no-auth", "--rate-limit", "0"]
-            _, proc = first_answer(command, Path(tmp))
+            _, proc, port = first_answer(command, Path(tmp))
             try:
-                port = proc.args[-1]  # type: ignore[index]
                 url = f"http://127.0.0.1:{port}/graphql/v1"
                 launch = {"target": {"job": "single"}, "partitions": {"keys": ["only"]}}
                 body = {"query": MUTATION, "variables": {"input": launch}}

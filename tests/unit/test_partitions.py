@@ -565,3 +565,33 @@ def test_index_of_is_the_position_in_the_list_of_keys(
     for key in picked:
         for candidate in [key, *near_misses(key)]:
             assert space.index_of(candidate) == position.get(candidate), candidate
+
+
+@PROPS
+@given(
+    st.lists(st.text(min_size=1, max_size=8), min_size=0, max_size=30, unique=True),
+    st.integers(-5, 40),
+    st.integers(-5, 40),
+)
+def test_list_spaces_slice_like_python_lists(keys: list[str], start: int, stop: int) -> None:
+    space = StaticPartitions(keys).key_space(NOW)
+    assert len(space) == len(keys)
+    lo, hi = (min(max(i, 0), len(keys)) for i in (start, stop))
+    assert space.keys(start, stop) == keys[lo:hi]
+    for i, key in enumerate(keys):
+        assert space.key_at(i) == key and space.index_of(key) == i
+    with pytest.raises(IndexError):
+        space.key_at(len(keys))
+
+
+@PROPS
+@given(ranges(), st.integers(-3, 60), st.integers(-3, 60))
+def test_time_spaces_slice_like_their_list_of_keys(
+    case: tuple[str, str, int, datetime, datetime], start: int, stop: int
+) -> None:
+    cadence, zone, param, first, end = case
+    space = make(cadence, first, end, zone, param).key_space(NOW)
+    keys = all_keys(space)
+    lo, hi = (min(max(i, 0), len(keys)) for i in (start, stop))
+    assert space.keys(start, stop) == keys[lo:hi]
+    assert [space.key_at(i) for i in range(len(keys))] == keys
