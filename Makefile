@@ -48,10 +48,13 @@ test-sqlite: bootstrap
 test-postgres: bootstrap
 	BACKFILLER_TEST_DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m "not browser"
 
-# Regenerate the committed SDL after a schema change (a test fails while it is stale).
+# Regenerate the committed SDL and the generated clients (TypeScript, Java, Go) after a schema
+# change (a test fails while any of them is stale).
 schema: bootstrap
 	$(BIN)/backfiller schema export --output schema.graphql
 	cd clients/typescript && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run generate
+	cd clients/java && { test -d node_modules || npm ci --no-audit --no-fund; } && npm run generate
+	clients/go/generate.sh
 
 # Both distributions (backfiller and backfiller-client), wheels and sdists, into dist/.
 build: $(BIN)/backfiller
