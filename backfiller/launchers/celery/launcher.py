@@ -58,6 +58,7 @@ from backfiller.launchers.celery.protocol import (
 logger = logging.getLogger("backfiller.launcher")
 
 POLL_SECONDS = 0.02
+PUBLISH_BATCH = 64
 MAX_BATCH = 1_000
 FENCE_MARGIN_SECONDS = 1.0
 """Waited past a run's ``stop_by`` before it is taken for stopped (clock skew, kill time)."""
@@ -136,12 +137,14 @@ class CeleryLauncher:
         self._last_announce = 0.0
         self._closing = False
         self._thread: threading.Thread | None = None
+        self._starts_waiting = threading.Event()
 
     # -- the daemon's side ---------------------------------------------------------------------
 
     def start(self) -> CeleryLauncher:
         self._thread = threading.Thread(target=self._run, name="celery-launcher", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._answer, name="celery-launcher-gate", daemon=True).start()
         return self
 
     @property
@@ -314,17 +317,15 @@ class CeleryLauncher:
             with self._lock:
                 self._connected_at = time.monotonic()
             while not self._closing:
-                self._publish_tasks(tasks)
-                self._answer_starts()
+                more = self._publish_tasks(tasks)
                 self._send_replies(control)
                 self._announce(leases)
                 self._watch()
-                self._drain(conn)
+                self._drain(conn, 0.001 if more else POLL_SECONDS)
                 with self._lock:
                     self._signal()
 
-    def _drain(self, conn: Any) -> None:
-        timeout = POLL_SECONDS
+    def _drain(self, conn: Any, timeout: float) -> None:
         for _ in range(MAX_BATCH):
             try:
                 conn.drain_events(timeout=timeout)
@@ -332,10 +333,12 @@ class CeleryLauncher:
                 return
             timeout = 0.001
 
-    def _publish_tasks(self, producer: Any) -> None:
+    def _publish_tasks(self, producer: Any) -> bool:
+        """Publish up to ``PUBLISH_BATCH`` runs (the rest on the next pass: announcements and
+        answers must not wait behind a long backlog)."""
         with self._lock:
             todo = [r for r in self._runs.values() if not r.published]
-        for run in todo:
+        for run in todo[:PUBLISH_BATCH]:
             message = task_message(run.task, self.owner)
             message["grace"] = self.grace_seconds
             self.app.send_task(
@@ -348,6 +351,7 @@ class CeleryLauncher:
             )
             with self._lock:
                 run.published = True
+        return len(todo) > PUBLISH_BATCH
 
     def _send_replies(self, producer: Any) -> None:
         while True:
@@ -423,6 +427,7 @@ class CeleryLauncher:
                         float(body.get("until") or 0.0),
                     )
                 )
+                self._starts_waiting.set()
                 return
             run = self._runs.get(run_id)
             if run is None or run.task.attempt != attempt:
@@ -464,9 +469,26 @@ class CeleryLauncher:
             )
         )
 
-    def _answer_starts(self) -> None:
+    def _answer(self) -> None:
+        """The gate's thread: answers start requests in batches, apart from the broker's
+        thread (the gate is a database transaction; announcements must not wait for it)."""
+        while not self._closing:
+            if not self._starts_waiting.wait(0.5):
+                continue
+            self._starts_waiting.clear()
+            with self._lock:
+                starts, self._starts = self._starts, []
+            try:
+                self._answer_starts(starts)
+            except Exception:
+                logger.exception("the start gate failed; asking again shortly")
+                with self._lock:
+                    self._starts = starts + self._starts
+                time.sleep(0.5)
+                self._starts_waiting.set()
+
+    def _answer_starts(self, starts: list[_Start]) -> None:
         with self._lock:
-            starts, self._starts = self._starts, []
             wanted: list[_Start] = []
             for start in starts:
                 run = self._runs.get(start.run_id)

@@ -36,7 +36,7 @@ logger = logging.getLogger("backfiller.worker")
 WATCH_SECONDS = 0.05
 KILL_MARGIN_SECONDS = 0.5
 """A run is killed this long before its ``stop_by``, so it is surely gone at ``stop_by``."""
-SILENT_OWNER_SECONDS = 5.0
+SILENT_OWNER_SECONDS = 15.0
 """A daemon not heard from for this long (while the broker is reachable) is taken for gone."""
 
 
@@ -179,7 +179,7 @@ class Link:
             stop_by = self._stop_by.get(owner)
             connected_at = self.connected_at
             heard = self._heard.get(owner, connected_at)
-        if stop_by is not None and time.time() > stop_by:
+        if stop_by is not None and time.time() > stop_by + SILENT_OWNER_SECONDS / 3:
             return True
         if connected_at is None or heard is None:
             return False  # the broker is out of reach: nobody can be heard
