@@ -15,7 +15,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from backfiller.config import Settings
+from backfiller.config import AuthMode, Settings
 from backfiller.daemon import Daemon, DaemonSettings
 from backfiller.definitions.loading import load_definitions
 from backfiller.domain import BackfillState
@@ -88,7 +88,7 @@ async def test_launch_and_run_spans_nest_and_link(
     definitions = load_definitions(DEFS)
     database = Database(database_url)
     services = Services(
-        database=database, definitions=definitions, settings=Settings(auth_mode="none")
+        database=database, definitions=definitions, settings=Settings(auth_mode=AuthMode.NONE)
     )
     transport = httpx.ASGITransport(app=create_app(services))
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:

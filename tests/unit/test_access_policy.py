@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from backfiller.config import Settings
+from backfiller.config import AuthMode, Settings
 from backfiller.resolvers.access import Principal, actor_of, run_of
 from backfiller.resolvers.policy import decide, job_refusal
 from backfiller.storage.auth_records import Role
@@ -80,5 +80,5 @@ def test_a_runs_actor_names_the_run_and_its_launcher() -> None:
     ],
 )
 def test_hosts(host: str | None, auth: str, extra: tuple[str, ...], allowed: bool) -> None:
-    settings = Settings(auth_mode=auth, allowed_hosts=extra)
+    settings = Settings(auth_mode=AuthMode(auth), allowed_hosts=extra)
     assert host_allowed(host, allowed_hosts(settings)) is allowed
