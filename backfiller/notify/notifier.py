@@ -49,6 +49,7 @@ logger = logging.getLogger("backfiller.notify")
 
 Clock = Callable[[], datetime]
 EVENTS_PER_TICK = 500
+RESCAN_SECONDS = 10.0
 MAX_RESPONSE_CHARS = 500
 
 
@@ -136,11 +137,19 @@ class Notifier:
         self.settings = settings
         self._in_flight: set[asyncio.Task[None]] = set()
         self._client: httpx.AsyncClient | None = None
+        self._cursor: int | None = None
+        self._look_at = 0.0  # monotonic time of the next look for due notifications
 
     async def tick(self) -> bool:
-        """Create notifications of new events; start the due deliveries. Never waits on HTTP."""
+        """Create notifications of new events; start the due deliveries. Never waits on HTTP.
+
+        The table of notifications is only read when this daemon made some, scheduled a retry
+        that is due, or every ``RESCAN_SECONDS`` (for what another daemon left behind)."""
         created = await self.fan_out()
         room = self.settings.concurrency - len(self._in_flight)
+        if room <= 0 or (not created and time.monotonic() < self._look_at):
+            return bool(created)
+        self._look_at = time.monotonic() + RESCAN_SECONDS
         now = self.clock()
         async with self.database.read() as session:
             ids = await NotificationRepository(session).due(now, room)
@@ -157,13 +166,17 @@ class Notifier:
         return bool(created or due)
 
     async def fan_out(self) -> int:
+        """Notifications of the events past the cursor (kept in memory between ticks: the
+        conditional move of the stored one tells when another daemon moved it)."""
         async with self.database.read() as session:
             repo = NotificationRepository(session)
-            cursor = await repo.cursor()
+            if self._cursor is None:
+                self._cursor = await repo.cursor()
+            cursor = self._cursor
             events = await repo.events_after(cursor, EVENTS_PER_TICK)
+            if not events:
+                return 0
             webhooks = await repo.webhooks_of([e.backfill.id for e in events])
-        if not events:
-            return 0
         rows: list[NewNotification] = []
         for event in events:
             own = _targets_of(webhooks.get(event.backfill.id, []), event.backfill.id)
@@ -172,7 +185,9 @@ class Notifier:
             repo = NotificationRepository(session)
             await repo.add(rows, self.clock())
             if not await repo.advance_cursor(cursor, events[-1].event_id):
+                self._cursor = None
                 raise RuntimeError("another daemon moved the notifier's cursor; trying again")
+        self._cursor = events[-1].event_id
         return len(rows)
 
     def _http(self) -> httpx.AsyncClient:
@@ -221,6 +236,8 @@ class Notifier:
         )
         if not delivered:
             logger.info("notification %s attempt %d failed: %s", n.idempotency_key, attempt, error)
+        if delay is not None:
+            self._look_at = min(self._look_at, time.monotonic() + delay)
         try:
             async with self.database.write() as session:
                 await NotificationRepository(session).record_attempt(outcome)

@@ -3,6 +3,7 @@ the backfill's runs; and /healthz, /readyz of both."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import httpx
@@ -10,7 +11,7 @@ import pytest
 
 from tests.acceptance.daemon_support import Daemon, launch, runs_of, wait_for, wait_status
 from tests.operations.support import check_with_promtool, scrape, value
-from tests.support import LiveServer, free_port
+from tests.support import REPO, LiveServer, free_port
 
 pytestmark = pytest.mark.acceptance
 
@@ -81,6 +82,12 @@ def test_counters_of_server_daemon_and_workers_match_the_runs(
         )
         assert value(api, "backfiller_http_requests_total", route="graphql", status="200") >= 2
         assert value(api, "backfiller_db_pool_checkouts_total") > 0
+
+        # Every metric the Grafana dashboard charts is exported by one of them.
+        dashboard = (REPO / "docs" / "grafana-dashboard.json").read_text()
+        for name in set(re.findall(r"backfiller_[a-z_]+", dashboard)):
+            name = name.removesuffix("_bucket")
+            assert name in text or name in api, name
 
         ready = httpx.get(f"{metrics}/readyz", timeout=5)
         assert ready.status_code == 200, ready.text

@@ -1,0 +1,171 @@
+"""CPU cost of a launch and of a run, in process: for overhead comparisons on a busy machine.
+
+Wall-clock benchmarks (``bench.launch``, ``bench.daemon``) swing by 2x or more when other work
+shares the CPUs; the CPU time a process spends per launch or per run swings much less. This
+prints, for ``BENCH_COUNT`` launches through the whole ASGI application (middleware, access
+gate, GraphQL, insert) and for a no-op backfill of ``BENCH_RUNS`` partitions driven by a
+``Daemon`` with the in-process launcher, the process CPU time per launch and per run. Run it
+with ``python -m bench.overhead``; compare two versions of the code by running it against each
+(``PYTHONPATH`` pointing at the other tree). Not a test: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from bench.launch import launch_body
+
+
+async def launches(count: int) -> float:
+    """CPU ms per in-process launch (1 partition)."""
+    import json
+
+    from backfiller.cli.server import prepare_database
+    from backfiller.config import Settings
+    from backfiller.resolvers.context import Services
+    from backfiller.storage import Database
+    from backfiller.web.app import create_app
+    from bench.defs import definitions
+
+    with tempfile.TemporaryDirectory() as tmp:
+        url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
+        settings = dataclasses.replace(
+            Settings.from_env(), database_url=url, auth_mode="none", launch_rate_limit=0
+        )
+        database = Database(url)
+        app = create_app(Services(database=database, definitions=definitions, settings=settings))
+        body = launch_body(1)
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/graphql/v1",
+            "raw_path": b"/graphql/v1",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [
+                (b"host", b"127.0.0.1"),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 8000),
+        }
+
+        async def call() -> None:
+            answer: list[bytes] = []
+            messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def receive() -> dict[str, object]:
+                if messages:
+                    return messages.pop()
+                await asyncio.Event().wait()
+                return {}
+
+            async def send(message: dict[str, object]) -> None:
+                if message["type"] == "http.response.body":
+                    answer.append(message.get("body", b""))  # type: ignore[arg-type]
+
+            await app(dict(scope), receive, send)  # type: ignore[arg-type]
+            assert json.loads(b"".join(answer))["data"]["launchBackfill"]["userErrors"] == []
+
+        try:
+            for _ in range(100):
+                await call()
+            began = time.process_time()
+            for _ in range(count):
+                await call()
+            return (time.process_time() - began) * 1000 / count
+        finally:
+            await database.dispose()
+
+
+async def runs(count: int) -> float:
+    """CPU ms per run of a no-op backfill, daemon and in-process launcher together."""
+    from datetime import UTC, datetime
+
+    from backfiller.cli.server import prepare_database
+    from backfiller.daemon import Daemon
+    from backfiller.launchers.inline import InlineLauncher
+    from backfiller.storage import Database
+    from backfiller.storage.repositories import BackfillRepository, NewBackfill
+    from bench.defs import definitions
+
+    with tempfile.TemporaryDirectory() as tmp:
+        url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
+        database = Database(url)
+        launcher = InlineLauncher(definitions, max_active=64)
+        daemon = Daemon(database, definitions, launcher)
+        try:  # what `backfiller daemon` adds, in the versions that have it
+            from backfiller.notify.notifier import NotifierSettings
+            from backfiller.notify.wiring import install_notifier
+            from backfiller.observability.daemon_ops import observe_daemon
+
+            observe_daemon(daemon, None)
+            install_notifier(daemon, NotifierSettings())
+        except ImportError:
+            pass
+        job = definitions.get_job("hourly_history")
+        assert job is not None
+        space = job.partitions.key_space(datetime.now(UTC))
+        from backfiller.domain import Order, Reprocess, SelectionKind
+
+        new = NewBackfill(
+            job_name=job.name,
+            selection_kind=SelectionKind.RANGE,
+            range_start=space.key_at(0),
+            range_end=space.key_at(count - 1),
+            keys=None,
+            partitions_fingerprint=job.partitions.fingerprint(),
+            first_index=0,
+            total=count,
+            reprocess=Reprocess.ALL,
+            order=Order.OLDEST_FIRST,
+            max_concurrent_runs=None,
+            run_config=None,
+            tags=[],
+            title=None,
+            description=None,
+            idempotency_key=None,
+            request_fingerprint="bench",
+            creator=None,
+        )
+        async with database.write() as session:
+            record = await BackfillRepository(session).add(new, datetime.now(UTC))
+        stop = asyncio.Event()
+        began = time.process_time()
+        task = asyncio.create_task(daemon.run(stop))
+        try:
+            while True:
+                await asyncio.sleep(0.05)
+                async with database.read() as session:
+                    found = await BackfillRepository(session).get(record.id)
+                if found is not None and found.status.is_terminal:
+                    break
+            spent = time.process_time() - began
+        finally:
+            stop.set()
+            await task
+            await database.dispose()
+        return spent * 1000 / count
+
+
+def main() -> None:
+    count = int(os.environ.get("BENCH_COUNT", "1000"))
+    run_count = int(os.environ.get("BENCH_RUNS", "3000"))
+    import backfiller
+
+    print(f"code: {Path(backfiller.__file__).parent.parent}")
+    print(f"launch: {asyncio.run(launches(count)):.3f} ms CPU per launch (n={count})")
+    print(f"runs: {asyncio.run(runs(run_count)):.3f} ms CPU per run (n={run_count})")
+
+
+if __name__ == "__main__":
+    main()
