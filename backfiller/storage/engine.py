@@ -233,8 +233,11 @@ class _GroupCommit:
         return await future
 
     async def drain(self) -> None:
-        if self.flusher is not None and not self.flusher.done():
-            await self.flusher
+        """Wait for the groups in flight (a flusher of another, finished loop is gone)."""
+        flusher = self.flusher
+        running = asyncio.get_running_loop()
+        if flusher is not None and not flusher.done() and flusher.get_loop() is running:
+            await flusher
 
     async def _flush(self) -> None:
         try:
