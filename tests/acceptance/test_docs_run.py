@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,9 @@ def run_graphql(block: Block, code: str, url: str) -> None:
     assert user_errors(body["data"]) == [], f"{block}: {json.dumps(body)}"
 
 
+# About 40 CLI processes one after another, and the example jobs' runs: about two minutes on
+# CI, far more on a crowded machine.
+@pytest.mark.timeout(900)
 def test_the_docs_run_as_written_against_backfiller_dev(tmp_path: Path) -> None:
     # In a fresh folder, as a newcomer's checkout would be: the example trigger's landing
     # folder and the database start empty.
@@ -153,6 +157,7 @@ def test_the_docs_run_as_written_against_backfiller_dev(tmp_path: Path) -> None:
             if block.skip is not None or block.lang not in RUNNABLE:
                 continue
             code = block.code.replace(DOCS_URL, server.url)
+            started = time.monotonic()
             if block.lang == "sh":
                 run_shell(block, code, env)
             elif block.lang == "python":
@@ -160,6 +165,7 @@ def test_the_docs_run_as_written_against_backfiller_dev(tmp_path: Path) -> None:
             else:
                 run_graphql(block, code, server.url)
             ran.append(str(block))
+            print(f"{block}: {time.monotonic() - started:.1f} s")  # shown when the test fails
     finally:
         server.stop()
     assert len(ran) >= 10, ran

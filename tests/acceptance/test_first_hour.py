@@ -4,13 +4,14 @@ it accepts, errors without internal names. (The README itself runs in test_docs_
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from backfiller.cli.app import app, register_commands
-from tests.support import LiveProcess, LiveServer, free_port
+from tests.support import REPO, LiveProcess, LiveServer, free_port
 
 pytestmark = pytest.mark.acceptance
 
@@ -53,3 +54,12 @@ def test_errors_name_no_internal_operation() -> None:
     assert done.exit_code == 3
     assert done.stderr.startswith(f"error: cannot reach the server at {down}: "), done.stderr
     assert not re.search(r"\bPy[A-Z]\w+", done.stderr), done.stderr
+
+
+def test_make_dev_needs_python_and_make_only() -> None:
+    # What `make dev` would run, from a checkout with or without a virtual environment.
+    planned = subprocess.run(
+        ["make", "-n", "-B", "dev"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert "backfiller dev" in planned and "source .venv/bin/activate" in planned
+    assert not re.search(r"\b(npm|node|npx)\b", planned), planned
