@@ -37,7 +37,7 @@ def test_killing_workers_and_daemons_loses_and_doubles_nothing(
         for _ in range(2):
             c.start_daemon()
         for _ in range(3):
-            c.start_worker()
+            c.start_worker(concurrency=3)
         for worker in c.workers:
             worker.wait_ready()
         backfill = launch(c.api, "recorded", "2020-01-01", "2025-06-22")  # 2,000 days
@@ -50,7 +50,7 @@ def test_killing_workers_and_daemons_loses_and_doubles_nothing(
             wait_for(f"{share:.0%} done", lambda s=share: succeeded() >= PARTITIONS * s, 240)
             if victim == "worker":
                 chance.choice([w for w in c.workers if w.proc.poll() is None]).kill()
-                c.start_worker()
+                c.start_worker(concurrency=3)
             else:
                 chance.choice([d for d in c.daemons if d.proc.poll() is None]).kill()
                 c.start_daemon()
