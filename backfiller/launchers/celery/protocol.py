@@ -54,6 +54,7 @@ broker each set their own, for daemons and workers alike."""
 def default_queue() -> str:
     return os.environ.get(QUEUE_ENV) or DEFAULT_QUEUE
 
+
 BEAT_SECONDS = 1.0
 """How often a worker reports that its run is alive, and a daemon announces its lease."""
 GRANT_WAIT_SECONDS = 60.0
