@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 PORT ?= 8000
 
-.PHONY: dev test build test-sqlite test-postgres lint typecheck schema bench bootstrap clean
+.PHONY: dev test build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster
 
 # Bootstrap from nothing: a virtual environment with the locked dependencies, compiled to
 # bytecode up front (with PYTHONDONTWRITEBYTECODE set, as on CI, every process would
@@ -28,6 +28,11 @@ bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json
 dev: $(BIN)/backfiller
 	@echo "The backfiller command is in $(BIN)/: in another terminal, run 'source $(BIN)/activate'."
 	$(BIN)/backfiller dev --port $(PORT)
+
+# The scaled-out topology on loopback: 2 API processes, 2 daemons, 3 Celery workers against
+# PostgreSQL and RabbitMQ (docs/deploy.md).
+cluster: bootstrap
+	scripts/cluster.sh
 
 # Everything CI checks: lint, types, the test suite on SQLite and on PostgreSQL. The two
 # suites mostly wait on real servers and daemons, so they run side by side (output per suite).
@@ -63,6 +68,7 @@ build: $(BIN)/backfiller
 bench: bootstrap
 	$(BIN)/python -m bench.launch
 	$(BIN)/python -m bench.daemon
+	$(BIN)/python -m bench.celery
 
 clean:
 	rm -rf $(VENV) .backfiller .mypy_cache .ruff_cache .pytest_cache

@@ -10,6 +10,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 
+from backfiller.resolvers.shared_rate import shared_rate_limiter_from_env
 from backfiller.storage.auth_records import Role
 
 
@@ -66,11 +67,13 @@ def run_of(principal: Principal | None) -> str | None:
 
 
 class RateLimiter:
-    """A sliding window of recent hits per (bucket, caller). Per process, thread-safe."""
+    """A sliding window of recent hits per (bucket, caller). Per process, thread-safe; shared
+    by every API process through Redis when ``BACKFILLER_RATE_LIMIT_URL`` is set."""
 
     def __init__(self) -> None:
         self._hits: dict[tuple[str, str], deque[float]] = {}
         self._lock = threading.Lock()
+        self._shared = shared_rate_limiter_from_env()
 
     def allow(self, bucket: str, caller: str, limit: int, window_s: float, now: datetime) -> bool:
         """Record a hit and return True, or return False when ``limit`` hits are in the window.
@@ -80,6 +83,10 @@ class RateLimiter:
         if limit <= 0:
             return True
         t = now.timestamp()
+        if self._shared is not None:
+            shared = self._shared.allow(bucket, caller, limit, window_s, t)
+            if shared is not None:
+                return shared
         with self._lock:
             hits = self._hits.setdefault((bucket, caller), deque())
             while hits and hits[0] <= t - window_s:

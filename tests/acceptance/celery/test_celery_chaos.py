@@ -37,7 +37,7 @@ def test_killing_workers_and_daemons_loses_and_doubles_nothing(
         for _ in range(2):
             c.start_daemon()
         for _ in range(3):
-            c.start_worker()
+            c.start_worker(concurrency=3)
         for worker in c.workers:
             worker.wait_ready()
         backfill = launch(c.api, "recorded", "2020-01-01", "2025-06-22")  # 2,000 days
@@ -47,17 +47,18 @@ def test_killing_workers_and_daemons_loses_and_doubles_nothing(
 
         kills = 0
         for share, victim in ((0.15, "worker"), (0.35, "daemon"), (0.55, "worker")):
-            wait_for(f"{share:.0%} done", lambda s=share: succeeded() >= PARTITIONS * s, 240)
+            goal = PARTITIONS * share
+            wait_for(f"{share:.0%} done", lambda: succeeded() >= goal, 240)  # noqa: B023
             if victim == "worker":
                 chance.choice([w for w in c.workers if w.proc.poll() is None]).kill()
-                c.start_worker()
+                c.start_worker(concurrency=3)
             else:
                 chance.choice([d for d in c.daemons if d.proc.poll() is None]).kill()
                 c.start_daemon()
             kills += 1
 
         def finished() -> bool:
-            return read(c.api, backfill)["status"].startswith("COMPLETED")
+            return str(read(c.api, backfill)["status"]).startswith("COMPLETED")
 
         wait_for("the backfill to complete", finished, timeout=300, every=0.5)
         counts = read(c.api, backfill)["counts"]
