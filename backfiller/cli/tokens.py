@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from backfiller import ids
 from backfiller.cli.app import app
 from backfiller.cli.server import DatabaseOption, fail, prepare_database
 
@@ -87,7 +88,7 @@ def token_create(
         typer.echo(
             json.dumps(
                 {
-                    "id": f"tok_{record_id}",
+                    "id": ids.token_id(record_id),
                     "name": name,
                     "role": role,
                     "expiresAt": expires_at.isoformat() if expires_at else None,
@@ -161,7 +162,7 @@ async def _list(url: str, include_revoked: bool) -> list[dict[str, object]]:
                 for r in page:
                     found.append(
                         {
-                            "id": f"tok_{r.id}",
+                            "id": ids.token_id(r.id),
                             "name": r.name,
                             "role": r.role.value,
                             "hint": r.hint,

@@ -7,8 +7,9 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from backfiller.clock import utc_now
 from backfiller.daemon import ticks
 from backfiller.daemon.lease import keep_lease, lose_lease, take_over_expired
 from backfiller.daemon.loop import Loop
@@ -29,10 +30,6 @@ from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository, StartGate
 
 logger = logging.getLogger("backfiller.daemon")
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)

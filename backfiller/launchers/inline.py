@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from backfiller import ids
 from backfiller.definitions.jobs import RunContext
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import (
@@ -163,11 +164,11 @@ class InlineLauncher:
             partition_key=task.partition_key,
             partition_start=task.partition_start,
             partition_end=task.partition_end,
-            run_id=f"run_{task.run_id}",
+            run_id=ids.run_id(task.run_id),
             attempt=task.attempt,
             run_config=dict(task.run_config),
             tags=dict(task.tags),
-            backfill_id=f"bf_{task.backfill_id}",
+            backfill_id=ids.backfill_id(task.backfill_id),
             log=log,
         )
         outcome, message, trace = Outcome.SUCCESS, None, None

@@ -306,7 +306,7 @@ def _execute(
     logger = logging.Logger(f"backfiller.run.{task.job_name}", logging.DEBUG)
     logger.addHandler(handler)
     logger.propagate = False
-    public_run_id = f"run_{task.run_id}"
+    public_run_id = ids.run_id(task.run_id)
     context = RunContext(
         job_name=task.job_name,
         partition_key=task.partition_key,
@@ -316,7 +316,7 @@ def _execute(
         attempt=task.attempt,
         run_config=dict(task.run_config),
         tags=dict(task.tags),
-        backfill_id=f"bf_{task.backfill_id}",
+        backfill_id=ids.backfill_id(task.backfill_id),
         log=logger,
         client_factory=_client_factory(options, task.credential),
     )

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from backfiller import ids
 from backfiller.notify import signing
 from backfiller.notify.events import (
     PayloadFormat,
@@ -73,7 +74,7 @@ class NotifierSettings:
 def _backfill_json(event: EventToNotify) -> dict[str, Any]:
     b = event.backfill
     return {
-        "id": f"bf_{b.id}",
+        "id": ids.backfill_id(b.id),
         "job": b.job_name,
         "title": b.title,
         "status": b.status.value.upper(),
@@ -198,7 +199,7 @@ class Notifier:
         return self._client
 
     async def _deliver(self, n: NotificationRecord) -> None:
-        with logs.bound(backfill_id=f"bf_{n.backfill_id}"):
+        with logs.bound(backfill_id=ids.backfill_id(n.backfill_id)):
             await self._attempt(n)
 
     async def _attempt(self, n: NotificationRecord) -> None:

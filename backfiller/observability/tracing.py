@@ -22,6 +22,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from backfiller import ids
+
 ENDPOINT_VARIABLE = "BACKFILLER_OTLP_ENDPOINT"
 _tracer: Any = None
 _runs: dict[int, Any] = {}
@@ -164,8 +166,8 @@ def start_runs(tasks: Sequence[Any], backfill_trace_parent: str | None) -> list[
             context=trace.set_span_in_context(trace.INVALID_SPAN),  # a new trace per run
             links=links,
             attributes={
-                "backfiller.backfill_id": f"bf_{task.backfill_id}",
-                "backfiller.run_id": f"run_{task.run_id}",
+                "backfiller.backfill_id": ids.backfill_id(task.backfill_id),
+                "backfiller.run_id": ids.run_id(task.run_id),
                 "backfiller.partition_key": task.partition_key,
                 "backfiller.attempt": task.attempt,
             },
@@ -196,7 +198,7 @@ def job_span(task: Any) -> Iterator[None]:
         yield
         return
     carrier = {"traceparent": task.trace_parent} if task.trace_parent else None
-    with span(f"execute {task.job_name}", {"backfiller.run_id": f"run_{task.run_id}"}, carrier):
+    with span(f"execute {task.job_name}", {"backfiller.run_id": ids.run_id(task.run_id)}, carrier):
         yield
 
 

@@ -10,6 +10,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 
+from backfiller import ids
 from backfiller.resolvers.shared_rate import shared_rate_limiter_from_env
 from backfiller.storage.auth_records import Role
 
@@ -63,7 +64,7 @@ def run_of(principal: Principal | None) -> str | None:
     """The public id of the run a request comes from (only from a run credential)."""
     if principal is None or principal.run_id is None:
         return None
-    return f"run_{principal.run_id}"
+    return ids.run_id(principal.run_id)
 
 
 class RateLimiter:

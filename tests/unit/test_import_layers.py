@@ -21,9 +21,7 @@ CONTRACTS: list[str] = [
 ]
 
 # Contracts that work in flight elsewhere will keep (the imports they forbid are still here).
-PENDING = {
-    "cli-web-independent": "web/workers.py and cli/server.py still import each other",
-}
+PENDING: dict[str, str] = {}  # contract id -> why it does not hold yet (a strict xfail)
 
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
