@@ -96,6 +96,9 @@ def task_message(task: RunTask, owner: str) -> dict[str, Any]:
         "end": None if task.partition_end is None else timestamp(task.partition_end),
         "timeout": task.timeout_seconds,
         "owner": owner,
+        # The run's own bearer token for context.client (the broker is trusted: docs/security.md)
+        "credential": task.credential,
+        "trace_parent": task.trace_parent,
     }
 
 
@@ -112,6 +115,8 @@ def task_from_message(message: Mapping[str, Any]) -> RunTask:
         partition_start=None if start is None else from_timestamp(float(start)),
         partition_end=None if end is None else from_timestamp(float(end)),
         timeout_seconds=None if message.get("timeout") is None else float(message["timeout"]),
+        credential=message.get("credential"),
+        trace_parent=message.get("trace_parent"),
     )
 
 

@@ -18,10 +18,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
+from backfiller import ids
 from backfiller.launchers.base import MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_RUN, Outcome, RunTask
 from backfiller.launchers.celery.link import Current, Link
 from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message
@@ -191,7 +191,7 @@ def _execute(
     run_logger = logging.Logger(f"backfiller.run.{task.job_name}", logging.DEBUG)
     run_logger.addHandler(buffer)
     run_logger.propagate = False
-    public_run_id = f"run_{task.run_id}"
+    public_run_id = ids.run_id(task.run_id)
     context = RunContext(
         job_name=task.job_name,
         partition_key=task.partition_key,
@@ -201,9 +201,9 @@ def _execute(
         attempt=task.attempt,
         run_config=dict(task.run_config),
         tags=dict(task.tags),
-        backfill_id=f"bf_{task.backfill_id}",
+        backfill_id=ids.backfill_id(task.backfill_id),
         log=run_logger,
-        client_factory=_client_factory(api_url, public_run_id),
+        client_factory=_client_factory(api_url, task.credential),
     )
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -224,18 +224,14 @@ def _execute(
     return Outcome.SUCCESS, None, None
 
 
-def _client_factory(api_url: str | None, run_id: str) -> Callable[[], Any] | None:
+def _client_factory(api_url: str | None, credential: str | None) -> Callable[[], Any] | None:
     if not api_url:
         return None
-    token = os.environ.get("BACKFILLER_TOKEN") or None
 
     def build() -> Any:
         from backfiller.client import Client  # type: ignore[attr-defined,unused-ignore]
 
-        return Client(api_url, token=token, headers={"X-Backfiller-Run-Id": run_id})
+        # The run's own credential (minted at claim time), never a token of the worker's.
+        return Client(api_url, token=credential)
 
     return build
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
