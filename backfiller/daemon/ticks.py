@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from backfiller.daemon.assets import launch_asset_runs, plan_asset_backfill
 from backfiller.daemon.lease import (
     keep_lease,
     lease_valid,
@@ -81,6 +82,9 @@ async def plan_backfills(
             [BackfillState.REQUESTED, BackfillState.RUNNING]
         )
     for record in records:
+        if record.asset_target is not None:
+            report += await plan_asset_backfill(database, definitions, clock, state, record)
+            continue
         pinned = await _pin(database, definitions, state, record)
         if isinstance(pinned, str):
             async with database.write() as session:
@@ -173,8 +177,16 @@ async def launch_runs(
     if room < state.claim_batch and room < in_flight:
         return report  # wait for a bigger batch while the launcher is busy
     records = await state.running_backfills(database)
+    assets = [r for r in records if r.asset_target is not None and r.pending > 0]
+    if assets:
+        report += await launch_asset_runs(
+            database, definitions, clock, launcher, state, assets, room
+        )
+        room -= report.claimed
     runnable: list[tuple[BackfillRecord, JobDefinition, PinnedSelection]] = []
     for record in records:
+        if record.asset_target is not None:
+            continue
         if record.pending - (record.total - record.planned) <= 0:
             continue
         if record.max_concurrent_runs is not None and (

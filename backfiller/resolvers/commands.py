@@ -17,6 +17,7 @@ from backfiller.planning import (
     request_fingerprint,
     resolve_selection,
 )
+from backfiller.resolvers.asset_commands import AssetLaunch, asset_launch_from_input
 from backfiller.resolvers.context import Context
 from backfiller.resolvers.translate import order_of, reprocess_of
 from backfiller.schema.common import UserError, UserErrorCode
@@ -63,6 +64,8 @@ class LaunchCommand:
     space: KeySpace
     resolved: ResolvedSelection
     new: NewBackfill
+    assets: AssetLaunch | None = None
+    """The plan of an asset backfill (``job`` is then its root asset's run)."""
 
 
 def scalar_errors(input: LaunchBackfillInput) -> list[UserError]:
@@ -179,6 +182,14 @@ async def command_from_input(
 ) -> LaunchCommand | list[UserError]:
     """Validate ``input`` against the definitions and the database; translate it."""
     errors = scalar_errors(input)
+    if _given(input.target.assets):
+        launch = await asset_launch_from_input(
+            ctx, input, errors, creator=creator, parent_id=parent_id
+        )
+        if isinstance(launch, list):
+            return launch
+        space = launch.spaces[launch.root.name]
+        return LaunchCommand(launch.root.job, space, launch.resolved, launch.new, launch)
     job_name = input.target.job if _given(input.target.job) else None
     job = ctx.definitions.get_job(job_name) if job_name else None
     if job is None:

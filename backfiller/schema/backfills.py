@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import strawberry
 
+from backfiller.schema.assets import AssetSelection
 from backfiller.schema.common import JSON, Node, PageInfo, Tag
 from backfiller.schema.enums import (
     BackfillEventKind,
@@ -38,6 +39,9 @@ def source_of(info: strawberry.Info[Any, Any]) -> Source:
 @strawberry.type(description="What a backfill runs.")
 class BackfillTarget:
     job: str | None = strawberry.field(description="The job's name, for a job backfill.")
+    assets: AssetSelection | None = strawberry.field(
+        default=None, description="The assets, for an asset backfill."
+    )
 
 
 @strawberry.type

@@ -74,6 +74,8 @@ class BackfillRecord(Base):
     skipped: Mapped[int] = mapped_column(BigInteger, default=0)
     # Bumped on every change that a watcher should see (status or counts).
     version: Mapped[int] = mapped_column(BigInteger, default=0)
+    # An asset backfill's target and per-asset selections (``storage.assets``); None for a job.
+    asset_target: Mapped[dict[str, Any] | None]
 
     __table_args__ = (
         Index("ix_backfills_status_id", "status", "id"),
@@ -104,7 +106,8 @@ class SlotRecord(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     backfill_id: Mapped[int] = mapped_column(ForeignKey("backfills.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(BigInteger)
-    partition_key: Mapped[str] = mapped_column(String(200))
+    # An asset backfill's slot is keyed ``asset/partition`` (``storage.assets``).
+    partition_key: Mapped[str] = mapped_column(String(401))
     status: Mapped[SlotState]
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     # Attempts that do not count against the job's error retries: lost with their worker or

@@ -92,6 +92,8 @@ class NewBackfill:
     request_fingerprint: str
     creator: str | None
     parent_id: int | None = None
+    asset_target: dict[str, Any] | None = None
+    """An asset backfill's target and per-asset partitions (``backfiller.asset_plan``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +146,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
         "canceled": 0,
         "skipped": 0,
         "version": 0,
+        "asset_target": new.asset_target,
     }
     pk: int = conn.execute(_INSERT_BACKFILL, values).scalar_one()
     if new.tags:
