@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState, new_owner
 from backfiller.definitions.loading import Definitions
-from backfiller.domain import Outcome, RunFinished
+from backfiller.domain import Outcome, RunFinished, RunState
 from backfiller.launchers.base import Launcher
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository, RetryRule
@@ -141,15 +141,26 @@ async def take_over(
     owner: str,
     launcher: Launcher | None = None,
 ) -> TickReport:
-    """End the active runs of ``owner`` (lease expired): durable results, else WORKER_LOST."""
+    """End the active runs of ``owner`` (lease expired): durable results, else lost.
+
+    A run still QUEUED never started (the start gate moves runs to RUNNING before a worker
+    gets them): it goes back to its backfill without using any budget. A RUNNING one ends
+    WORKER_LOST, unless the launcher kept its result.
+    """
     async with database.read() as session:
-        run_ids = (await ExecutionRepository(session).runs_of_owner(owner))[:TAKEOVER_BATCH]
+        active = await ExecutionRepository(session).active_runs_of_owner(owner)
+    run_ids = list(active)[:TAKEOVER_BATCH]
     if not run_ids:
         return TickReport()
     now = clock()
     kept = {e.run_id: e for e in (launcher.durable_results(run_ids) if launcher else [])}
     ends = [
-        kept.get(r) or RunFinished(r, now, Outcome.WORKER_LOST, "the daemon running it was lost")
+        kept.get(r)
+        or (
+            RunFinished(r, now, Outcome.NOT_STARTED, "taken back: its daemon was lost")
+            if active[r] is RunState.QUEUED
+            else RunFinished(r, now, Outcome.WORKER_LOST, "the daemon running it was lost")
+        )
         for r in run_ids
     ]
     async with database.write() as session:
@@ -171,8 +182,10 @@ async def take_over(
             owner,
             recovered,
         )
-    lost = len(outcomes.written) - recovered
-    return TickReport(lost=lost, retried=outcomes.retried, recovered=recovered)
+    lost = len(outcomes.written) - recovered - outcomes.taken_back
+    return TickReport(
+        lost=lost, retried=outcomes.retried, recovered=recovered, taken_back=outcomes.taken_back
+    )
 
 
 async def requeue_runs_of(

@@ -8,8 +8,9 @@ few seconds, so a deleted key makes the backfill FAILED instead of shifting its 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
+
+from cachetools import LRUCache
 
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace, PartitionsKind
@@ -29,14 +30,23 @@ class PinnedSelection:
     fingerprint: str
 
 
+class SelectionVanished(Exception):
+    """The backfill's job or partitions are gone from the definitions: it cannot go on."""
+
+
 class SelectionCache:
+    """Pinned selections by backfill id, least recently used evicted past ``MAX_CACHED``."""
+
     def __init__(self) -> None:
-        self._cache: OrderedDict[int, tuple[float, PinnedSelection]] = OrderedDict()
+        self._cache: LRUCache[int, tuple[float, PinnedSelection]] = LRUCache(MAX_CACHED)
 
     async def pin(
         self, database: Database, job: JobDefinition, record: BackfillRecord
-    ) -> PinnedSelection | str:
-        """The backfill's selection pinned to its job's keys, or why that is impossible."""
+    ) -> PinnedSelection:
+        """The backfill's selection pinned to its job's keys.
+
+        Raises :class:`SelectionVanished` (with the reason) when that is impossible.
+        """
         fingerprint = job.partitions.fingerprint()
         cached = self._cache.get(record.id)
         if cached is not None:
@@ -46,7 +56,6 @@ class SelectionCache:
                 or time.monotonic() - at < DYNAMIC_TTL_SECONDS
             )
             if fresh and pinned.fingerprint == fingerprint:
-                self._cache.move_to_end(record.id)
                 return pinned
         partitions = job.partitions
         space = await key_space_of(partitions, record.created_at, database)
@@ -55,12 +64,11 @@ class SelectionCache:
                 stored_selection(record), record.total, partitions, space
             )
         except SelectionProblem as problem:
-            return f"the partitions of the backfill vanished: {problem.message}"
+            raise SelectionVanished(
+                f"the partitions of the backfill vanished: {problem.message}"
+            ) from problem
         pinned = PinnedSelection(space, resolved, fingerprint)
         self._cache[record.id] = (time.monotonic(), pinned)
-        self._cache.move_to_end(record.id)
-        while len(self._cache) > MAX_CACHED:
-            self._cache.popitem(last=False)
         return pinned
 
     def forget(self, backfill_id: int) -> None:

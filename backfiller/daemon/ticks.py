@@ -23,7 +23,7 @@ from backfiller.daemon.lease import (
     take_over_expired,
 )
 from backfiller.daemon.report import TickReport
-from backfiller.daemon.selections import PinnedSelection
+from backfiller.daemon.selections import PinnedSelection, SelectionVanished
 from backfiller.daemon.state import PLAN_WINDOW, DaemonState, Limits, new_owner
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.loading import Definitions
@@ -85,10 +85,12 @@ async def plan_backfills(
         if record.asset_target is not None:
             report += await plan_asset_backfill(database, definitions, clock, state, record)
             continue
-        pinned = await _pin(database, definitions, state, record)
-        if isinstance(pinned, str):
+        try:
+            pinned = await _pin(database, definitions, state, record)
+        except SelectionVanished as vanished:
             async with database.write() as session:
-                if await ExecutionRepository(session).fail_backfill(record.id, pinned, clock()):
+                repo = ExecutionRepository(session)
+                if await repo.fail_backfill(record.id, str(vanished), clock()):
                     report.failed_backfills += 1
             continue
         if record.status is BackfillState.REQUESTED:
@@ -102,10 +104,10 @@ async def plan_backfills(
 
 async def _pin(
     database: Database, definitions: Definitions, state: DaemonState, record: BackfillRecord
-) -> PinnedSelection | str:
+) -> PinnedSelection:
     job = definitions.get_job(record.job_name)
     if job is None:
-        return f"job {record.job_name!r} is no longer in the definitions"
+        raise SelectionVanished(f"job {record.job_name!r} is no longer in the definitions")
     return await state.selections.pin(database, job, record)
 
 
@@ -176,38 +178,21 @@ async def launch_runs(
     in_flight = len(launcher.active())
     if room < state.claim_batch and room < in_flight:
         return report  # wait for a bigger batch while the launcher is busy
-    records = await state.running_backfills(database)
-    assets = [r for r in records if r.asset_target is not None and r.pending > 0]
-    if assets:
-        report += await launch_asset_runs(
-            database, definitions, clock, launcher, state, assets, room
-        )
-        room -= report.claimed
-    runnable: list[tuple[BackfillRecord, JobDefinition, PinnedSelection]] = []
-    for record in records:
-        if record.asset_target is not None:
-            continue
-        if record.pending - (record.total - record.planned) <= 0:
-            continue
-        if record.max_concurrent_runs is not None and (
-            record.queued + record.running >= record.max_concurrent_runs
-        ):
-            continue
-        job = definitions.get_job(record.job_name)
-        if job is None:
-            continue
-        pinned = await state.selections.pin(database, job, record)
-        if isinstance(pinned, str):
-            continue
-        runnable.append((record, job, pinned))
+    report += await launch_asset_runs(database, definitions, clock, launcher, state, room)
+    room -= report.claimed
+    runnable = await _runnable(database, definitions, state)
     while room > 0 and runnable:
         share = max(1, room // len(runnable))
-        still: list[tuple[BackfillRecord, JobDefinition, PinnedSelection]] = []
+        still: list[Runnable] = []
         for record, job, pinned in runnable:
             if room <= 0:
                 break
             want = min(share, room)
-            tasks = await _claim(database, clock, state, record, job, pinned, want, report)
+            try:
+                tasks = await _claim(database, clock, state, record, job, pinned, want, report)
+            except LeaseLost as exc:
+                lose_lease(state, launcher, str(exc))
+                return report
             if tasks:
                 launcher.submit(tasks)
                 room -= len(tasks)
@@ -218,6 +203,32 @@ async def launch_runs(
             break
         runnable = still
     return report
+
+
+Runnable = tuple[BackfillRecord, JobDefinition, PinnedSelection]
+
+
+async def _runnable(
+    database: Database, definitions: Definitions, state: DaemonState
+) -> list[Runnable]:
+    """The RUNNING backfills with materialized pending slots and room under their limit."""
+    runnable: list[Runnable] = []
+    for record in await state.running_backfills(database):
+        if record.pending - (record.total - record.planned) <= 0:
+            continue
+        if record.max_concurrent_runs is not None and (
+            record.queued + record.running >= record.max_concurrent_runs
+        ):
+            continue
+        job = definitions.get_job(record.job_name)
+        if job is None:
+            continue
+        try:
+            pinned = await state.selections.pin(database, job, record)
+        except SelectionVanished:
+            continue  # the planner fails the backfill
+        runnable.append((record, job, pinned))
+    return runnable
 
 
 async def _claim(
@@ -248,9 +259,6 @@ async def _claim(
     except Conflict as exc:
         logger.info("claim of backfill %s lost a race, retrying later: %s", record.id, exc)
         report.conflicts += 1
-        return []
-    except LeaseLost as exc:
-        lose_lease(state, None, str(exc))
         return []
     report.skipped += claim.skipped
     claimed = claim.runs
@@ -320,8 +328,8 @@ async def record_results(
             logs=logs,
             retry_rules=retry_rules(definitions),
         )
-    if ends:
-        launcher.discard_results(e.run_id for e in ends)
+    if outcomes.written:
+        launcher.discard_results(outcomes.written)
     if outcomes.retried or outcomes.taken_back:
         # Slots went back to PENDING: the cached running backfills' counts say otherwise.
         state.forget_backfills()

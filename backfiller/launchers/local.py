@@ -56,6 +56,7 @@ TICK_SECONDS = 0.05
 BACKLOG_SECONDS = 0.25
 MAX_BACKLOG_PER_WORKER = 64
 MAX_RESPAWN_DELAY = 30.0
+RESULTS_KEPT_SECONDS = 86_400.0
 
 
 def _now() -> datetime:
@@ -113,6 +114,7 @@ class LocalLauncher:
         self.results_dir = Path(results_dir) if results_dir else None
         if self.results_dir is not None:
             self.results_dir.mkdir(parents=True, exist_ok=True)
+            _sweep(self.results_dir)
         self.options = WorkerOptions(
             definitions=definitions,
             api_url=api_url,
@@ -237,24 +239,17 @@ class LocalLauncher:
             return []
         found = []
         for run_id in run_ids:
-            for path in self.results_dir.glob(f"{run_id}-*.json"):
-                end = read_result(path)
-                if end is not None:
-                    found.append(end)
+            end = read_result(result_path(self.results_dir, run_id))
+            if end is not None:
+                found.append(end)
         return found
 
     def discard_results(self, run_ids: Iterable[int]) -> None:
         if self.results_dir is None:
             return
         for run_id in run_ids:
-            for path in self.results_dir.glob(f"{run_id}-*.json"):
-                with contextlib.suppress(OSError):
-                    path.unlink()
-
-    def forget_result(self, end: RunFinished) -> None:
-        if self.results_dir is not None:
             with contextlib.suppress(OSError):
-                result_path(self.results_dir, end.run_id, end.attempt).unlink()
+                result_path(self.results_dir, run_id).unlink()
 
     def ready_workers(self) -> int:
         """Worker processes started and ready to take runs."""
@@ -529,25 +524,23 @@ class LocalLauncher:
                 )
             )
             return
+        w.started = time.monotonic()
         try:
             w.conn.send(task)
         except OSError:
-            w.task = None
-            self._events.append(
-                RunFinished(
-                    task.run_id,
-                    _now(),
-                    Outcome.WORKER_LOST,
-                    "the worker process died",
-                    None,
-                    w.name,
-                    task.attempt,
-                )
-            )
-            return
-        w.started = time.monotonic()
+            return  # the worker is dying: its burial reports the run WORKER_LOST
         if allowed is None:
             self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
+
+
+def _sweep(folder: Path) -> None:
+    """Delete results older than ``RESULTS_KEPT_SECONDS``: refused ones (a stale attempt) are
+    never recorded, and a takeover happens within a lease, long before."""
+    cutoff = time.time() - RESULTS_KEPT_SECONDS
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
 
 
 def _kill_group(pgid: int, signum: int) -> None:

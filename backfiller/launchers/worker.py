@@ -232,8 +232,9 @@ def _serve(
         sender.send(Done(end, handler.final_lines()))
 
 
-def result_path(folder: Path, run_id: int, attempt: int | None) -> Path:
-    return folder / f"{run_id}-{attempt or 0}.json"
+def result_path(folder: Path, run_id: int) -> Path:
+    """Where a run's end is kept (a run id names one attempt: each attempt is a new run)."""
+    return folder / f"{run_id}.json"
 
 
 def write_result(folder: Path, end: RunFinished) -> None:
@@ -247,7 +248,7 @@ def write_result(folder: Path, end: RunFinished) -> None:
         "error_traceback": end.error_traceback,
         "worker": end.worker,
     }
-    path = result_path(folder, end.run_id, end.attempt)
+    path = result_path(folder, end.run_id)
     temporary = path.with_suffix(f".{os.getpid()}.tmp")
     with contextlib.suppress(OSError):
         temporary.write_text(json.dumps(record))

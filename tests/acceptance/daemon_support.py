@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +186,117 @@ def subscribe(server: LiveServer, query: str, variables: dict[str, Any]) -> list
                 ws.send(json.dumps({"type": "pong"}))
             else:
                 raise AssertionError(message)
+
+
+# -- the truth as the jobs saw it ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One execution of a job, from the marks of ``jobs_daemon._record``."""
+
+    job: str
+    partition: str
+    run_id: str
+    backfill_id: str
+    started: float
+    ended: float | None
+    overlapped: bool
+
+
+def executions(folder: Path) -> list[Execution]:
+    """Every execution recorded in ``folder``; ``ended`` is None for one killed mid-run."""
+    found: list[Execution] = []
+    for path in folder.glob("*.marks"):
+        open_runs: dict[str, tuple[float, list[str], bool]] = {}
+        for line in path.read_text().splitlines():
+            kind, at, job, partition, run_id, backfill, *rest = line.split()
+            if kind == "start":
+                open_runs[run_id] = (float(at), [job, partition, backfill], bool(rest))
+            else:
+                started, (job, partition, backfill), overlapped = open_runs.pop(run_id)
+                found.append(
+                    Execution(job, partition, run_id, backfill, started, float(at), overlapped)
+                )
+        for run_id, (started, (job, partition, backfill), overlapped) in open_runs.items():
+            found.append(Execution(job, partition, run_id, backfill, started, None, overlapped))
+    return found
+
+
+def most_at_once(found: list[Execution]) -> int:
+    """The most executions running at the same instant (finished ones only)."""
+    points = sorted(
+        [(e.started, 1) for e in found if e.ended is not None]
+        + [(e.ended, -1) for e in found if e.ended is not None]
+    )
+    most = now = 0
+    for _, step in points:
+        now += step
+        most = max(most, now)
+    return most
+
+
+# -- a TCP proxy the test controls ---------------------------------------------------------------
+
+
+class Proxy:
+    """Forwards 127.0.0.1:<port> to a target port; :meth:`cut` breaks every connection and
+    refuses new ones until :meth:`restore` (an outage of the database for whoever uses it)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.up = True
+        self.lock = threading.Lock()
+        self.pairs: list[tuple[socket.socket, socket.socket]] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                if not self.up:
+                    client.close()
+                    continue
+                try:
+                    upstream = socket.create_connection(("127.0.0.1", self.target_port))
+                except OSError:
+                    client.close()
+                    continue
+                self.pairs.append((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        with self.lock:
+            self.up = False
+            pairs, self.pairs = self.pairs, []
+        for pair in pairs:
+            for s in pair:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+
+    def restore(self) -> None:
+        with self.lock:
+            self.up = True
+
+    def close(self) -> None:
+        self.cut()
+        self.listener.close()

@@ -5,7 +5,9 @@ Importable as ``tests.acceptance.jobs_daemon:definitions`` by worker processes.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -32,6 +34,56 @@ def _mark(context: RunContext) -> None:
     if folder:
         with open(Path(folder) / f"{os.getpid()}.log", "a") as f:
             f.write(f"{context.job_name} {context.partition_key} {context.attempt}\n")
+
+
+def _record(context: RunContext) -> None:
+    """Record one execution in ``$BACKFILLER_TEST_MARKS``: a start line, an end line, and an
+    exclusive lock per (job, partition) held in between, so an overlap is caught as it happens.
+    """
+    seconds = float(context.run_config.get("seconds", 0.0))
+    folder = os.environ.get("BACKFILLER_TEST_MARKS")
+    if not folder:
+        time.sleep(seconds)
+        return
+    locks = Path(folder) / "locks"
+    locks.mkdir(exist_ok=True)
+    fd = os.open(locks / f"{context.job_name}.{context.partition_key}", os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        overlap = ""
+    except BlockingIOError:
+        overlap = " OVERLAP"
+    marks = Path(folder) / f"{os.getpid()}.marks"
+    what = f"{context.job_name} {context.partition_key} {context.run_id} {context.backfill_id}"
+    with open(marks, "a") as f:
+        f.write(f"start {time.time():.6f} {what}{overlap}\n")
+    time.sleep(seconds)
+    with open(marks, "a") as f:
+        f.write(f"end {time.time():.6f} {what}\n")
+    os.close(fd)
+
+
+@job(partitions=DAYS, config=SECONDS)
+def recorded(context: RunContext) -> None:
+    """Sleeps ``run_config.seconds`` and records the execution (see ``_record``)."""
+    _record(context)
+
+
+@job(partitions=DAYS, config=SECONDS, max_concurrent_runs=3)
+def recorded_capped(context: RunContext) -> None:
+    """``recorded`` with at most three runs at once, whatever the backfills."""
+    _record(context)
+
+
+@job(partitions=DAYS, timeout_seconds=1.0)
+def with_children(context: RunContext) -> None:
+    """Starts two ``sleep 30`` child processes, notes their pids, and outlives its timeout."""
+    children = [subprocess.Popen(["sleep", "30"]) for _ in range(2)]
+    folder = os.environ.get("BACKFILLER_TEST_MARKS")
+    if folder:
+        with open(Path(folder) / "children", "a") as f:
+            f.write("".join(f"{c.pid}\n" for c in children))
+    time.sleep(60)
 
 
 @job(partitions=DAYS)
@@ -94,5 +146,17 @@ def daily_windows(context: RunContext) -> None:
 
 
 definitions = Definitions(
-    jobs=[noop, steady, flaky, broken, hangs, limited, windows, daily_windows]
+    jobs=[
+        noop,
+        steady,
+        flaky,
+        broken,
+        hangs,
+        limited,
+        windows,
+        daily_windows,
+        recorded,
+        recorded_capped,
+        with_children,
+    ]
 )

@@ -71,10 +71,16 @@ class LeasesRepository(SessionRepository):
         return [str(o) for o in result.scalars()]
 
     async def runs_of_owner(self, owner: str) -> list[int]:
+        return list(await self.active_runs_of_owner(owner))
+
+    async def active_runs_of_owner(self, owner: str) -> dict[int, RunState]:
+        """The active runs leased to ``owner`` and their status, in id order."""
         result = await self.session.execute(
-            select(RunRecord.id).where(RunRecord.lease_owner == owner, RunRecord.status.in_(ACTIVE))
+            select(RunRecord.id, RunRecord.status)
+            .where(RunRecord.lease_owner == owner, RunRecord.status.in_(ACTIVE))
+            .order_by(RunRecord.id)
         )
-        return [int(r) for r in result.scalars()]
+        return {int(r): RunState(s) for r, s in result.all()}
 
     async def lock_expired_lease(self, owner: str, now: datetime) -> bool:
         """Lock ``owner``'s lease row; whether it has expired (or is gone): a takeover's check."""

@@ -1,0 +1,298 @@
+"""Each partition runs once, even across backfills, daemons, kills and database outages.
+
+Real server, daemon and worker processes; real SIGKILL; a TCP proxy for database outages. The
+jobs (``jobs_daemon.recorded*``) record every execution to files and hold an exclusive lock per
+(job, partition) while they run, so an overlap is caught as it happens; each test compares that
+truth with the service's records. Daemons run with a 3 s lease (renewed every 0.2 s), so a dead
+daemon's runs are taken over within seconds; the outage durations are set relative to it (the
+issue's 20 s and 45 s outages against a 30 s lease become 2 s and 4.5 s against 3 s).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.acceptance.daemon_support import (
+    DEFINITIONS,
+    Daemon,
+    Proxy,
+    adds_up,
+    executions,
+    gql,
+    launch,
+    most_at_once,
+    read,
+    wait_for,
+    wait_status,
+)
+from tests.acceptance.test_daemon_chaos import check_each_partition_succeeded_once, rows
+from tests.support import LiveServer
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
+
+LEASE = ["--lease-timeout", "3", "--heartbeat-seconds", "0.2"]
+
+
+@pytest.fixture
+def server(database_url: str) -> Iterator[LiveServer]:
+    live = LiveServer(database_url, DEFINITIONS)
+    yield live
+    live.stop()
+
+
+@pytest.fixture
+def marks(tmp_path: Path) -> Path:
+    folder = tmp_path / "marks"
+    folder.mkdir()
+    return folder
+
+
+def daemon(database_url: str, marks: Path, workers: int = 2, results: Path | None = None) -> Daemon:
+    extra = [*LEASE, "--results-dir", str(results or marks.parent / "results")]
+    return Daemon(
+        database_url, workers=workers, extra=extra, env={"BACKFILLER_TEST_MARKS": str(marks)}
+    )
+
+
+def check_no_overlap_and_completed_once(marks: Path, job: str = "recorded") -> Counter[str]:
+    """No execution overlapped another of its partition; none completed twice."""
+    found = [e for e in executions(marks) if e.job == job]
+    assert [e for e in found if e.overlapped] == [], "two executions of a partition at once"
+    completed = Counter(e.partition for e in found if e.ended is not None)
+    assert [p for p, n in completed.items() if n > 1] == [], "a partition completed twice"
+    return completed
+
+
+@pytest.mark.parametrize("daemons", [2, 3])
+def test_daemons_and_workers_killed_at_random_on_postgresql(
+    server: LiveServer, database_url: str, is_postgres: bool, marks: Path, daemons: int
+) -> None:
+    if not is_postgres:
+        pytest.skip("several daemons need PostgreSQL (SQLite runs one daemon)")
+    rng = random.Random(int(os.environ.get("BACKFILLER_CHAOS_SEED", "12")) + daemons)
+    running = [daemon(database_url, marks) for _ in range(daemons)]
+    kills = Counter[str]()
+    try:
+        backfill_id = launch(
+            server, "recorded", "2020-01-01", "2025-06-22", runConfig={"seconds": 0.002}
+        )
+        total = read(server, backfill_id)["counts"]["total"]
+        assert total == 2000
+        wait_for("runs to succeed", lambda: read(server, backfill_id)["counts"]["succeeded"])
+        while (
+            read(server, backfill_id)["status"] != "COMPLETED_SUCCESS" and sum(kills.values()) < 8
+        ):
+            time.sleep(rng.uniform(0.5, 2.0))
+            victim = rng.randrange(len(running))
+            if rng.random() < 0.5:
+                running[victim].kill()
+                running[victim] = daemon(database_url, marks)
+                kills["daemon"] += 1
+            elif pids := running[victim].workers():
+                os.kill(rng.choice(pids), signal.SIGKILL)
+                kills["worker"] += 1
+        backfill = wait_status(server, backfill_id, {"COMPLETED_SUCCESS"}, timeout=240)
+    finally:
+        for d in running:
+            d.stop()
+    print(f"kills: {dict(kills)}")
+    assert backfill["counts"]["succeeded"] == total and adds_up(backfill["counts"])
+    check_each_partition_succeeded_once(database_url, int(backfill_id[3:]), total)
+    completed = check_no_overlap_and_completed_once(marks)
+    assert len(completed) == total, "every partition's execution completed once"
+
+
+def test_a_job_cap_of_3_shared_by_two_backfills(
+    server: LiveServer, database_url: str, is_postgres: bool, marks: Path
+) -> None:
+    running = [daemon(database_url, marks, workers=4) for _ in range(2 if is_postgres else 1)]
+    try:
+        first = launch(
+            server, "recorded_capped", "2024-01-01", "2024-01-20", runConfig={"seconds": 0.1}
+        )
+        second = launch(
+            server, "recorded_capped", "2024-02-01", "2024-02-20", runConfig={"seconds": 0.1}
+        )
+        for backfill_id in (first, second):
+            wait_status(server, backfill_id, {"COMPLETED_SUCCESS"}, timeout=120)
+    finally:
+        for d in running:
+            d.stop()
+    found = [e for e in executions(marks) if e.job == "recorded_capped"]
+    assert len(found) == 40
+    assert most_at_once(found) <= 3, "the job's cap of 3 was exceeded"
+    check_no_overlap_and_completed_once(marks, "recorded_capped")
+
+
+@pytest.mark.parametrize("reprocess", ["MISSING", "ALL"])
+def test_overlapping_backfills(
+    server: LiveServer, database_url: str, marks: Path, reprocess: str
+) -> None:
+    running = daemon(database_url, marks, workers=4)
+    try:
+        args = ("recorded", "2024-03-01", "2024-03-12")
+        first = launch(server, *args, runConfig={"seconds": 0.3}, reprocess=reprocess)
+        second = launch(server, *args, runConfig={"seconds": 0.3}, reprocess=reprocess)
+        done = [wait_status(server, b, {"COMPLETED_SUCCESS"}, timeout=120) for b in (first, second)]
+    finally:
+        running.stop()
+    found = [e for e in executions(marks) if e.job == "recorded"]
+    assert [e for e in found if e.overlapped] == [], "two executions of a partition at once"
+    per_partition = Counter(e.partition for e in found)
+    if reprocess == "MISSING":
+        # The second backfill waited for the first one's runs, then skipped them.
+        assert per_partition == dict.fromkeys(per_partition, 1) and len(per_partition) == 12
+        assert done[0]["counts"]["succeeded"] + done[1]["counts"]["succeeded"] == 12
+        assert done[1]["counts"]["skipped"] == 12 - done[1]["counts"]["succeeded"]
+    else:
+        # Under ALL the second backfill waited for each partition, then ran it again.
+        assert per_partition == dict.fromkeys(per_partition, 2) and len(per_partition) == 12
+        assert done[1]["counts"]["succeeded"] == 12
+
+
+@pytest.mark.parametrize("outage_seconds", [2.0, 4.5])
+def test_a_database_outage_for_one_daemon(
+    server: LiveServer, database_url: str, is_postgres: bool, marks: Path, outage_seconds: float
+) -> None:
+    if not is_postgres:
+        pytest.skip("several daemons need PostgreSQL (SQLite runs one daemon)")
+    url = make_url(database_url)
+    proxy = Proxy(url.port or 5432)
+    proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    cut_off = daemon(proxied, marks)
+    steady = daemon(database_url, marks)
+    try:
+        backfill_id = launch(
+            server, "recorded", "2023-01-01", "2024-08-22", runConfig={"seconds": 0.03}
+        )
+        wait_for("runs on both daemons", lambda: len(owners(database_url, backfill_id)) >= 2)
+        proxy.cut()
+        time.sleep(outage_seconds)
+        proxy.restore()
+        restored = datetime.now(UTC)
+        wait_status(server, backfill_id, {"COMPLETED_SUCCESS"}, timeout=180)
+        log = cut_off.output()
+    finally:
+        cut_off.stop()
+        steady.stop()
+        proxy.close()
+    total = read(server, backfill_id)["counts"]["total"]
+    check_each_partition_succeeded_once(database_url, int(backfill_id[3:]), total)
+    completed = check_no_overlap_and_completed_once(marks)
+    assert len(completed) == total
+    pid = str(cut_off.proc.pid)
+    later = rows(
+        database_url,
+        "SELECT min(queued_at) FROM runs WHERE backfill_id = :b AND lease_owner LIKE :o "
+        "AND queued_at > :t",
+        b=int(backfill_id[3:]),
+        o=f"%:{pid}:%",
+        t=restored,
+    )[0][0]
+    if later is not None:
+        print(f"the cut-off daemon claimed again {later - restored} after the link returned")
+    if outage_seconds > 3:
+        assert "lost its lease" in log, "a daemon that lost its lease says so"
+
+
+def owners(database_url: str, backfill_id: str) -> set[str]:
+    found = rows(
+        database_url,
+        "SELECT DISTINCT lease_owner FROM runs WHERE backfill_id = :b",
+        b=int(backfill_id[3:]),
+    )
+    return {o for (o,) in found}
+
+
+STEER = "mutation($id: ID!) { %sBackfill(input: {id: $id}) { userErrors { code } } }"
+
+
+@pytest.mark.parametrize("verb", ["cancel", "pause"])
+def test_no_run_starts_after_cancel_or_pause_is_acknowledged(
+    server: LiveServer, database_url: str, marks: Path, verb: str
+) -> None:
+    running = daemon(database_url, marks, workers=4)
+    try:
+        backfill_id = launch(
+            server, "recorded", "2024-01-01", "2024-12-31", runConfig={"seconds": 0.05}
+        )
+        wait_for("runs to succeed", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 20)
+        answer = gql(server, STEER % verb, {"id": backfill_id})
+        acknowledged = time.time()
+        assert answer[f"{verb}Backfill"]["userErrors"] == []
+        if verb == "cancel":
+            backfill = wait_status(server, backfill_id, {"CANCELED"}, timeout=60)
+        else:
+            wait_for("the runs in flight to end", lambda: idle(server, backfill_id))
+            time.sleep(1.0)  # a daemon tick or two: still nothing may start
+            backfill = read(server, backfill_id)
+            assert backfill["status"] == "PAUSED"
+    finally:
+        running.stop()
+    assert adds_up(backfill["counts"])
+    pk = int(backfill_id[3:])
+    late = rows(
+        database_url,
+        "SELECT count(*) FROM runs WHERE backfill_id = :b AND started_at > :t",
+        b=pk,
+        t=datetime.fromtimestamp(acknowledged, UTC),
+    )
+    assert late == [(0,)], f"runs started after {verb}Backfill was acknowledged"
+    found = [e for e in executions(marks) if e.backfill_id == backfill_id]
+    started = {
+        f"run_{r}"
+        for (r,) in rows(
+            database_url,
+            "SELECT id FROM runs WHERE backfill_id = :b AND started_at IS NOT NULL",
+            b=pk,
+        )
+    }
+    assert {e.run_id for e in found} <= started, "every execution is a run the gate started"
+    after = sum(1 for e in found if e.started > acknowledged)
+    print(f"job code that began after the acknowledgement: {after} of {len(found)} executions")
+    assert after == 0
+
+
+def idle(server: LiveServer, backfill_id: str) -> bool:
+    counts: dict[str, int] = read(server, backfill_id)["counts"]
+    return counts["queued"] + counts["running"] == 0
+
+
+def test_a_timeout_kills_the_jobs_child_processes(
+    server: LiveServer, database_url: str, marks: Path
+) -> None:
+    running = daemon(database_url, marks)
+    try:
+        backfill_id = launch(server, "with_children", "2024-01-01", "2024-01-01")
+        wait_status(server, backfill_id, {"COMPLETED_FAILED"}, timeout=60)
+        pids = [int(p) for p in (marks / "children").read_text().split()]
+        assert len(pids) == 2
+        wait_for("the children to be gone", lambda: not any(alive(p) for p in pids), timeout=15)
+    finally:
+        running.stop()
+    reasons = rows(
+        database_url,
+        "SELECT failure_reason FROM runs WHERE backfill_id = :b",
+        b=int(backfill_id[3:]),
+    )
+    assert reasons == [("timeout",)]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for its reaper is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    state: str = stat.rsplit(")", 1)[1].split()[0]
+    return state != "Z"
