@@ -144,14 +144,20 @@ async def launch_asset_runs(
     clock: Clock,
     launcher: Launcher,
     state: DaemonState,
-    records: Sequence[BackfillRecord],
     room: int,
 ) -> TickReport:
-    """Claim the ready slots of asset backfills (up to ``room`` runs) and launch them."""
+    """Claim the ready slots of asset backfills (up to ``room`` runs) and launch them.
+
+    Asset backfills are served before job backfills; a claim checks the limits on the locked
+    backfill row, so cached counts only decide which backfills to ask.
+    """
     report = TickReport()
+    records = await state.running_backfills(database)
     for record in records:
         if room <= 0:
             break
+        if record.asset_target is None or record.pending <= 0:
+            continue
         pinned = await pin_assets(database, definitions, state, record)
         if isinstance(pinned, str):
             continue
