@@ -19,6 +19,7 @@ from strawberry.schema.config import StrawberryConfig
 
 from backfiller.config import Settings
 from backfiller.resolvers import admin as admin_resolvers
+from backfiller.resolvers import assets as asset_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
 from backfiller.resolvers import progress as progress_resolvers
@@ -34,6 +35,7 @@ from backfiller.schema.admin import (
     CreateApiTokenPayload,
     RevokeApiTokenPayload,
 )
+from backfiller.schema.asset_backfills import Asset
 from backfiller.schema.backfills import Backfill, BackfillConnection, Run, RunConnection
 from backfiller.schema.common import Node
 from backfiller.schema.jobs import Job
@@ -71,6 +73,12 @@ class Query:
         description="Backfills of every job, newest first. `first` is at most 100.",
     )
     jobs: list[Job] = strawberry.field(resolver=job_resolvers.list_jobs, description="Every job.")
+    assets: list[Asset] = strawberry.field(
+        resolver=asset_resolvers.list_assets, description="Every asset, in dependency order."
+    )
+    asset: Asset | None = strawberry.field(
+        resolver=asset_resolvers.get_asset, description="An asset by name."
+    )
     job: Job | None = strawberry.field(resolver=job_resolvers.get_job, description="A job by name.")
     run: Run | None = strawberry.field(resolver=job_resolvers.get_run, description="A run by id.")
     runs: RunConnection = strawberry.field(

@@ -17,6 +17,7 @@ from backfiller.domain import (
     steer_target,
 )
 from backfiller.planning import key_at, keys_between, pin_stored_selection, position_of
+from backfiller.resolvers.assets import asset_previews
 from backfiller.resolvers.auth import mark_audited, success_audit
 from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
 from backfiller.resolvers.context import Context, Info, check_page_size
@@ -123,6 +124,8 @@ async def preview_backfill(info: Info, input: LaunchBackfillInput) -> PreviewBac
     command = await command_from_input(ctx, input)
     if not isinstance(command, LaunchCommand):
         return PreviewBackfillPayload(preview=None, user_errors=command)
+    if command.assets is not None:
+        return PreviewBackfillPayload(preview=await preview_assets(ctx, command), user_errors=[])
     resolved, space, new = command.resolved, command.space, command.new
     skipped: dict[int, domain.SkipReason] = {}
     if new.reprocess is not domain.Reprocess.ALL:
@@ -156,6 +159,28 @@ async def preview_backfill(info: Info, input: LaunchBackfillInput) -> PreviewBac
         ],
     )
     return PreviewBackfillPayload(preview=preview, user_errors=[])
+
+
+async def preview_assets(ctx: Context, command: LaunchCommand) -> BackfillPreview:
+    """An asset target's preview: per asset, its level and how many partitions would run."""
+    assert command.assets is not None
+    launch = command.assets
+    previews, skipped = await asset_previews(
+        ctx.services, launch.target, launch.levels, command.new.reprocess
+    )
+    first = [
+        launch.target.at_cursor(g, launch.spaces, command.new.order)[1]
+        for g in range(min(PREVIEW_LISTED, launch.target.total))
+    ]
+    return BackfillPreview(
+        job=command.new.job_name,
+        total=launch.target.total,
+        runs=launch.target.total - skipped,
+        skipped=skipped,
+        first_partitions=first,
+        skipped_partitions=[],
+        assets=previews,
+    )
 
 
 def _not_found(raw: str) -> UserError:

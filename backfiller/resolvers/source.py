@@ -277,7 +277,7 @@ class StorageSource:
         )
 
     async def _job_space(self, job_name: str) -> tuple[JobDefinition, KeySpace] | None:
-        job = self.services.definitions.get_job(job_name)
+        job = self.services.definitions.get_runnable(job_name)  # a job, or an asset's run
         if job is None:
             return None
         space = await key_space_of(job.partitions, self.services.clock(), self.database)

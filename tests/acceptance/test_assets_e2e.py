@@ -66,9 +66,16 @@ def database_url(tmp_path_factory: pytest.TempPathFactory, pg_template_url: str 
     return url
 
 
+class PatientServer(LiveServer):
+    """A server given two minutes to start: a loaded 2-core CI machine can take that long."""
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        super().wait_ready(timeout)
+
+
 @pytest.fixture(scope="module")
 def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFINITIONS)
+    live = PatientServer(database_url, DEFINITIONS)
     yield live
     live.stop()
 
