@@ -17,6 +17,7 @@ from backfiller.domain import (
     steer_target,
 )
 from backfiller.planning import key_at, keys_between, pin_stored_selection, position_of
+from backfiller.resolvers.asset_retries import asset_retry
 from backfiller.resolvers.assets import asset_previews
 from backfiller.resolvers.auth import mark_audited, success_audit
 from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
@@ -285,6 +286,12 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
             return RetryBackfillPayload(
                 backfill=None, user_errors=[_invalid_state(parent, "retry")]
             )
+        if parent.asset_target is not None:
+            child = await asset_retry(ctx, parent, include, wanted, input.idempotency_key)
+            if isinstance(child, str):
+                error = user_error(UserErrorCode.EMPTY_SELECTION, child, ["include"])
+                return RetryBackfillPayload(backfill=None, user_errors=[error])
+            return await _insert_child(ctx, parent, child)
         job = ctx.definitions.get_job(parent.job_name)
         if job is None:
             return RetryBackfillPayload(
@@ -349,6 +356,12 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
         creator=ctx.actor,
         parent_id=parent.id,
     )
+    return await _insert_child(ctx, parent, new)
+
+
+async def _insert_child(
+    ctx: Context, parent: BackfillRecord, new: NewBackfill
+) -> RetryBackfillPayload:
     record, errors = await insert_backfill(ctx, new)
     if record is None:
         return RetryBackfillPayload(backfill=None, user_errors=errors)

@@ -33,6 +33,13 @@ mutation($input: LaunchBackfillInput!) {
 CANCEL = """
 mutation($id: ID!) { cancelBackfill(input: {id: $id}) { userErrors { code message } } }
 """
+RETRY = """
+mutation($id: ID!) {
+  retryBackfill(input: {id: $id}) { backfill { id } userErrors { code message } }
+}
+"""
+FINAL = {"COMPLETED_SUCCESS", "COMPLETED_FAILED"}
+TIMEOUT = 240  # seconds: a daemon takes long to start on a loaded 2-core machine
 UPSTREAM = {
     "left": ["top"],
     "right": ["top"],
@@ -159,7 +166,7 @@ def test_a_diamond_and_a_ten_level_chain_complete_in_dependency_order(
         diamond = launch(server, ["top"], "2024-01-01", "2024-01-04")
         chain = launch(server, ["chain0"], "2024-01-01", "2024-01-03")
         for backfill_id, total in ((diamond, 16), (chain, 30)):
-            done = wait_status(server, backfill_id, {"COMPLETED_SUCCESS", "COMPLETED_FAILED"})
+            done = wait_status(server, backfill_id, FINAL, TIMEOUT)
             assert done["status"] == "COMPLETED_SUCCESS", done
             assert done["counts"]["total"] == done["counts"]["succeeded"] == total
     finally:
@@ -178,7 +185,7 @@ def test_daily_to_monthly_runs_each_month_after_its_days(
     daemon = AssetDaemon(database_url, marks)
     try:
         backfill_id = launch(server, ["events"], "2024-01-30", "2024-02-02")
-        done = wait_status(server, backfill_id, {"COMPLETED_SUCCESS", "COMPLETED_FAILED"})
+        done = wait_status(server, backfill_id, FINAL, TIMEOUT)
     finally:
         daemon.stop()
     assert done["status"] == "COMPLETED_SUCCESS", done
@@ -199,8 +206,8 @@ def test_an_upstream_failure_skips_exactly_its_downstream(
     try:
         diamond = launch(server, ["top"], "2024-01-01", "2024-01-03")
         chain = launch(server, ["chain0"], "2024-01-01", "2024-01-02")
-        first = wait_status(server, diamond, {"COMPLETED_SUCCESS", "COMPLETED_FAILED"})
-        second = wait_status(server, chain, {"COMPLETED_SUCCESS", "COMPLETED_FAILED"})
+        first = wait_status(server, diamond, FINAL, TIMEOUT)
+        second = wait_status(server, chain, FINAL, TIMEOUT)
     finally:
         daemon.stop()
     assert first["status"] == "COMPLETED_FAILED"
@@ -230,6 +237,22 @@ def test_an_upstream_failure_skips_exactly_its_downstream(
         ("bottom/2024-01-02", "UPSTREAM_FAILED")
     ]
 
+    # Retry: only the failure and what it skipped run again, in dependency order.
+    again = marks / "retry"
+    again.mkdir()
+    retried = gql(server, RETRY, {"id": diamond})["retryBackfill"]
+    assert retried["userErrors"] == []
+    daemon = AssetDaemon(database_url, again)
+    try:
+        done = wait_status(server, retried["backfill"]["id"], FINAL, TIMEOUT)
+    finally:
+        daemon.stop()
+    assert done["status"] == "COMPLETED_SUCCESS", done
+    assert done["counts"]["total"] == done["counts"]["succeeded"] == 2
+    starts, _ = executions(again)
+    assert set(starts) == {("left", "2024-01-02"), ("bottom", "2024-01-02")}
+    assert assert_dependency_order(again, set(starts)) == 1
+
 
 def test_cancel_stops_the_graph(server: LiveServer, database_url: str, marks: Path) -> None:
     daemon = AssetDaemon(database_url, marks)
@@ -237,9 +260,9 @@ def test_cancel_stops_the_graph(server: LiveServer, database_url: str, marks: Pa
         backfill_id = launch(
             server, ["chain0"], "2024-01-01", "2024-01-10", runConfig={"seconds": 0.3}
         )
-        wait_for("a run", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 2)
+        wait_for("a run", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 2, TIMEOUT)
         assert gql(server, CANCEL, {"id": backfill_id})["cancelBackfill"]["userErrors"] == []
-        done = wait_status(server, backfill_id, {"CANCELED"})
+        done = wait_status(server, backfill_id, {"CANCELED"}, TIMEOUT)
     finally:
         daemon.stop()
     counts = done["counts"]
@@ -253,12 +276,12 @@ def test_kill_9_of_the_daemon_mid_graph_then_a_new_daemon_finishes_it(
     first = AssetDaemon(database_url, marks)
     backfill_id = launch(server, ["top"], "2024-01-01", "2024-01-06", runConfig={"seconds": 0.1})
     try:
-        wait_for("progress", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 4)
+        wait_for("progress", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 4, TIMEOUT)
     finally:
         first.kill()
     second = AssetDaemon(database_url, marks)
     try:
-        done = wait_status(server, backfill_id, {"COMPLETED_SUCCESS", "COMPLETED_FAILED"}, 90)
+        done = wait_status(server, backfill_id, FINAL, TIMEOUT)
     finally:
         second.stop()
     assert done["status"] == "COMPLETED_SUCCESS", done
