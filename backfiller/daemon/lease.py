@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState, new_owner
 from backfiller.definitions.loading import Definitions
-from backfiller.domain import Outcome, RunFinished, RunState
+from backfiller.domain import Outcome, RunFinished
 from backfiller.launchers.base import Launcher
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository, RetryRule
@@ -143,9 +143,9 @@ async def take_over(
 ) -> TickReport:
     """End the active runs of ``owner`` (lease expired): durable results, else lost.
 
-    A run still QUEUED never started (the start gate moves runs to RUNNING before a worker
-    gets them): it goes back to its backfill without using any budget. A RUNNING one ends
-    WORKER_LOST, unless the launcher kept its result.
+    The launcher's durable results say how runs ended while their daemon was dead, and which
+    never started (those go back to their backfill without using any budget); the others end
+    WORKER_LOST.
     """
     async with database.read() as session:
         active = await ExecutionRepository(session).active_runs_of_owner(owner)
@@ -155,12 +155,7 @@ async def take_over(
     now = clock()
     kept = {e.run_id: e for e in (launcher.durable_results(run_ids) if launcher else [])}
     ends = [
-        kept.get(r)
-        or (
-            RunFinished(r, now, Outcome.NOT_STARTED, "taken back: its daemon was lost")
-            if active[r] is RunState.QUEUED
-            else RunFinished(r, now, Outcome.WORKER_LOST, "the daemon running it was lost")
-        )
+        kept.get(r) or RunFinished(r, now, Outcome.WORKER_LOST, "the daemon running it was lost")
         for r in run_ids
     ]
     async with database.write() as session:
@@ -173,7 +168,9 @@ async def take_over(
         await repo.drop_lease(owner)
     if launcher is not None:
         launcher.discard_results(run_ids)
-    recovered = sum(1 for r in outcomes.written if r in kept)
+    recovered = sum(
+        1 for r in outcomes.written if r in kept and kept[r].outcome is not Outcome.NOT_STARTED
+    )
     if outcomes.written:
         logger.warning(
             "took over %d runs of %s (lease expired): %d results kept by its workers recorded, "

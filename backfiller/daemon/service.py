@@ -81,8 +81,8 @@ class Daemon:
         self.totals = TickReport()
         self._unwritten: list[LauncherEvent] = []
         self._claiming = True
-        self.start_gate = StartGate(database.url)
         self._failing_lease = False
+        self.start_gate = StartGate(database.url)
         s = self.settings
         self.loop = Loop()
         # The lease comes first, and is retried fast: after an outage it is renewed before
@@ -144,9 +144,14 @@ class Daemon:
         return self._count(await ticks.complete_backfills(self.database, self.clock))
 
     def _gate(self, requests: Sequence[StartRequest]) -> set[int]:
-        """The launcher's start gate (called from its thread): QUEUED -> RUNNING, fenced."""
+        """The launcher's start gate, called from its thread (see ``storage.execution.starts``).
+
+        Refuses everything once the daemon is stopping: runs in flight may finish, none starts.
+        """
+        if not self._claiming:
+            return set()
         return self.start_gate.start(
-            self.state.owner, [(r.run_id, r.attempt, r.worker) for r in requests], self.clock()
+            self.state.owner, [(r.run_id, r.attempt) for r in requests], self.clock()
         )
 
     async def lease(self) -> TickReport:

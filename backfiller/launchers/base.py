@@ -11,14 +11,14 @@ since taken over) is refused, never recorded.
 
 **Start gate.** A claimed run waits in the launcher (QUEUED in the database) until a worker is
 free. Right before a worker starts it, the launcher calls the gate that the daemon installed
-with :meth:`Launcher.set_gate`, passing :class:`StartRequest` values; the gate moves the runs
-from QUEUED to RUNNING in the database in one conditional transaction (only while their
-backfill is RUNNING and the daemon's lease is valid) and returns the ids that may start. A run
-refused by the gate is never started: the launcher reports it ``RunFinished(NOT_STARTED)``.
-This is what makes ``pauseBackfill`` and ``cancelBackfill`` immediate: once they have
-committed, no gate lets a run of that backfill start. Without a gate (``set_gate(None)``) every
-run starts and is reported with ``RunStarted``. The gate blocks (it is a database round trip),
-so it is called without the launcher's locks held, from the launcher's own thread.
+with :meth:`Launcher.set_gate`, passing :class:`StartRequest` values; the gate checks in the
+database that each run is still QUEUED, leased to the daemon at that attempt, of a RUNNING
+backfill, under a valid lease, and returns the ids that may start. A run refused by the gate is
+never started: the launcher reports it ``RunFinished(NOT_STARTED)``; the others start and are
+reported with ``RunStarted``. This is what makes ``pauseBackfill`` and ``cancelBackfill``
+immediate: once they have answered, no gate lets a run of that backfill start. Without a gate
+(``set_gate(None)``) every run starts. The gate blocks (a database round trip), so it is called
+without the launcher's locks held, from the launcher's own thread.
 
 **Lease.** The daemon holds a lease in the database with a deadline, renewed every few seconds.
 After each renewal it calls :meth:`Launcher.extend_lease` with ``stop_by``: a wall-clock time
@@ -31,10 +31,12 @@ execute one run at the same time. Runs killed this way are not reported (the dae
 its lease forgets them; the daemon that takes over requeues them as ``WORKER_LOST``).
 
 **Durable results.** A run that finished while its daemon was dead must not be run again: a
-launcher that can keep results beyond its daemon (the local pool writes them to a spool
-directory before reporting them) returns them from :meth:`Launcher.durable_results` when the
+launcher that can keep results beyond its daemon (the local pool writes them to a results
+folder before reporting them) returns them from :meth:`Launcher.durable_results` when the
 next daemon takes the run over, and forgets them on :meth:`Launcher.discard_results` once they
-are written. A launcher that cannot keep results returns nothing (the run is then requeued).
+are written. It may also return ``NOT_STARTED`` for runs it can prove never reached a worker
+(those go back to their backfill without using a retry). A launcher that cannot keep results
+returns nothing (the runs are then requeued as ``WORKER_LOST``).
 
 **Cancel and timeouts** stop the run's whole process group: SIGTERM, a grace period, SIGKILL.
 """

@@ -3,7 +3,9 @@
 Tasks run when :meth:`InlineLauncher.poll` is called (so a daemon tick that polls drives
 them), one after the other, in submission order. With ``hold=True`` runs are reported started
 but do not run until :meth:`release`: a test can then pause, cancel or lose them mid-flight.
-No timeouts and no isolation: a job that hangs hangs the caller.
+No timeouts and no isolation: a job that hangs hangs the caller. It runs in the caller's
+thread, so it takes no start gate (``set_gate`` is ignored; a gate's transaction would wait
+for the very loop that polls): pause and cancel take effect at its next poll.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class InlineLauncher:
         return None
 
     def set_gate(self, gate: Gate | None) -> None:
-        self.gate = gate
+        return None  # see the module's docstring
 
     def extend_lease(self, stop_by: datetime) -> None:
         self.stop_by = stop_by

@@ -45,6 +45,7 @@ from backfiller.launchers.base import (
 from backfiller.launchers.messages import Done, Fatal, Logs, Ready, Stop, WorkerMessage
 from backfiller.launchers.worker import (
     WorkerOptions,
+    marker_path,
     read_result,
     result_path,
     run_worker,
@@ -168,9 +169,26 @@ class LocalLauncher:
             return max(0, self._target_active() - len(self._backlog) - busy)
 
     def submit(self, tasks: Iterable[RunTask]) -> None:
+        tasks = list(tasks)
+        if self.results_dir is not None:
+            for task in tasks:
+                with contextlib.suppress(OSError):
+                    marker_path(self.results_dir, task.run_id, "queued").touch()
         with self._lock:
             self._backlog.extend(tasks)
         self._wake()
+
+    def _mark_started(self, run_id: int) -> None:
+        """``queued`` -> ``started``, before the run goes to its worker (see durable_results)."""
+        if self.results_dir is None:
+            return
+        queued = marker_path(self.results_dir, run_id, "queued")
+        started = marker_path(self.results_dir, run_id, "started")
+        try:
+            os.replace(queued, started)
+        except OSError:
+            with contextlib.suppress(OSError):
+                started.touch()
 
     def cancel(self, run_ids: Iterable[int]) -> None:
         wanted = set(run_ids)
@@ -235,6 +253,9 @@ class LocalLauncher:
         return revoked
 
     def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
+        """Ends kept by workers of this results folder; ``NOT_STARTED`` for the runs a launcher
+        of this folder held but never handed to a worker (a ``queued`` marker, no ``started``).
+        A run this folder knows nothing of (another machine's) gets nothing."""
         if self.results_dir is None:
             return []
         found = []
@@ -242,14 +263,26 @@ class LocalLauncher:
             end = read_result(result_path(self.results_dir, run_id))
             if end is not None:
                 found.append(end)
+            elif (
+                marker_path(self.results_dir, run_id, "queued").exists()
+                and not marker_path(self.results_dir, run_id, "started").exists()
+            ):
+                found.append(
+                    RunFinished(run_id, _now(), Outcome.NOT_STARTED, "taken back: never started")
+                )
         return found
 
     def discard_results(self, run_ids: Iterable[int]) -> None:
         if self.results_dir is None:
             return
         for run_id in run_ids:
-            with contextlib.suppress(OSError):
-                result_path(self.results_dir, run_id).unlink()
+            for path in (
+                result_path(self.results_dir, run_id),
+                marker_path(self.results_dir, run_id, "queued"),
+                marker_path(self.results_dir, run_id, "started"),
+            ):
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def ready_workers(self) -> int:
         """Worker processes started and ready to take runs."""
@@ -525,19 +558,19 @@ class LocalLauncher:
             )
             return
         w.started = time.monotonic()
+        self._mark_started(task.run_id)
+        self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
         try:
             w.conn.send(task)
         except OSError:
             return  # the worker is dying: its burial reports the run WORKER_LOST
-        if allowed is None:
-            self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
 
 
 def _sweep(folder: Path) -> None:
     """Delete results older than ``RESULTS_KEPT_SECONDS``: refused ones (a stale attempt) are
     never recorded, and a takeover happens within a lease, long before."""
     cutoff = time.time() - RESULTS_KEPT_SECONDS
-    for path in folder.glob("*.json"):
+    for path in folder.iterdir():
         with contextlib.suppress(OSError):
             if path.stat().st_mtime < cutoff:
                 path.unlink()

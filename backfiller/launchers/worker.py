@@ -237,6 +237,12 @@ def result_path(folder: Path, run_id: int) -> Path:
     return folder / f"{run_id}.json"
 
 
+def marker_path(folder: Path, run_id: int, what: str) -> Path:
+    """An empty file saying a run was handed to the launcher (``queued``) or a worker
+    (``started``): the next daemon tells a run that never started from a lost one by it."""
+    return folder / f"{run_id}.{what}"
+
+
 def write_result(folder: Path, end: RunFinished) -> None:
     """Keep a run's end on disk (atomically) until its daemon has written it."""
     record = {

@@ -1,7 +1,7 @@
 """The daemon's data functions: plan, claim, start, finish, requeue, complete. Never commits.
 
 One concept per module: ``planning`` (slots a window at a time), ``claims`` (pending slots to
-leased runs, at most one active run per partition), ``starts`` (the start gate), ``results``
+leased runs, at most one active run per partition), ``starts`` (the start gate's check), ``results``
 (ends with fencing, and retries), ``leases`` (daemon leases and takeovers), ``completion`` (a
 backfill's own status). :class:`ExecutionRepository` gathers them over one session.
 
@@ -32,7 +32,7 @@ from backfiller.storage.execution.results import (
     RetryRule,
     RunStart,
 )
-from backfiller.storage.execution.starts import StartGate
+from backfiller.storage.execution.starts import StartGate, may_start
 
 
 class ExecutionRepository(
@@ -60,4 +60,5 @@ __all__ = [
     "RunFinished",
     "RunStart",
     "StartGate",
+    "may_start",
 ]
