@@ -10,7 +10,13 @@ from typing import Any
 from sqlalchemy import select
 
 from backfiller import domain
-from backfiller.asset_plan import AssetPart, AssetTarget, asset_prefix_bounds, split_slot_key
+from backfiller.asset_plan import (
+    AssetPart,
+    AssetTarget,
+    asset_prefix_bounds,
+    slot_key,
+    split_slot_key,
+)
 from backfiller.definitions.assets import AssetDefinition
 from backfiller.resolvers.context import Info, Services
 from backfiller.resolvers.jobs import job_from_definition
@@ -119,10 +125,10 @@ class StorageAssetReads:
 def _backfill_asset(part: AssetPart, level: int, rows: Sequence[Any]) -> BackfillAsset:
     counted: Counter[str] = Counter()
     ranges: list[PartitionStatusRange] = []
-    for i, (slot_key, status) in enumerate(rows):
+    for i, (stored_key, status) in enumerate(rows):
         state = domain.SlotState(status)
         counted[_COUNTED[state]] += 1
-        key = split_slot_key(str(slot_key))[1]
+        key = split_slot_key(str(stored_key))[1]
         last = ranges[-1] if ranges else None
         public = partition_status(state)
         if last is not None and last.status == public:
@@ -146,6 +152,60 @@ def _backfill_asset(part: AssetPart, level: int, rows: Sequence[Any]) -> Backfil
         skipped=counted["skipped"],
     )
     return BackfillAsset(name=part.name, level=level, counts=counts, partition_status_ranges=ranges)
+
+
+async def asset_status_ranges(services: Services, pk: int) -> list[PartitionStatusRange]:
+    """An asset backfill's status ranges: each asset's, in dependency order, keyed
+    ``asset/partition``, with ``startIndex`` counted across the assets."""
+    ranges: list[PartitionStatusRange] = []
+    offset = 0
+    for asset in await StorageAssetReads(services).backfill_assets(pk):
+        planned = 0
+        for r in asset.partition_status_ranges:
+            ranges.append(
+                PartitionStatusRange(
+                    status=r.status,
+                    start_key=slot_key(asset.name, r.start_key),
+                    end_key=slot_key(asset.name, r.end_key),
+                    start_index=offset + r.start_index,
+                    count=r.count,
+                )
+            )
+            planned += r.count
+        unplanned = asset.counts.total - planned
+        if unplanned > 0:
+            first, last = await _keys_at(services, pk, asset.name, planned, asset.counts.total)
+            ranges.append(
+                PartitionStatusRange(
+                    status=partition_status(domain.SlotState.PENDING),
+                    start_key=slot_key(asset.name, first),
+                    end_key=slot_key(asset.name, last),
+                    start_index=offset + planned,
+                    count=unplanned,
+                )
+            )
+        offset += asset.counts.total
+    return ranges
+
+
+async def _keys_at(
+    services: Services, pk: int, name: str, first: int, stop: int
+) -> tuple[str, str]:
+    """The keys of the ``first``-th and last (``stop - 1``) partitions of asset ``name``."""
+    from backfiller.storage.selections import key_space_of
+
+    async with services.database.read() as session:
+        record = await session.get(BackfillRecord, pk)
+    asset = services.definitions.get_asset(name)
+    part = (
+        AssetTarget.from_json(record.asset_target).part(name)
+        if record and record.asset_target
+        else None
+    )
+    if asset is None or part is None or record is None:
+        return "", ""
+    space = await key_space_of(asset.key_partitions, record.created_at, services.database)
+    return part.key_at(first, space), part.key_at(stop - 1, space)
 
 
 async def asset_previews(

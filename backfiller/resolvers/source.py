@@ -16,6 +16,7 @@ from backfiller.planning import (
     keys_between,
     pin_stored_selection,
 )
+from backfiller.resolvers.assets import asset_status_ranges
 from backfiller.resolvers.context import PublicError
 from backfiller.resolvers.ids import encode_cursor
 from backfiller.resolvers.pages import cursor_value, page_info
@@ -193,6 +194,8 @@ class StorageSource:
             record = await BackfillRepository(session).get(pk)
             if record is None:
                 return []
+            if record.asset_target is not None:  # positions interleave assets: per asset
+                return await asset_status_ranges(self.services, pk)
             cache_key = (pk, record.version, record.planned)
             cached = self.services.status_ranges.get(cache_key)
             if cached is not None:

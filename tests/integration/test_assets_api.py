@@ -38,6 +38,7 @@ query($id: ID!) {
   backfill(id: $id) {
     status
     counts { total succeeded skipped failed pending }
+    partitionStatusRanges { status startKey endKey startIndex count }
     assets { name level counts { total succeeded pending }
              partitionStatusRanges { status startKey endKey count } }
     runs(first: 100) { nodes { job asset partitionKey status } }
@@ -155,6 +156,15 @@ async def test_an_asset_backfill_runs_and_reports_per_asset(
         "failed": 0,
         "pending": 0,
     }
+    assert [
+        (r["startKey"], r["endKey"], r["startIndex"], r["count"])
+        for r in backfill["partitionStatusRanges"]
+    ] == [
+        ("raw_events/2024-02-27", "raw_events/2024-03-02", 0, 5),
+        ("daily_visits/2024-02-27", "daily_visits/2024-03-02", 5, 5),
+        ("monthly_report/2024-02-01", "monthly_report/2024-03-01", 10, 2),
+        ("visits_summary/default", "visits_summary/default", 12, 1),
+    ]
     by_name = {a["name"]: a for a in backfill["assets"]}
     assert by_name["monthly_report"]["partitionStatusRanges"] == [
         {"status": "SUCCEEDED", "startKey": "2024-02-01", "endKey": "2024-03-01", "count": 2}
