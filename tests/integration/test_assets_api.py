@@ -176,3 +176,36 @@ async def test_an_asset_backfill_runs_and_reports_per_asset(
     assert all(r["job"] == r["asset"] for r in runs)
     latest = await gql('{ asset(name: "visits_summary") { latestStatuses { key status } } }')
     assert latest["asset"]["latestStatuses"] == [{"key": "default", "status": "SUCCESS"}]
+
+
+async def test_reprocess_missing_works_per_asset_partition_across_cadences(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    async def run(start: str, end: str) -> dict[str, Any]:
+        launched = await gql(
+            LAUNCH,
+            {
+                "input": {
+                    "target": target(["raw_events"], downstream=True),
+                    "partitions": {"range": {"start": start, "end": end}},
+                }
+            },
+        )
+        backfill_id = launched["launchBackfill"]["backfill"]["id"]
+        launcher = InlineLauncher(definitions, max_active=8)
+        await drive(database, definitions, clock, launcher, DaemonState())
+        backfill: dict[str, Any] = (await gql(READ, {"id": backfill_id}))["backfill"]
+        return backfill
+
+    await run("2024-03-30", "2024-03-31")
+    # Two new days (April 1-2) and their April report run; March's days and report, and the
+    # unpartitioned summary, already succeeded: under MISSING they are skipped.
+    second = await run("2024-03-30", "2024-04-02")
+    assert second["status"] == "COMPLETED_SUCCESS"
+    by_name = {a["name"]: a["counts"] for a in second["assets"]}
+    assert by_name["raw_events"] == {"total": 4, "succeeded": 2, "pending": 0}
+    assert by_name["monthly_report"] == {"total": 2, "succeeded": 1, "pending": 0}
+    assert by_name["visits_summary"] == {"total": 1, "succeeded": 0, "pending": 0}
+    assert second["counts"]["skipped"] == 2 + 2 + 1 + 1
+    ran = {(r["asset"], r["partitionKey"]) for r in second["runs"]["nodes"]}
+    assert ("monthly_report", "2024-04-01") in ran and ("raw_events", "2024-03-30") not in ran
