@@ -28,6 +28,7 @@ from backfiller.definitions.partitions import (
 )
 from backfiller.definitions.requests import (
     AllPartitions,
+    AssetSelection,
     BackfillRequest,
     PartitionKeys,
     PartitionRange,
@@ -82,6 +83,7 @@ __all__ = [
     "AllPartitions",
     "AllPartitionsMapping",
     "AssetDefinition",
+    "AssetSelection",
     "AsyncClient",
     "BackfillRequest",
     "BackfillerAPIError",

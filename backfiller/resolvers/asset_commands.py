@@ -14,6 +14,7 @@ from typing import Any, cast
 from backfiller.asset_plan import AssetPart, AssetPlanProblem, AssetTarget, map_parts
 from backfiller.definitions.assets import AssetDefinition
 from backfiller.definitions.partitions import KeySpace
+from backfiller.definitions.requests import BackfillRequest
 from backfiller.planning import (
     ResolvedSelection,
     SelectionProblem,
@@ -24,7 +25,7 @@ from backfiller.resolvers.context import Context
 from backfiller.resolvers.translate import order_of, reprocess_of
 from backfiller.schema.assets import AssetSelectionInput
 from backfiller.schema.common import UserError, UserErrorCode
-from backfiller.schema.inputs import LaunchBackfillInput
+from backfiller.schema.inputs import BackfillTargetInput, LaunchBackfillInput
 from backfiller.storage.repositories import NewBackfill
 from backfiller.storage.selections import key_space_of
 
@@ -210,4 +211,16 @@ def _new_backfill(
         creator=creator if creator is not None else ctx.actor,
         parent_id=parent_id,
         asset_target=target.to_json(),
+    )
+
+
+def target_input_of(request: BackfillRequest) -> BackfillTargetInput:
+    """The target of a Python ``BackfillRequest`` (a trigger's), as the public input."""
+    if request.assets is None:
+        return BackfillTargetInput(job=request.job)
+    chosen = request.assets
+    return BackfillTargetInput(
+        assets=AssetSelectionInput(
+            names=list(chosen.names), upstream=chosen.upstream, downstream=chosen.downstream
+        )
     )

@@ -54,6 +54,7 @@ from backfiller.definitions.triggers import (
     TriggerDefinition,
 )
 from backfiller.resolvers import backfills as backfill_resolvers
+from backfiller.resolvers.asset_commands import target_input_of
 from backfiller.resolvers.commands import LaunchCommand, command_from_input, user_error
 from backfiller.resolvers.context import (
     Context,
@@ -76,7 +77,6 @@ from backfiller.schema.common import JSON, Tag, TagInput, UserError, UserErrorCo
 from backfiller.schema.enums import BackfillOrder, Reprocess
 from backfiller.schema.enums import SkipReason as PublicSkipReason
 from backfiller.schema.inputs import (
-    BackfillTargetInput,
     LaunchBackfillInput,
     PartitionRangeInput,
     PartitionSelectionInput,
@@ -135,7 +135,7 @@ def input_from_request(request: BackfillRequest) -> LaunchBackfillInput:
         case _:
             assert_never(request.partitions)
     return LaunchBackfillInput(
-        target=BackfillTargetInput(job=request.job),
+        target=target_input_of(request),
         partitions=selection,
         reprocess=Reprocess(request.reprocess),
         order=BackfillOrder(request.order),
