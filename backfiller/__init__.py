@@ -36,6 +36,7 @@ from backfiller.definitions.triggers import (
 from backfiller_client._version import __version__
 from backfiller_client.requests import (
     AllPartitions,
+    AssetSelection,
     BackfillRequest,
     PartitionKeys,
     PartitionRange,
@@ -81,6 +82,7 @@ __all__ = [
     "AllPartitions",
     "AllPartitionsMapping",
     "AssetDefinition",
+    "AssetSelection",
     "AsyncClient",
     "BackfillRequest",
     "BackfillerAPIError",

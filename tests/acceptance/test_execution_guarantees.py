@@ -73,6 +73,7 @@ def check_no_overlap_and_completed_once(marks: Path, job: str = "recorded") -> C
     return completed
 
 
+@pytest.mark.timeout(600)  # 2,000 runs and daemon restarts (worker spawn) on a shared machine
 @pytest.mark.parametrize("daemons", [2, 3])
 def test_daemons_and_workers_killed_at_random_on_postgresql(
     server: LiveServer, database_url: str, is_postgres: bool, marks: Path, daemons: int

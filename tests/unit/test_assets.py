@@ -11,6 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from backfiller import (
+    AllPartitions,
+    AssetSelection,
+    BackfillRequest,
     DailyPartitions,
     Definitions,
     DefinitionsError,
@@ -18,6 +21,7 @@ from backfiller import (
     HourlyPartitions,
     MonthlyPartitions,
     OffsetMapping,
+    PartitionRange,
     StaticMapping,
     StaticPartitions,
     asset,
@@ -168,3 +172,22 @@ def test_identity_and_static_maps() -> None:
     mapping = StaticMapping({"fr": "eu", "de": "eu", "us": ["us"]})
     assert mapping.upstream_keys("eu", countries, regions) == ["fr", "de"]
     assert mapping.downstream_keys("de", countries, regions) == ["eu"]
+
+
+def test_a_python_request_can_target_assets() -> None:
+    request = BackfillRequest(
+        assets=AssetSelection(["daily_visits"], downstream=True),
+        partitions=PartitionRange("2024-03-01", "2024-03-31"),
+    )
+    assert request.as_graphql_input()["target"] == {
+        "assets": {"names": ["daily_visits"], "upstream": False, "downstream": True}
+    }
+    assert BackfillRequest("daily_sales", AllPartitions()).as_graphql_input()["target"] == {
+        "job": "daily_sales"
+    }
+    with pytest.raises(TypeError, match="either a job or an AssetSelection"):
+        BackfillRequest(job="x", partitions=AllPartitions(), assets=AssetSelection(["a"]))
+    with pytest.raises(TypeError, match="needs partitions"):
+        BackfillRequest(job="x")
+    with pytest.raises(TypeError, match="not a str"):
+        AssetSelection("abc")
