@@ -5,8 +5,17 @@ The public Python API is what ``__all__`` lists; everything else may change in a
 
 from typing import TYPE_CHECKING, Any
 
+from backfiller.definitions.assets import AssetDefinition, Dep, asset
 from backfiller.definitions.jobs import JobDefinition, RetryPolicy, RunContext, job
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
+from backfiller.definitions.mappings import (
+    AllPartitionsMapping,
+    IdentityMapping,
+    OffsetMapping,
+    PartitionMapping,
+    StaticMapping,
+    TimeWindowMapping,
+)
 from backfiller.definitions.partitions import (
     DailyPartitions,
     DynamicPartitions,
@@ -27,6 +36,7 @@ from backfiller.definitions.triggers import (
 from backfiller_client._version import __version__
 from backfiller_client.requests import (
     AllPartitions,
+    AssetSelection,
     BackfillRequest,
     PartitionKeys,
     PartitionRange,
@@ -70,6 +80,9 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AllPartitions",
+    "AllPartitionsMapping",
+    "AssetDefinition",
+    "AssetSelection",
     "AsyncClient",
     "BackfillRequest",
     "BackfillerAPIError",
@@ -82,23 +95,30 @@ __all__ = [
     "DailyPartitions",
     "Definitions",
     "DefinitionsError",
+    "Dep",
     "DynamicPartitions",
     "HourlyPartitions",
+    "IdentityMapping",
     "JobDefinition",
     "MonthlyPartitions",
+    "OffsetMapping",
     "PartitionKeys",
+    "PartitionMapping",
     "PartitionRange",
     "PartitionStatuses",
     "PartitionsDefinition",
     "RetryPolicy",
     "RunContext",
     "SkipReason",
+    "StaticMapping",
     "StaticPartitions",
     "TimePartitions",
+    "TimeWindowMapping",
     "TriggerContext",
     "TriggerDefinition",
     "WeeklyPartitions",
     "__version__",
+    "asset",
     "job",
     "load_definitions",
     "trigger",

@@ -21,6 +21,7 @@ from backfiller.config import Settings
 from backfiller.ids import parse_backfill_id, parse_evaluation_id, parse_run_id
 from backfiller.observability.api_metrics import OperationMetrics
 from backfiller.resolvers import admin as admin_resolvers
+from backfiller.resolvers import assets as asset_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
 from backfiller.resolvers import progress as progress_resolvers
@@ -35,6 +36,7 @@ from backfiller.schema.admin import (
     CreateApiTokenPayload,
     RevokeApiTokenPayload,
 )
+from backfiller.schema.asset_backfills import Asset
 from backfiller.schema.backfills import Backfill, BackfillConnection, Run, RunConnection
 from backfiller.schema.common import Node
 from backfiller.schema.jobs import Job
@@ -72,6 +74,12 @@ class Query:
         description="Backfills of every job, newest first. `first` is at most 100.",
     )
     jobs: list[Job] = strawberry.field(resolver=job_resolvers.list_jobs, description="Every job.")
+    assets: list[Asset] = strawberry.field(
+        resolver=asset_resolvers.list_assets, description="Every asset, in dependency order."
+    )
+    asset: Asset | None = strawberry.field(
+        resolver=asset_resolvers.get_asset, description="An asset by name."
+    )
     job: Job | None = strawberry.field(resolver=job_resolvers.get_job, description="A job by name.")
     run: Run | None = strawberry.field(resolver=job_resolvers.get_run, description="A run by id.")
     runs: RunConnection = strawberry.field(

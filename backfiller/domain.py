@@ -292,6 +292,7 @@ class SkipReason(enum.StrEnum):
 
     ALREADY_SUCCEEDED = "already_succeeded"
     ALREADY_FAILED = "already_failed"  # reserved: FAILED_AND_MISSING reruns failures
+    UPSTREAM_FAILED = "upstream_failed"  # an asset partition it depends on failed
 
 
 def skip_reason_at_claim(

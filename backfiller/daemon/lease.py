@@ -46,7 +46,7 @@ TAKEOVER_BATCH = 500
 def retry_rules(definitions: Definitions) -> dict[str, RetryRule]:
     return {
         j.name: RetryRule(j.retry.max_retries, j.retry.delay_seconds, j.lost_worker_retries)
-        for j in definitions.jobs
+        for j in definitions.runnables
     }
 
 

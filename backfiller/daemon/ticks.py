@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from backfiller.daemon.assets import launch_asset_runs, plan_asset_backfill
 from backfiller.daemon.lease import (
     keep_lease,
     lease_valid,
@@ -84,6 +85,9 @@ async def plan_backfills(
             [BackfillState.REQUESTED, BackfillState.RUNNING]
         )
     for record in records:
+        if record.asset_target is not None:
+            report += await plan_asset_backfill(database, definitions, clock, state, record)
+            continue
         try:
             pinned = await _pin(database, definitions, state, record)
         except SelectionVanished as vanished:
@@ -177,6 +181,8 @@ async def launch_runs(
     in_flight = len(launcher.active())
     if room < state.claim_batch and room < in_flight:
         return report  # wait for a bigger batch while the launcher is busy
+    report += await launch_asset_runs(database, definitions, clock, launcher, state, room)
+    room -= report.claimed
     runnable = await _runnable(database, definitions, state)
     while room > 0 and runnable:
         share = max(1, room // len(runnable))

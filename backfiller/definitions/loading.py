@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from backfiller.asset_graph import AssetGraph, AssetGraphError
+from backfiller.definitions.assets import AssetDefinition
 from backfiller.definitions.jobs import JobDefinition
 
 
@@ -23,13 +25,16 @@ class Definitions:
 
     Args:
         jobs: the partitioned jobs.
+        assets: the assets (see ``backfiller.asset``); names are shared with jobs.
         triggers: functions that decide whether to launch a backfill.
     """
 
     jobs: Sequence[JobDefinition] = ()
+    assets: Sequence[AssetDefinition] = ()
     triggers: Sequence[Any] = ()
     _jobs_by_name: Mapping[str, JobDefinition] = field(init=False, repr=False)
     _triggers_by_name: Mapping[str, Any] = field(init=False, repr=False)
+    asset_graph: AssetGraph = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         by_name: dict[str, JobDefinition] = {}
@@ -48,10 +53,26 @@ class Definitions:
                 raise DefinitionsError(f"two triggers are named {tname!r}")
             triggers[tname] = t
         object.__setattr__(self, "_jobs_by_name", by_name)
+        object.__setattr__(self, "asset_graph", _asset_graph(self.assets, by_name))
         object.__setattr__(self, "_triggers_by_name", triggers)
 
     def get_job(self, name: str) -> JobDefinition | None:
         return self._jobs_by_name.get(name)
+
+    def get_asset(self, name: str) -> AssetDefinition | None:
+        return self.asset_graph.assets.get(name)
+
+    def get_runnable(self, name: str) -> JobDefinition | None:
+        """What a run named ``name`` executes: a job, or an asset's run (one namespace)."""
+        found = self._jobs_by_name.get(name)
+        if found is None and name in self.asset_graph.assets:
+            found = self.asset_graph.assets[name].job
+        return found
+
+    @property
+    def runnables(self) -> list[JobDefinition]:
+        """Every job and every asset's run."""
+        return [*self._jobs_by_name.values(), *(a.job for a in self.asset_graph.assets.values())]
 
     def get_trigger(self, name: str) -> Any | None:
         return self._triggers_by_name.get(name)
@@ -59,6 +80,22 @@ class Definitions:
     @property
     def job_list(self) -> list[JobDefinition]:
         return sorted(self._jobs_by_name.values(), key=lambda j: j.name)
+
+
+def _asset_graph(
+    assets: Sequence[AssetDefinition], jobs: Mapping[str, JobDefinition]
+) -> AssetGraph:
+    for a in assets:
+        if not isinstance(a, AssetDefinition):
+            raise DefinitionsError(f"{a!r} is not an asset (decorate it with @backfiller.asset)")
+        if a.name in jobs:
+            raise DefinitionsError(
+                f"{a.name!r} names both a job and an asset; jobs and assets share one namespace"
+            )
+    try:
+        return AssetGraph(assets)
+    except AssetGraphError as exc:
+        raise DefinitionsError(str(exc)) from None
 
 
 def load_definitions(target: str) -> Definitions:

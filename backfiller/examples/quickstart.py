@@ -26,6 +26,7 @@ from backfiller import (
     job,
     trigger,
 )
+from backfiller.examples.assets import ASSETS
 
 
 def _fraction(*parts: object) -> float:
@@ -138,5 +139,6 @@ def missing_sales_days(context: TriggerContext) -> BackfillRequest | SkipReason:
 
 definitions = Definitions(
     jobs=[daily_sales, hourly_events, region_report, flaky_export, slow_rebuild, customer_sync],
+    assets=ASSETS,
     triggers=[missing_sales_days],
 )

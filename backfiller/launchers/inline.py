@@ -152,7 +152,7 @@ class InlineLauncher:
         return lost
 
     def _execute(self, task: RunTask) -> list[LauncherEvent]:
-        job = self.definitions.get_job(task.job_name)
+        job = self.definitions.get_runnable(task.job_name)
         if job is None:
             return [RunFinished(task.run_id, _now(), Outcome.ERROR, "job not defined")]
         collect = _Collect()

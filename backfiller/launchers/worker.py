@@ -300,7 +300,7 @@ def _execute(
 ) -> tuple[Outcome, str | None, str | None]:
     from backfiller.definitions.jobs import RunContext
 
-    job = definitions.get_job(task.job_name)
+    job = definitions.get_runnable(task.job_name)
     if job is None:
         return Outcome.ERROR, f"job {task.job_name!r} is not in the worker's definitions", None
     logger = logging.Logger(f"backfiller.run.{task.job_name}", logging.DEBUG)

@@ -50,6 +50,7 @@ from backfiller.schema.payloads import (
     ResumeBackfillPayload,
     RetryBackfillPayload,
 )
+from backfiller.services.asset_launching import asset_names_of, asset_retry_of
 from backfiller.services.launching import (
     Launched,
     LaunchPlan,
@@ -77,6 +78,9 @@ async def launch_backfill(info: Info, input: LaunchBackfillInput) -> LaunchBackf
     plan = await validate_launch(ctx.services, request, creator=ctx.actor)
     if not isinstance(plan, LaunchPlan):
         return LaunchBackfillPayload(backfill=None, user_errors=user_errors_of(plan))
+    refused = _asset_scope(ctx, plan)
+    if refused is not None:
+        return LaunchBackfillPayload(backfill=None, user_errors=[refused])
     # The mutation's success entry of the audit log commits with the backfill.
     audit = success_audit(ctx)
     launched = await create_backfill(
@@ -99,8 +103,28 @@ async def preview_backfill(info: Info, input: LaunchBackfillInput) -> PreviewBac
     plan = await validate_launch(ctx.services, request, creator=ctx.actor)
     if not isinstance(plan, LaunchPlan):
         return PreviewBackfillPayload(preview=None, user_errors=user_errors_of(plan))
+    refused = _asset_scope(ctx, plan)
+    if refused is not None:
+        return PreviewBackfillPayload(preview=None, user_errors=[refused])
     preview = await preview_launch(ctx.services, plan)
     return PreviewBackfillPayload(preview=preview_of(preview), user_errors=[])
+
+
+def _asset_scope(ctx: Context, plan: LaunchPlan) -> UserError | None:
+    """A job-scoped token launches an asset backfill only if it may launch every asset of
+    it (each asset runs as a job of its name); a job's scope is checked by ``Authorize``."""
+    if plan.assets is None:
+        return None
+    return _assets_refusal(ctx, asset_names_of(plan))
+
+
+def _assets_refusal(ctx: Context, names: Iterable[str]) -> UserError | None:
+    for name in names:
+        refused = job_refusal(ctx.principal, name)
+        if refused is not None:
+            message = f"this token may not launch asset {name!r}"
+            return user_error(refused.code, message, ["target", "assets", "names"])
+    return None
 
 
 def _not_found(raw: str) -> UserError:
@@ -216,9 +240,7 @@ def _retry_of(
         title=f"Retry of {title}",
         description=parent.description,
         idempotency_key=input.idempotency_key,
-        request_fingerprint=request_fingerprint(
-            {"retry": parent.id, "include": sorted(i.value for i in include)}
-        ),
+        request_fingerprint=_retry_fingerprint(parent, include),
         creator=creator,
         parent_id=parent.id,
     )
@@ -240,6 +262,8 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
             return RetryBackfillPayload(
                 backfill=None, user_errors=[_invalid_state(parent, "retry")]
             )
+        if parent.asset_target is not None:
+            return await _retry_assets(ctx, parent, include, wanted, input)
         job = ctx.definitions.get_job(parent.job_name)
         if job is None:
             return RetryBackfillPayload(
@@ -281,6 +305,42 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
         )
     keys = [key_at(resolved, parent.order, space, p) for p in sorted(chosen)]
     new = _retry_of(parent, job.partitions.fingerprint(), keys, include, input, ctx.actor)
+    return await _create_child(ctx, parent, new)
+
+
+async def _retry_assets(
+    ctx: Context,
+    parent: BackfillRecord,
+    include: list[RetryInclude],
+    wanted: set[SlotState],
+    input: RetryBackfillInput,
+) -> RetryBackfillPayload:
+    """An asset backfill's child: only what failed, and what was skipped because of it."""
+    assert parent.asset_target is not None
+    refused = _assets_refusal(ctx, (str(p["name"]) for p in parent.asset_target["parts"]))
+    if refused is not None:
+        return RetryBackfillPayload(backfill=None, user_errors=[refused])
+    child = await asset_retry_of(
+        ctx.services,
+        parent,
+        wanted,
+        _retry_fingerprint(parent, include),
+        idempotency_key=input.idempotency_key,
+        creator=ctx.actor,
+    )
+    if isinstance(child, str):
+        error = user_error(UserErrorCode.EMPTY_SELECTION, child, ["include"])
+        return RetryBackfillPayload(backfill=None, user_errors=[error])
+    return await _create_child(ctx, parent, child)
+
+
+def _retry_fingerprint(parent: BackfillRecord, include: list[RetryInclude]) -> str:
+    return request_fingerprint({"retry": parent.id, "include": sorted(i.value for i in include)})
+
+
+async def _create_child(
+    ctx: Context, parent: BackfillRecord, new: NewBackfill
+) -> RetryBackfillPayload:
     launched = await create_backfill(ctx.services, new)
     if not isinstance(launched, Launched):
         return RetryBackfillPayload(backfill=None, user_errors=[user_error_of(launched)])

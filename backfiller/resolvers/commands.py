@@ -14,11 +14,14 @@ from backfiller import domain
 from backfiller.planning import Selection
 from backfiller.resolvers.notifications import notify_errors, webhooks_of
 from backfiller.resolvers.translate import order_of, reprocess_of, skip_reason
+from backfiller.schema.asset_backfills import AssetPreview
+from backfiller.schema.assets import AssetSelectionInput
 from backfiller.schema.backfills import BackfillPreview, SkippedPartition
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.inputs import LaunchBackfillInput
 from backfiller.services.launching import (
     MAX_KEY_LENGTH,
+    AssetRequest,
     LaunchPreview,
     LaunchProblem,
     LaunchRequest,
@@ -28,6 +31,7 @@ from backfiller.services.launching import (
 # The first step of a private field path whose public name differs.
 _PUBLIC_FIELDS: dict[str, tuple[str, ...]] = {
     "job": ("target", "job"),
+    "assets": ("target", "assets"),
     "max_concurrent_runs": ("maxConcurrentRuns",),
     "run_config": ("runConfig",),
     "idempotency_key": ("idempotencyKey",),
@@ -56,6 +60,17 @@ def selection_of(input: LaunchBackfillInput) -> Selection:
     return Selection(domain.SelectionKind.ALL)
 
 
+def _assets_of(chosen: AssetSelectionInput | None) -> AssetRequest | None:
+    if not _given(chosen):
+        return None
+    assert chosen is not None
+    return AssetRequest(
+        names=tuple(chosen.names or ()),
+        upstream=bool(chosen.upstream),
+        downstream=bool(chosen.downstream),
+    )
+
+
 def request_from_input(input: LaunchBackfillInput) -> LaunchRequest | list[UserError]:
     """The private request of a ``LaunchBackfillInput`` (pure: no job, no database).
 
@@ -81,6 +96,7 @@ def request_from_input(input: LaunchBackfillInput) -> LaunchRequest | list[UserE
         description=_optional(input.description),
         idempotency_key=_optional(input.idempotency_key),
         notify=webhooks_of(input.notify),
+        assets=_assets_of(input.target.assets),
     )
 
 
@@ -102,6 +118,8 @@ def error_code(code: ProblemCode) -> UserErrorCode:
             return UserErrorCode.IDEMPOTENCY_KEY_REUSED
         case ProblemCode.RANGE_TOO_LARGE:
             return UserErrorCode.RANGE_TOO_LARGE
+        case ProblemCode.ASSET_NOT_FOUND:
+            return UserErrorCode.ASSET_NOT_FOUND
         case _:
             assert_never(code)
 
@@ -133,6 +151,16 @@ def preview_of(preview: LaunchPreview) -> BackfillPreview:
             SkippedPartition(key=key, reason=skip_reason(reason))
             for key, reason in preview.skipped_partitions
         ],
+        assets=(
+            [
+                AssetPreview(
+                    name=a.name, level=a.level, total=a.total, runs=a.runs, skipped=a.skipped
+                )
+                for a in preview.assets
+            ]
+            if preview.assets is not None
+            else None
+        ),
     )
 
 

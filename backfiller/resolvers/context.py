@@ -19,6 +19,7 @@ from backfiller.services.backend import Backend
 from backfiller.storage import Database
 
 if TYPE_CHECKING:
+    from backfiller.resolvers.assets import StorageAssetReads as AssetReadsImpl
     from backfiller.resolvers.source import StorageSource
 
 
@@ -71,6 +72,13 @@ class Context:
     @property
     def database(self) -> Database:
         return self.services.database
+
+    @property
+    def assets(self) -> AssetReadsImpl:
+        """Reads of assets and asset backfills (``schema.asset_backfills.AssetReads``)."""
+        from backfiller.resolvers.assets import StorageAssetReads
+
+        return StorageAssetReads(self.services)
 
     @property
     def definitions(self) -> Definitions:

@@ -29,6 +29,8 @@ FIELD_ROLES: Mapping[str, Mapping[str, Role | None]] = {
         "node": VIEWER,
         "jobs": VIEWER,
         "job": VIEWER,
+        "assets": VIEWER,
+        "asset": VIEWER,
         "run": VIEWER,
         "runs": VIEWER,
         "triggers": VIEWER,

@@ -17,6 +17,7 @@ from backfiller.planning import (
     keys_between,
     pin_stored_selection,
 )
+from backfiller.resolvers.assets import asset_status_ranges
 from backfiller.resolvers.context import PublicError
 from backfiller.resolvers.notifications import notifications_page
 from backfiller.resolvers.pages import cursor_value, page_info
@@ -202,6 +203,8 @@ class StorageSource:
             record = await BackfillRepository(session).get(pk)
             if record is None:
                 return []
+            if record.asset_target is not None:  # positions interleave assets: per asset
+                return await asset_status_ranges(self.services, pk)
             cache_key = (pk, record.version, record.planned)
             cached = self.services.status_ranges.get(cache_key)
             if cached is not None:
@@ -288,7 +291,7 @@ class StorageSource:
         )
 
     async def _job_space(self, job_name: str) -> tuple[JobDefinition, KeySpace] | None:
-        job = self.services.definitions.get_job(job_name)
+        job = self.services.definitions.get_runnable(job_name)  # a job, or an asset's run
         if job is None:
             return None
         space = await key_space_of(job.partitions, self.services.clock(), self.database)

@@ -13,6 +13,7 @@ import strawberry
 from backfiller import domain
 from backfiller.ids import backfill_id, run_id
 from backfiller.planning import Selection
+from backfiller.schema.assets import AssetSelection
 from backfiller.schema.backfills import (
     Backfill,
     BackfillCounts,
@@ -238,6 +239,8 @@ def skip_reason(value: domain.SkipReason) -> SkipReason:
             return SkipReason.ALREADY_SUCCEEDED
         case domain.SkipReason.ALREADY_FAILED:
             return SkipReason.ALREADY_FAILED
+        case domain.SkipReason.UPSTREAM_FAILED:
+            return SkipReason.UPSTREAM_FAILED
         case _:
             assert_never(value)
 
@@ -300,12 +303,27 @@ def selection_from_record(record: Backfillish) -> PartitionSelection:
     return public_selection(stored_selection(record))
 
 
+def target_from_record(record: Backfillish) -> BackfillTarget:
+    raw = record.asset_target
+    if raw is None:
+        return BackfillTarget(job=record.job_name)
+    return BackfillTarget(
+        job=None,
+        assets=AssetSelection(
+            names=list(raw["names"]),
+            upstream=bool(raw["upstream"]),
+            downstream=bool(raw["downstream"]),
+            assets=[str(p["name"]) for p in raw["parts"]],
+        ),
+    )
+
+
 def backfill_from_record(record: Backfillish) -> Backfill:
     return Backfill(
         id=strawberry.ID(backfill_id(record.id)),
         title=record.title,
         description=record.description,
-        target=BackfillTarget(job=record.job_name),
+        target=target_from_record(record),
         partition_selection=selection_from_record(record),
         status=backfill_status(record.status),
         error=record.error,

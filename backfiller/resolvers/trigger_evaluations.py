@@ -14,11 +14,14 @@ from backfiller.resolvers.translate import (
     public_order,
     public_reprocess,
     public_selection,
+    target_from_record,
 )
+from backfiller.schema.assets import AssetSelection
 from backfiller.schema.backfills import BackfillTarget
 from backfiller.schema.common import JSON, Tag
 from backfiller.schema.triggers import TriggerEvaluation, TriggerEvaluationOutcome, TriggerRequest
 from backfiller.services.backend import Backend
+from backfiller.services.launching import LaunchRequest
 from backfiller.services.trigger_requests import EvaluatedRequest, from_json
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
@@ -37,6 +40,22 @@ def evaluation_outcome(outcome: TriggerOutcome) -> TriggerEvaluationOutcome:
             assert_never(outcome)
 
 
+def _target(request: LaunchRequest, record: BackfillRecord | None) -> BackfillTarget:
+    """A request's target; an asset request's covered assets are known once launched."""
+    if record is not None:
+        return target_from_record(record)
+    chosen = request.assets
+    if chosen is None:
+        return BackfillTarget(job=request.job or "")
+    names = list(chosen.names)
+    return BackfillTarget(
+        job=None,
+        assets=AssetSelection(
+            names=names, upstream=chosen.upstream, downstream=chosen.downstream, assets=names
+        ),
+    )
+
+
 def request_from_stored(
     entry: EvaluatedRequest, backfills: dict[int, BackfillRecord]
 ) -> TriggerRequest:
@@ -44,7 +63,7 @@ def request_from_stored(
     launched = entry.backfill_id
     record = backfills.get(launched) if launched is not None else None
     return TriggerRequest(
-        target=BackfillTarget(job=request.job or ""),
+        target=_target(request, record),
         partition_selection=public_selection(request.selection),
         reprocess=public_reprocess(request.reprocess),
         order=public_order(request.order),

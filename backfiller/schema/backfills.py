@@ -8,10 +8,11 @@ layer implements.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
+from backfiller.schema.assets import AssetSelection
 from backfiller.schema.common import JSON, Node, PageInfo, Tag
 from backfiller.schema.enums import (
     BackfillEventKind,
@@ -26,6 +27,7 @@ from backfiller.schema.enums import (
 from backfiller.schema.notifications import NotificationConnection
 
 if TYPE_CHECKING:
+    from backfiller.schema.asset_backfills import AssetPreview, BackfillAsset
     from backfiller.schema.source import Source
 
 MAX_PAGE = 100
@@ -39,6 +41,9 @@ def source_of(info: strawberry.Info[Any, Any]) -> Source:
 @strawberry.type(description="What a backfill runs.")
 class BackfillTarget:
     job: str | None = strawberry.field(description="The job's name, for a job backfill.")
+    assets: AssetSelection | None = strawberry.field(
+        default=None, description="The assets, for an asset backfill."
+    )
 
 
 @strawberry.type
@@ -219,6 +224,12 @@ class Run(Node):
     _pk: strawberry.Private[int]
     _backfill_pk: strawberry.Private[int]
 
+    @strawberry.field(description="The asset this run materializes; null for a job's run.")
+    def asset(self, info: strawberry.Info[Any, Any]) -> str | None:
+        from backfiller.schema.asset_backfills import asset_reads_of
+
+        return self.job if asset_reads_of(info).is_asset(self.job) else None
+
     @strawberry.field(description="Seconds from start to end (or to now while running).")
     def duration_seconds(self) -> float | None:
         if self.started_at is None:
@@ -324,6 +335,17 @@ class Backfill(Node):
         return await source_of(info).backfill_partition_status_ranges(self._pk)
 
     @strawberry.field(
+        description="Per asset of an asset backfill, in dependency order: its level, counts "
+        "and partition status ranges. Empty for a job backfill."
+    )
+    async def assets(
+        self, info: strawberry.Info[Any, Any]
+    ) -> list[Annotated[BackfillAsset, strawberry.lazy("backfiller.schema.asset_backfills")]]:
+        from backfiller.schema.asset_backfills import asset_reads_of
+
+        return await asset_reads_of(info).backfill_assets(self._pk)
+
+    @strawberry.field(
         description="What happened to this backfill, oldest first (newest first with "
         "`newestFirst`)."
     )
@@ -379,4 +401,10 @@ class BackfillPreview:
     )
     skipped_partitions: list[SkippedPartition] = strawberry.field(
         description="The first skipped partitions with their reason (at most 20)."
+    )
+    assets: (
+        list[Annotated[AssetPreview, strawberry.lazy("backfiller.schema.asset_backfills")]] | None
+    ) = strawberry.field(
+        default=None,
+        description="Per asset of an asset backfill, in dependency order; null for a job.",
     )

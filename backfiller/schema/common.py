@@ -15,6 +15,9 @@ class UserErrorCode(enum.Enum):
     JOB_NOT_FOUND = strawberry.enum_value(
         "JOB_NOT_FOUND", description="No job of that name is defined."
     )
+    ASSET_NOT_FOUND = strawberry.enum_value(
+        "ASSET_NOT_FOUND", description="No asset of that name is defined."
+    )
     PARTITION_NOT_FOUND = strawberry.enum_value(
         "PARTITION_NOT_FOUND",
         description="A well-formed partition key that is not a partition of the job.",

@@ -89,6 +89,10 @@ class SkipReason(enum.Enum):
         "ALREADY_FAILED",
         description="Its latest run failed and `reprocess` is MISSING.",
     )
+    UPSTREAM_FAILED = strawberry.enum_value(
+        "UPSTREAM_FAILED",
+        description="An upstream asset partition it depends on failed after its retries.",
+    )
 
 
 @strawberry.enum(description="The kind of a partitions definition.")

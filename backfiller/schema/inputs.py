@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from backfiller.schema.assets import AssetSelectionInput
 from backfiller.schema.common import JSON, TagInput
 from backfiller.schema.enums import BackfillOrder, BackfillStatus, Reprocess, RetryInclude
 from backfiller.schema.notifications import NotifyInput
@@ -12,6 +13,7 @@ from backfiller.schema.notifications import NotifyInput
 @strawberry.input(one_of=True, description="What a backfill runs. Exactly one field.")
 class BackfillTargetInput:
     job: str | None = strawberry.UNSET
+    assets: AssetSelectionInput | None = strawberry.UNSET
 
 
 @strawberry.input(description="Partitions from `start` to `end`, both included.")

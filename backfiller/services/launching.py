@@ -18,6 +18,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from backfiller import domain
+from backfiller.asset_plan import AssetTarget
+from backfiller.definitions.assets import AssetDefinition
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace
 from backfiller.ids import backfill_id
@@ -69,6 +71,7 @@ class ProblemCode(enum.StrEnum):
     INVALID_ARGUMENT = "invalid_argument"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     RANGE_TOO_LARGE = "range_too_large"
+    ASSET_NOT_FOUND = "asset_not_found"
 
 
 # ``planning.SelectionProblem`` names its codes; these are the ones it raises.
@@ -94,6 +97,16 @@ class LaunchProblem:
 
 
 @dataclass(frozen=True, slots=True)
+class AssetRequest:
+    """An asset target as asked: the named assets, and whether to add what is up or
+    downstream of them."""
+
+    names: tuple[str, ...]
+    upstream: bool = False
+    downstream: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchRequest:
     """A backfill to launch, as asked: the private twin of ``LaunchBackfillInput``."""
 
@@ -108,16 +121,45 @@ class LaunchRequest:
     description: str | None = None
     idempotency_key: str | None = None
     notify: tuple[WebhookTarget, ...] = ()
+    assets: AssetRequest | None = None
+    """An asset target instead of ``job`` (``backfiller.services.asset_launching``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssetLaunch:
+    """A validated asset launch's plan: the pinned per-asset partitions, their key spaces,
+    each asset's dependency level and the root asset whose partitions were selected."""
+
+    target: AssetTarget
+    spaces: dict[str, KeySpace]
+    levels: dict[str, int]
+    root: AssetDefinition
 
 
 @dataclass(frozen=True, slots=True)
 class LaunchPlan:
-    """A validated launch: the job, its key space and the private row to insert."""
+    """A validated launch: the job, its key space and the private row to insert.
+
+    For an asset launch, ``job``, ``space`` and ``resolved`` are the root asset's and
+    ``assets`` the plan of the whole target.
+    """
 
     job: JobDefinition
     space: KeySpace
     resolved: ResolvedSelection
     new: NewBackfill
+    assets: AssetLaunch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AssetPreviewLine:
+    """What a launch would do to one asset."""
+
+    name: str
+    level: int
+    total: int
+    runs: int
+    skipped: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +172,8 @@ class LaunchPreview:
     skipped: int
     first_partitions: tuple[str, ...]
     skipped_partitions: tuple[tuple[str, domain.SkipReason], ...] = field(default=())
+    assets: tuple[AssetPreviewLine, ...] | None = None
+    """Per asset of an asset launch, in dependency order; None for a job."""
 
 
 def _problem(code: ProblemCode, message: str, *path: str) -> LaunchProblem:
@@ -241,6 +285,9 @@ def fingerprint_of(request: LaunchRequest, job: str) -> str:
         "title": request.title,
         "description": request.description,
     }
+    if request.assets is not None:  # absent for a job: its fingerprints stay the same
+        chosen = request.assets
+        normalized["assets"] = [list(chosen.names), chosen.upstream, chosen.downstream]
     if request.notify:  # absent otherwise: fingerprints of earlier launches stay the same
         normalized["notify"] = [[w.url, list(w.events), w.format] for w in request.notify]
     return request_fingerprint(normalized)
@@ -254,6 +301,10 @@ async def validate_launch(
     parent_id: int | None = None,
 ) -> LaunchPlan | list[LaunchProblem]:
     """Check ``request`` against the definitions and the database; plan its insert."""
+    if request.assets is not None:
+        from backfiller.services.asset_launching import validate_asset_launch
+
+        return await validate_asset_launch(backend, request, creator=creator, parent_id=parent_id)
     problems = scalar_problems(request)
     job = backend.definitions.get_job(request.job) if request.job else None
     if job is None:
@@ -319,6 +370,10 @@ def _new_backfill(
 
 async def preview_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
     """What launching ``plan`` would run and skip, reading the partitions' history."""
+    if plan.assets is not None:
+        from backfiller.services.asset_launching import preview_asset_launch
+
+        return await preview_asset_launch(backend, plan)
     resolved, space, new = plan.resolved, plan.space, plan.new
     skipped: dict[int, domain.SkipReason] = {}
     if new.reprocess is not domain.Reprocess.ALL:
@@ -404,6 +459,9 @@ def _same_request(existing: BackfillRecord, new: NewBackfill) -> Launched | Laun
 
 
 __all__ = [
+    "AssetLaunch",
+    "AssetPreviewLine",
+    "AssetRequest",
     "LaunchPlan",
     "LaunchPreview",
     "LaunchProblem",

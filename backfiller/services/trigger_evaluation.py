@@ -47,6 +47,7 @@ from backfiller.definitions.triggers import (
 from backfiller.planning import Selection
 from backfiller.services.backend import Backend
 from backfiller.services.launching import (
+    AssetRequest,
     Launched,
     LaunchPlan,
     LaunchProblem,
@@ -98,6 +99,11 @@ def launch_request_of(request: BackfillRequest) -> LaunchRequest:
         title=request.title,
         description=request.description,
         idempotency_key=request.idempotency_key,
+        assets=(
+            AssetRequest(request.assets.names, request.assets.upstream, request.assets.downstream)
+            if request.assets is not None
+            else None
+        ),
     )
 
 

@@ -16,6 +16,8 @@ from typing import Any
 from backfiller import domain
 from backfiller.planning import Selection
 from backfiller.services.launching import (
+    AssetPreviewLine,
+    AssetRequest,
     LaunchPreview,
     LaunchProblem,
     LaunchRequest,
@@ -45,7 +47,7 @@ def _selection_json(selection: Selection) -> dict[str, Any]:
 
 
 def _request_json(request: LaunchRequest) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "job": request.job,
         "selection": _selection_json(request.selection),
         "reprocess": request.reprocess.value,
@@ -57,10 +59,18 @@ def _request_json(request: LaunchRequest) -> dict[str, Any]:
         "description": request.description,
         "idempotency_key": request.idempotency_key,
     }
+    if request.assets is not None:  # absent for a job: rows written before read the same
+        chosen = request.assets
+        out["assets"] = {
+            "names": list(chosen.names),
+            "upstream": chosen.upstream,
+            "downstream": chosen.downstream,
+        }
+    return out
 
 
 def _preview_json(preview: LaunchPreview) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "job": preview.job,
         "total": preview.total,
         "runs": preview.runs,
@@ -68,6 +78,9 @@ def _preview_json(preview: LaunchPreview) -> dict[str, Any]:
         "first_partitions": list(preview.first_partitions),
         "skipped_partitions": [[k, r.value] for k, r in preview.skipped_partitions],
     }
+    if preview.assets is not None:
+        out["assets"] = [[a.name, a.level, a.total, a.runs, a.skipped] for a in preview.assets]
+    return out
 
 
 def _problem_json(problem: LaunchProblem) -> dict[str, Any]:
@@ -89,6 +102,7 @@ def to_json(entry: EvaluatedRequest) -> dict[str, Any]:
 def _request_of(stored: dict[str, Any]) -> LaunchRequest:
     s = stored["selection"]
     keys = tuple(s["keys"]) if s["keys"] is not None else None
+    assets = stored.get("assets")
     return LaunchRequest(
         job=stored["job"],
         selection=Selection(domain.SelectionKind(s["kind"]), s["start"], s["end"], keys),
@@ -100,6 +114,11 @@ def _request_of(stored: dict[str, Any]) -> LaunchRequest:
         title=stored["title"],
         description=stored["description"],
         idempotency_key=stored["idempotency_key"],
+        assets=(
+            AssetRequest(tuple(assets["names"]), assets["upstream"], assets["downstream"])
+            if assets is not None
+            else None
+        ),
     )
 
 
@@ -112,6 +131,11 @@ def _preview_of(stored: dict[str, Any]) -> LaunchPreview:
         first_partitions=tuple(stored["first_partitions"]),
         skipped_partitions=tuple(
             (k, domain.SkipReason(r)) for k, r in stored["skipped_partitions"]
+        ),
+        assets=(
+            tuple(AssetPreviewLine(*line) for line in stored["assets"])
+            if "assets" in stored
+            else None
         ),
     )
 

@@ -76,6 +76,9 @@ class BackfillRecord(Base):
     version: Mapped[int] = mapped_column(BigInteger, default=0)
     # The W3C traceparent of the launch, when tracing was on: runs link to it.
     trace_parent: Mapped[str | None] = mapped_column(String(64))
+    # An asset backfill's target and per-asset selections (``backfiller.asset_plan``); None
+    # for a job.
+    asset_target: Mapped[dict[str, Any] | None]
 
     __table_args__ = (
         Index("ix_backfills_status_id", "status", "id"),
@@ -106,7 +109,8 @@ class SlotRecord(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     backfill_id: Mapped[int] = mapped_column(ForeignKey("backfills.id", ondelete="CASCADE"))
     position: Mapped[int] = mapped_column(BigInteger)
-    partition_key: Mapped[str] = mapped_column(String(200))
+    # An asset backfill's slot is keyed ``asset/partition`` (``storage.assets``).
+    partition_key: Mapped[str] = mapped_column(String(401))
     status: Mapped[SlotState]
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     # Attempts that do not count against the job's error retries: lost with their worker or

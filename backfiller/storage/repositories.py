@@ -94,6 +94,8 @@ class NewBackfill:
     parent_id: int | None = None
     notify: tuple[WebhookTarget, ...] = ()
     trace_parent: str | None = None
+    asset_target: dict[str, Any] | None = None
+    """An asset backfill's target and per-asset partitions (``backfiller.asset_plan``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
         "skipped": 0,
         "version": 0,
         "trace_parent": new.trace_parent,
+        "asset_target": new.asset_target,
     }
     pk: int = conn.execute(_INSERT_BACKFILL, values).scalar_one()
     if new.tags:

@@ -23,6 +23,8 @@ type ApiToken struct {
 	RevokedAt *DateTime `json:"revokedAt,omitempty"`
 	// When it was last presented (updated at most once a minute).
 	LastUsedAt *DateTime `json:"lastUsedAt,omitempty"`
+	// The only jobs it may launch backfills of; null for every job.
+	Jobs []string `json:"jobs,omitempty"`
 	// Neither revoked nor expired (as of the request).
 	Active bool `json:"active"`
 }
@@ -50,6 +52,60 @@ const (
 	ApiTokenRoleAdmin ApiTokenRole = "ADMIN"
 )
 
+// A partitioned (or unpartitioned) data product of the graph.
+type Asset struct {
+	Name        string  `json:"name"`
+	Description *string `json:"description,omitempty"`
+	// Null for an unpartitioned asset.
+	Partitions *PartitionsDefinition `json:"partitions,omitempty"`
+	// The assets it depends on directly.
+	Upstream []string `json:"upstream"`
+	// The assets that depend on it directly.
+	Downstream []string `json:"downstream"`
+	// Its dependency level in the whole graph.
+	Level int32 `json:"level"`
+	// Its partitions that ran, with their latest run's status (any backfill), by key; `after` is the last key of the previous page. `first` is at most 1000.
+	LatestStatuses []AssetPartition `json:"latestStatuses"`
+}
+
+// A partition of an asset and the status of its latest run.
+type AssetPartition struct {
+	Key    string    `json:"key"`
+	Status RunStatus `json:"status"`
+}
+
+// What a launch would do to one asset.
+type AssetPreview struct {
+	Name string `json:"name"`
+	// Its dependency level (0 for roots).
+	Level int32 `json:"level"`
+	// Its partitions in the backfill.
+	Total int32 `json:"total"`
+	// Partitions that would run (total - skipped).
+	Runs    int32 `json:"runs"`
+	Skipped int32 `json:"skipped"`
+}
+
+// The assets of an asset backfill, as asked and as resolved.
+type AssetSelection struct {
+	// The asset names as asked.
+	Names      []string `json:"names"`
+	Upstream   bool     `json:"upstream"`
+	Downstream bool     `json:"downstream"`
+	// Every asset the backfill covers, in dependency order.
+	Assets []string `json:"assets"`
+}
+
+// Assets to backfill: the named ones, and optionally everything upstream and/or downstream of them. Partitions select the root assets' partitions, mapped through the graph to the others.
+type AssetSelectionInput struct {
+	// Asset names (at least one).
+	Names []string `json:"names"`
+	// Also every asset the named ones depend on.
+	Upstream bool `json:"upstream"`
+	// Also every asset that depends on the named ones.
+	Downstream bool `json:"downstream"`
+}
+
 // One mutation: who asked, what, when, and how it ended.
 type AuditEntry struct {
 	Id string   `json:"id"`
@@ -66,6 +122,8 @@ type AuditEntry struct {
 	Codes     []UserErrorCode `json:"codes"`
 	Message   *string         `json:"message,omitempty"`
 	RequestId *string         `json:"requestId,omitempty"`
+	// The run whose own credential made the request (its job's `context.client`); `actor` is then the token that launched the run's backfill.
+	RunId string `json:"runId,omitempty"`
 }
 
 type AuditEntryConnection struct {
@@ -125,8 +183,22 @@ type Backfill struct {
 	Partitions *BackfillPartitionConnection `json:"partitions"`
 	// Partitions folded into ranges of one status, in launch order: a 100,000-partition backfill is drawn from one small answer.
 	PartitionStatusRanges []PartitionStatusRange `json:"partitionStatusRanges"`
+	// Per asset of an asset backfill, in dependency order: its level, counts and partition status ranges. Empty for a job backfill.
+	Assets []BackfillAsset `json:"assets"`
 	// What happened to this backfill, oldest first (newest first with `newestFirst`).
 	Events *BackfillEventConnection `json:"events"`
+	// Webhook notifications of this backfill's events and their deliveries, oldest first.
+	Notifications *NotificationConnection `json:"notifications"`
+}
+
+// One asset of an asset backfill: its counts and statuses there.
+type BackfillAsset struct {
+	Name string `json:"name"`
+	// Its dependency level in the backfill: 0 for roots, 1 + its upstream's.
+	Level  int32           `json:"level"`
+	Counts *BackfillCounts `json:"counts"`
+	// Its partitions folded into ranges of one status, oldest first.
+	PartitionStatusRanges []PartitionStatusRange `json:"partitionStatusRanges"`
 }
 
 type BackfillConnection struct {
@@ -238,6 +310,8 @@ type BackfillPreview struct {
 	FirstPartitions []string `json:"firstPartitions"`
 	// The first skipped partitions with their reason (at most 20).
 	SkippedPartitions []SkippedPartition `json:"skippedPartitions"`
+	// Per asset of an asset backfill, in dependency order; null for a job.
+	Assets []AssetPreview `json:"assets,omitempty"`
 }
 
 // A backfill's status and counts, pushed by `backfillProgress` each time they change.
@@ -277,11 +351,14 @@ const (
 type BackfillTarget struct {
 	// The job's name, for a job backfill.
 	Job *string `json:"job,omitempty"`
+	// The assets, for an asset backfill.
+	Assets *AssetSelection `json:"assets,omitempty"`
 }
 
 // What a backfill runs. Exactly one field.
 type BackfillTargetInput struct {
-	Job *string `json:"job,omitempty"`
+	Job    *string              `json:"job,omitempty"`
+	Assets *AssetSelectionInput `json:"assets,omitempty"`
 }
 
 // Who is asking: the token of this request.
@@ -308,6 +385,8 @@ type CreateApiTokenInput struct {
 	Role ApiTokenRole `json:"role"`
 	// When the token stops working; never when null.
 	ExpiresAt *DateTime `json:"expiresAt,omitempty"`
+	// Limit the token to launching backfills of these jobs (it may not evaluate triggers then); every job when null.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 type CreateApiTokenPayload struct {
@@ -381,6 +460,8 @@ type LaunchBackfillInput struct {
 	Description *string    `json:"description,omitempty"`
 	// Sending the same key with the same input returns the first backfill and creates nothing; the same key with another input is refused (IDEMPOTENCY_KEY_REUSED).
 	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+	// Webhooks told about this backfill's lifecycle events (besides the server's), signed with the server's key. At most 10.
+	Notify []NotifyInput `json:"notify,omitempty"`
 }
 
 type LaunchBackfillPayload struct {
@@ -391,6 +472,94 @@ type LaunchBackfillPayload struct {
 // An object with a globally unique, opaque id.
 type Node struct {
 	Id string `json:"id"`
+}
+
+// A lifecycle event sent (or to be sent) to one webhook.
+type Notification struct {
+	Id    string            `json:"id"`
+	Event NotificationEvent `json:"event"`
+	// The webhook's scheme and host (its path may hold a secret, as Slack's do).
+	Destination string             `json:"destination"`
+	Format      NotificationFormat `json:"format"`
+	Status      NotificationStatus `json:"status"`
+	Attempts    int32              `json:"attempts"`
+	// Sent with every attempt (`Idempotency-Key`, `X-Backfiller-Delivery`): a receiver that has seen it drops the delivery.
+	IdempotencyKey string    `json:"idempotencyKey"`
+	CreatedAt      DateTime  `json:"createdAt"`
+	DeliveredAt    *DateTime `json:"deliveredAt,omitempty"`
+	LastStatusCode *int32    `json:"lastStatusCode,omitempty"`
+	LastError      *string   `json:"lastError,omitempty"`
+	// Oldest first.
+	Deliveries []NotificationDelivery `json:"deliveries"`
+}
+
+type NotificationConnection struct {
+	Edges    []NotificationEdge `json:"edges"`
+	PageInfo *PageInfo          `json:"pageInfo"`
+	Nodes    []Notification     `json:"nodes"`
+}
+
+// One attempt to deliver a notification, and the answer.
+type NotificationDelivery struct {
+	Attempt int32    `json:"attempt"`
+	At      DateTime `json:"at"`
+	// The HTTP status; null on no answer.
+	StatusCode *int32 `json:"statusCode,omitempty"`
+	// Why the attempt failed, if it did.
+	Error      *string `json:"error,omitempty"`
+	DurationMs int32   `json:"durationMs"`
+}
+
+type NotificationEdge struct {
+	Cursor string        `json:"cursor"`
+	Node   *Notification `json:"node"`
+}
+
+// A backfill lifecycle event a webhook can be told about.
+type NotificationEvent string
+
+const (
+	NotificationEventLaunched         NotificationEvent = "LAUNCHED"
+	NotificationEventPaused           NotificationEvent = "PAUSED"
+	NotificationEventCanceled         NotificationEvent = "CANCELED"
+	NotificationEventCompletedSuccess NotificationEvent = "COMPLETED_SUCCESS"
+	NotificationEventCompletedFailed  NotificationEvent = "COMPLETED_FAILED"
+	// The backfill FAILED (a service-side fault).
+	NotificationEventFailed NotificationEvent = "FAILED"
+	// A run failed and its partition has no retry left.
+	NotificationEventRunFailed NotificationEvent = "RUN_FAILED"
+)
+
+// The body of a webhook delivery.
+type NotificationFormat string
+
+const (
+	// JSON: id, event, occurredAt, message and the backfill.
+	NotificationFormatGeneric NotificationFormat = "GENERIC"
+	// Slack's incoming-webhook body: {"text": ...}.
+	NotificationFormatSlack NotificationFormat = "SLACK"
+)
+
+// Where the delivery of a notification stands.
+type NotificationStatus string
+
+const (
+	// Not delivered yet; will be tried.
+	NotificationStatusPending NotificationStatus = "PENDING"
+	// The receiver answered 2xx.
+	NotificationStatusDelivered NotificationStatus = "DELIVERED"
+	// Every attempt failed; given up.
+	NotificationStatusFailed NotificationStatus = "FAILED"
+)
+
+// A webhook to tell about this backfill's lifecycle events.
+type NotifyInput struct {
+	// An http:// or https:// URL that accepts POST.
+	Url string `json:"url"`
+	// Which events; all of them when null.
+	Events []NotificationEvent `json:"events,omitempty"`
+	// GENERIC when null.
+	Format *NotificationFormat `json:"format,omitempty"`
 }
 
 // Relay page information.
@@ -581,6 +750,10 @@ type Run struct {
 	StartedAt    *DateTime `json:"startedAt,omitempty"`
 	EndedAt      *DateTime `json:"endedAt,omitempty"`
 	BackfillId   string    `json:"backfillId"`
+	// Where the run executed: a process of the daemon's local pool, or a Celery worker's process. Null until the run starts.
+	Worker *RunWorker `json:"worker,omitempty"`
+	// The asset this run materializes; null for a job's run.
+	Asset *string `json:"asset,omitempty"`
 	// Seconds from start to end (or to now while running).
 	DurationSeconds *float64  `json:"durationSeconds,omitempty"`
 	Backfill        *Backfill `json:"backfill"`
@@ -640,6 +813,14 @@ const (
 	RunStatusCanceled RunStatus = "CANCELED"
 )
 
+// The worker process a run executed in.
+type RunWorker struct {
+	// The worker's host name.
+	Host string `json:"host"`
+	// The worker process's id on that host.
+	Pid *int32 `json:"pid,omitempty"`
+}
+
 type SetTriggerEnabledInput struct {
 	Name    string `json:"name"`
 	Enabled bool   `json:"enabled"`
@@ -658,6 +839,8 @@ const (
 	SkipReasonAlreadySucceeded SkipReason = "ALREADY_SUCCEEDED"
 	// Its latest run failed and `reprocess` is MISSING.
 	SkipReasonAlreadyFailed SkipReason = "ALREADY_FAILED"
+	// An upstream asset partition it depends on failed after its retries.
+	SkipReasonUpstreamFailed SkipReason = "UPSTREAM_FAILED"
 )
 
 // A partition that a backfill would skip, and why.
@@ -774,6 +957,8 @@ type UserErrorCode string
 const (
 	// No job of that name is defined.
 	UserErrorCodeJobNotFound UserErrorCode = "JOB_NOT_FOUND"
+	// No asset of that name is defined.
+	UserErrorCodeAssetNotFound UserErrorCode = "ASSET_NOT_FOUND"
 	// A well-formed partition key that is not a partition of the job.
 	UserErrorCodePartitionNotFound UserErrorCode = "PARTITION_NOT_FOUND"
 	// A malformed partition key, or a range whose end is before its start.

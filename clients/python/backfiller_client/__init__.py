@@ -24,6 +24,7 @@ from backfiller_client.errors import (
 )
 from backfiller_client.requests import (
     AllPartitions,
+    AssetSelection,
     BackfillRequest,
     PartitionKeys,
     PartitionRange,
@@ -63,6 +64,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AllPartitions",
+    "AssetSelection",
     "AsyncClient",
     "Backfill",
     "BackfillCounts",

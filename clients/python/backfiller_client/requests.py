@@ -73,13 +73,46 @@ PartitionSelection: TypeAlias = PartitionRange | PartitionKeys | AllPartitions
 """One of :class:`PartitionRange`, :class:`PartitionKeys` or :class:`AllPartitions`."""
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class AssetSelection:
+    """Assets to backfill: ``names``, and optionally everything up or downstream of them.
+
+    Example:
+        >>> AssetSelection(["daily_visits"], downstream=True).names
+        ('daily_visits',)
+    """
+
+    names: tuple[str, ...]
+    upstream: bool
+    downstream: bool
+
+    def __init__(
+        self, names: Iterable[str], upstream: bool = False, downstream: bool = False
+    ) -> None:
+        if isinstance(names, str):
+            raise TypeError("AssetSelection.names must be a list of asset names, not a str")
+        listed = tuple(names)
+        if not listed or not all(isinstance(n, str) and n for n in listed):
+            raise TypeError("AssetSelection.names must be non-empty asset names")
+        object.__setattr__(self, "names", listed)
+        object.__setattr__(self, "upstream", bool(upstream))
+        object.__setattr__(self, "downstream", bool(downstream))
+
+    def as_graphql_input(self) -> dict[str, Any]:
+        return {"names": list(self.names), "upstream": self.upstream, "downstream": self.downstream}
+
+
+_REQUIRED: Any = object()
+
+
 @dataclass(frozen=True, slots=True)
 class BackfillRequest:
-    """A backfill to launch: a job over a partition selection.
+    """A backfill to launch: a job, or assets, over a partition selection.
 
     Args:
-        job: The job's name.
-        partitions: A :class:`PartitionRange`, :class:`PartitionKeys` or :class:`AllPartitions`.
+        job: The job's name (or None with ``assets``).
+        partitions: A :class:`PartitionRange`, :class:`PartitionKeys` or :class:`AllPartitions`;
+            with ``assets``, partitions of the root assets' partitions definition.
         reprocess: Which partitions run again (``MISSING`` by default: only what never ran).
         order: ``OLDEST_FIRST`` (default) or ``NEWEST_FIRST``.
         max_concurrent_runs: At most this many runs of this backfill at once.
@@ -89,6 +122,8 @@ class BackfillRequest:
         description: A longer text shown in the UI.
         idempotency_key: Launching the same request with the same key twice creates one
             backfill; the same key with another request is refused.
+        assets: An :class:`AssetSelection` instead of ``job``: an asset backfill, run in
+            dependency order.
 
     Example:
         >>> BackfillRequest(
@@ -99,8 +134,8 @@ class BackfillRequest:
         'daily_sales'
     """
 
-    job: str
-    partitions: PartitionSelection
+    job: str | None = None
+    partitions: PartitionSelection = _REQUIRED
     reprocess: Reprocess = "MISSING"
     order: Order = "OLDEST_FIRST"
     max_concurrent_runs: int | None = None
@@ -109,9 +144,15 @@ class BackfillRequest:
     title: str | None = None
     description: str | None = None
     idempotency_key: str | None = None
+    assets: AssetSelection | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.job, str) or not self.job:
+        if self.partitions is _REQUIRED:
+            raise TypeError("BackfillRequest needs partitions")
+        if self.assets is not None:
+            if not isinstance(self.assets, AssetSelection) or self.job is not None:
+                raise TypeError("BackfillRequest takes either a job or an AssetSelection")
+        elif not isinstance(self.job, str) or not self.job:
             raise TypeError("BackfillRequest.job must be a job name")
         if not isinstance(self.partitions, PartitionRange | PartitionKeys | AllPartitions):
             raise TypeError(
@@ -151,7 +192,11 @@ class BackfillRequest:
             case AllPartitions():
                 selection = {"all": True}
         result: dict[str, Any] = {
-            "target": {"job": self.job},
+            "target": (
+                {"assets": self.assets.as_graphql_input()}
+                if self.assets is not None
+                else {"job": self.job}
+            ),
             "partitions": selection,
             "reprocess": self.reprocess,
             "order": self.order,
@@ -181,6 +226,7 @@ def plain_json(value: Any) -> Any:
 
 __all__ = [
     "AllPartitions",
+    "AssetSelection",
     "BackfillRequest",
     "Order",
     "PartitionKeys",

@@ -5,6 +5,16 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+/** Assets to backfill: the named ones, and optionally everything upstream and/or downstream of them. Partitions select the root assets' partitions, mapped through the graph to the others. */
+export type AssetSelectionInput = {
+  /** Also every asset that depends on the named ones. */
+  downstream?: boolean;
+  /** Asset names (at least one). */
+  names: Array<string>;
+  /** Also every asset the named ones depend on. */
+  upstream?: boolean;
+};
+
 export type BackfillFilter = {
   job?: string | null | undefined;
   statuses?: Array<BackfillStatus> | null | undefined;
@@ -37,7 +47,8 @@ export type BackfillStatus =
 
 /** What a backfill runs. Exactly one field. */
 export type BackfillTargetInput =
-  {   job: string; };
+  {   assets: AssetSelectionInput; job?: never; }
+  |  { assets?: never;   job: string; };
 
 /** A request to run a target over a partition selection. */
 export type LaunchBackfillInput = {
@@ -144,7 +155,9 @@ export type SkipReason =
   /** Its latest run failed and `reprocess` is MISSING. */
   | 'ALREADY_FAILED'
   /** Its latest run, in any backfill, succeeded. */
-  | 'ALREADY_SUCCEEDED';
+  | 'ALREADY_SUCCEEDED'
+  /** An upstream asset partition it depends on failed after its retries. */
+  | 'UPSTREAM_FAILED';
 
 export type TagInput = {
   key: string;
@@ -162,6 +175,8 @@ export type TriggerEvaluationOutcome =
 
 /** Why a request was refused. Every code is stable in v1. */
 export type UserErrorCode =
+  /** No asset of that name is defined. */
+  | 'ASSET_NOT_FOUND'
   /** No backfill has that id. */
   | 'BACKFILL_NOT_FOUND'
   /** The selection names no partition at all. */

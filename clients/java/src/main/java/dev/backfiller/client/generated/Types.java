@@ -17,6 +17,45 @@ public class Types {
     
   }
   
+  public static class AssetLatestStatusesArgs {
+    private String after;
+    private Integer first;
+  
+    public AssetLatestStatusesArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.after = (String) args.get("after");
+        this.first = (Integer) args.get("first");
+      }
+    }
+  
+    public String getAfter() { return this.after; }
+    public Integer getFirst() { return this.first; }
+    public void setAfter(String after) { this.after = after; }
+    public void setFirst(Integer first) { this.first = first; }
+  }
+  
+  
+  
+  public static class AssetSelectionInput {
+    private Boolean downstream;
+    private Iterable<String> names;
+    private Boolean upstream;
+  
+    public AssetSelectionInput(Map<String, Object> args) {
+      if (args != null) {
+        this.downstream = (Boolean) args.get("downstream");
+        this.names = (Iterable<String>) args.get("names");
+        this.upstream = (Boolean) args.get("upstream");
+      }
+    }
+  
+    public Boolean getDownstream() { return this.downstream; }
+    public Iterable<String> getNames() { return this.names; }
+    public Boolean getUpstream() { return this.upstream; }
+    public void setDownstream(Boolean downstream) { this.downstream = downstream; }
+    public void setNames(Iterable<String> names) { this.names = names; }
+    public void setUpstream(Boolean upstream) { this.upstream = upstream; }
+  }
   
   
   
@@ -48,6 +87,22 @@ public class Types {
     public void setAfter(String after) { this.after = after; }
     public void setFirst(Integer first) { this.first = first; }
     public void setNewestFirst(Boolean newestFirst) { this.newestFirst = newestFirst; }
+  }
+  public static class BackfillNotificationsArgs {
+    private String after;
+    private Integer first;
+  
+    public BackfillNotificationsArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.after = (String) args.get("after");
+        this.first = (Integer) args.get("first");
+      }
+    }
+  
+    public String getAfter() { return this.after; }
+    public Integer getFirst() { return this.first; }
+    public void setAfter(String after) { this.after = after; }
+    public void setFirst(Integer first) { this.first = first; }
   }
   public static class BackfillPartitionsArgs {
     private String after;
@@ -99,6 +154,7 @@ public class Types {
     public void setFirst(Integer first) { this.first = first; }
     public void setStatuses(Iterable<RunStatus> statuses) { this.statuses = statuses; }
   }
+  
   
   
   
@@ -172,15 +228,19 @@ public class Types {
   
   
   public static class BackfillTargetInput {
+    private AssetSelectionInput assets;
     private String job;
   
     public BackfillTargetInput(Map<String, Object> args) {
       if (args != null) {
+        this.assets = new AssetSelectionInput((Map<String, Object>) args.get("assets"));
         this.job = (String) args.get("job");
       }
     }
   
+    public AssetSelectionInput getAssets() { return this.assets; }
     public String getJob() { return this.job; }
+    public void setAssets(AssetSelectionInput assets) { this.assets = assets; }
     public void setJob(String job) { this.job = job; }
   }
   
@@ -199,12 +259,14 @@ public class Types {
   
   public static class CreateApiTokenInput {
     private java.time.OffsetDateTime expiresAt;
+    private Iterable<String> jobs;
     private String name;
     private ApiTokenRole role;
   
     public CreateApiTokenInput(Map<String, Object> args) {
       if (args != null) {
         this.expiresAt = (java.time.OffsetDateTime) args.get("expiresAt");
+        this.jobs = (Iterable<String>) args.get("jobs");
         this.name = (String) args.get("name");
         if (args.get("role") instanceof ApiTokenRole) {
           this.role = (ApiTokenRole) args.get("role");
@@ -215,9 +277,11 @@ public class Types {
     }
   
     public java.time.OffsetDateTime getExpiresAt() { return this.expiresAt; }
+    public Iterable<String> getJobs() { return this.jobs; }
     public String getName() { return this.name; }
     public ApiTokenRole getRole() { return this.role; }
     public void setExpiresAt(java.time.OffsetDateTime expiresAt) { this.expiresAt = expiresAt; }
+    public void setJobs(Iterable<String> jobs) { this.jobs = jobs; }
     public void setName(String name) { this.name = name; }
     public void setRole(ApiTokenRole role) { this.role = role; }
   }
@@ -261,6 +325,7 @@ public class Types {
     private String description;
     private String idempotencyKey;
     private Integer maxConcurrentRuns;
+    private Iterable<NotifyInput> notify;
     private BackfillOrder order;
     private PartitionSelectionInput partitions;
     private Reprocess reprocess;
@@ -274,6 +339,9 @@ public class Types {
         this.description = (String) args.get("description");
         this.idempotencyKey = (String) args.get("idempotencyKey");
         this.maxConcurrentRuns = (Integer) args.get("maxConcurrentRuns");
+        if (args.get("notify") != null) {
+        		this.notify = (Iterable<NotifyInput>) args.get("notify");
+        }
         if (args.get("order") instanceof BackfillOrder) {
           this.order = (BackfillOrder) args.get("order");
         } else if (args.get("order") != null) {
@@ -297,6 +365,7 @@ public class Types {
     public String getDescription() { return this.description; }
     public String getIdempotencyKey() { return this.idempotencyKey; }
     public Integer getMaxConcurrentRuns() { return this.maxConcurrentRuns; }
+    public Iterable<NotifyInput> getNotify() { return this.notify; }
     public BackfillOrder getOrder() { return this.order; }
     public PartitionSelectionInput getPartitions() { return this.partitions; }
     public Reprocess getReprocess() { return this.reprocess; }
@@ -307,6 +376,7 @@ public class Types {
     public void setDescription(String description) { this.description = description; }
     public void setIdempotencyKey(String idempotencyKey) { this.idempotencyKey = idempotencyKey; }
     public void setMaxConcurrentRuns(Integer maxConcurrentRuns) { this.maxConcurrentRuns = maxConcurrentRuns; }
+    public void setNotify(Iterable<NotifyInput> notify) { this.notify = notify; }
     public void setOrder(BackfillOrder order) { this.order = order; }
     public void setPartitions(PartitionSelectionInput partitions) { this.partitions = partitions; }
     public void setReprocess(Reprocess reprocess) { this.reprocess = reprocess; }
@@ -464,6 +534,66 @@ public class Types {
   
   
   
+  /** A backfill lifecycle event a webhook can be told about. */
+  public enum NotificationEvent {
+    CANCELED,
+    COMPLETED_FAILED,
+    COMPLETED_SUCCESS,
+    FAILED,
+    LAUNCHED,
+    PAUSED,
+    RUN_FAILED
+    
+  }
+  
+  /** The body of a webhook delivery. */
+  public enum NotificationFormat {
+    GENERIC,
+    SLACK
+    
+  }
+  
+  /** Where the delivery of a notification stands. */
+  public enum NotificationStatus {
+    DELIVERED,
+    FAILED,
+    PENDING
+    
+  }
+  
+  public static class NotifyInput {
+    private Iterable<NotificationEvent> events;
+    private NotificationFormat format;
+    private String url;
+  
+    public NotifyInput(Map<String, Object> args) {
+      if (args != null) {
+        if (args.get("events") != null) {
+        		this.events = ((List<Object>) args.get("events")).stream()
+        				.map(item -> item instanceof NotificationEvent ? item : NotificationEvent.valueOf((String) item))
+        				.map(NotificationEvent.class::cast)
+        				.collect(Collectors.toList());
+        }
+        if (args.get("format") instanceof NotificationFormat) {
+          this.format = (NotificationFormat) args.get("format");
+        } else if (args.get("format") != null) {
+          this.format = NotificationFormat.valueOf((String) args.get("format"));
+        }
+        this.url = (String) args.get("url");
+      }
+    }
+  
+    public Iterable<NotificationEvent> getEvents() { return this.events; }
+    public NotificationFormat getFormat() { return this.format; }
+    public String getUrl() { return this.url; }
+    public void setEvents(Iterable<NotificationEvent> events) { this.events = events; }
+    public void setFormat(NotificationFormat format) { this.format = format; }
+    public void setUrl(String url) { this.url = url; }
+  }
+  
+  
+  
+  
   public static class PartitionRangeInput {
     private String end;
     private String start;
@@ -571,6 +701,18 @@ public class Types {
     public void setAfter(String after) { this.after = after; }
     public void setFirst(Integer first) { this.first = first; }
     public void setIncludeRevoked(Boolean includeRevoked) { this.includeRevoked = includeRevoked; }
+  }
+  public static class QueryAssetArgs {
+    private String name;
+  
+    public QueryAssetArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.name = (String) args.get("name");
+      }
+    }
+  
+    public String getName() { return this.name; }
+    public void setName(String name) { this.name = name; }
   }
   public static class QueryAuditLogArgs {
     private String actor;
@@ -817,6 +959,7 @@ public class Types {
     
   }
   
+  
   public static class SetTriggerEnabledInput {
     private Boolean enabled;
     private String name;
@@ -837,7 +980,8 @@ public class Types {
   /** Why a partition of a selection will not run. */
   public enum SkipReason {
     ALREADY_FAILED,
-    ALREADY_SUCCEEDED
+    ALREADY_SUCCEEDED,
+    UPSTREAM_FAILED
     
   }
   
@@ -902,6 +1046,7 @@ public class Types {
   
   /** Why a request was refused. Every code is stable in v1. */
   public enum UserErrorCode {
+    ASSET_NOT_FOUND,
     BACKFILL_NOT_FOUND,
     EMPTY_SELECTION,
     FORBIDDEN,

@@ -1,0 +1,212 @@
+"""Resolvers of assets: the graph (``Query.assets``, ``asset``), asset backfills' per-asset
+progress (``Backfill.assets``) and previews (``previewBackfill`` of an asset target)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+
+from backfiller import domain
+from backfiller.asset_plan import (
+    AssetPart,
+    AssetTarget,
+    asset_prefix_bounds,
+    slot_key,
+    split_slot_key,
+)
+from backfiller.definitions.assets import AssetDefinition
+from backfiller.resolvers.context import Info, Services
+from backfiller.resolvers.jobs import job_from_definition
+from backfiller.resolvers.translate import partition_status, run_status
+from backfiller.schema.asset_backfills import (
+    Asset,
+    AssetPartition,
+    BackfillAsset,
+)
+from backfiller.schema.backfills import BackfillCounts, PartitionStatusRange
+from backfiller.services.selections import key_space_of
+from backfiller.storage.records import BackfillRecord, PartitionStateRecord, SlotRecord
+
+MAX_LATEST = 1_000
+
+_COUNTED = {
+    domain.SlotState.PENDING: "pending",
+    domain.SlotState.QUEUED: "queued",
+    domain.SlotState.RUNNING: "running",
+    domain.SlotState.SUCCEEDED: "succeeded",
+    domain.SlotState.FAILED: "failed",
+    domain.SlotState.CANCELED: "canceled",
+    domain.SlotState.SKIPPED: "skipped",
+}
+
+
+def asset_from_definition(services: Services, asset: AssetDefinition) -> Asset:
+    graph = services.definitions.asset_graph
+    partitions = job_from_definition(asset.job).partitions if asset.partitions else None
+    return Asset(
+        name=asset.name,
+        description=asset.description,
+        partitions=partitions,
+        upstream=graph.upstream_of(asset.name),
+        downstream=graph.downstream_of(asset.name),
+        level=graph.level[asset.name],
+    )
+
+
+def list_assets(info: Info) -> list[Asset]:
+    services = info.context.services
+    graph = services.definitions.asset_graph
+    return [asset_from_definition(services, graph.assets[n]) for n in graph.order]
+
+
+def get_asset(info: Info, name: str) -> Asset | None:
+    services = info.context.services
+    found = services.definitions.get_asset(name)
+    return asset_from_definition(services, found) if found is not None else None
+
+
+class StorageAssetReads:
+    """What the public asset types read (``schema.asset_backfills.AssetReads``)."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def is_asset(self, name: str) -> bool:
+        return self.services.definitions.get_asset(name) is not None
+
+    async def asset_partitions(
+        self, name: str, first: int, after: str | None
+    ) -> list[AssetPartition]:
+        first = max(0, min(first, MAX_LATEST))
+        stmt = (
+            select(PartitionStateRecord.partition_key, PartitionStateRecord.status)
+            .where(PartitionStateRecord.job_name == name)
+            .order_by(PartitionStateRecord.partition_key)
+            .limit(first)
+        )
+        if after is not None:
+            stmt = stmt.where(PartitionStateRecord.partition_key > after)
+        async with self.services.database.read() as session:
+            rows = (await session.execute(stmt)).all()
+        return [AssetPartition(key=k, status=run_status(domain.RunState(s))) for k, s in rows]
+
+    async def backfill_assets(self, pk: int) -> list[BackfillAsset]:
+        """Per asset: counts from its slots (grouped by status; the unplanned are pending) and
+        its status ranges, from one read of its slots' statuses in position order."""
+        async with self.services.database.read() as session:
+            record = await session.get(BackfillRecord, pk)
+            if record is None or record.asset_target is None:
+                return []
+            target = AssetTarget.from_json(record.asset_target)
+            out: list[BackfillAsset] = []
+            graph = self.services.definitions.asset_graph
+            levels = graph.levels([n for n in target.assets if n in graph])
+            for part in target.parts:
+                low, high = asset_prefix_bounds(part.name)
+                rows = (
+                    await session.execute(
+                        select(SlotRecord.partition_key, SlotRecord.status)
+                        .where(
+                            SlotRecord.backfill_id == pk,
+                            SlotRecord.partition_key >= low,
+                            SlotRecord.partition_key < high,
+                        )
+                        .order_by(SlotRecord.position)
+                    )
+                ).all()
+                out.append(_backfill_asset(part, levels.get(part.name, 0), rows))
+        return out
+
+
+def _backfill_asset(part: AssetPart, level: int, rows: Sequence[Any]) -> BackfillAsset:
+    counted: Counter[str] = Counter()
+    ranges: list[PartitionStatusRange] = []
+    for i, (stored_key, status) in enumerate(rows):
+        state = domain.SlotState(status)
+        counted[_COUNTED[state]] += 1
+        key = split_slot_key(str(stored_key))[1]
+        last = ranges[-1] if ranges else None
+        public = partition_status(state)
+        if last is not None and last.status == public:
+            last.end_key = key
+            last.count += 1
+        else:
+            ranges.append(
+                PartitionStatusRange(
+                    status=public, start_key=key, end_key=key, start_index=i, count=1
+                )
+            )
+    counted["pending"] += part.count - len(rows)
+    counts = BackfillCounts.of(
+        total=part.count,
+        pending=counted["pending"],
+        queued=counted["queued"],
+        running=counted["running"],
+        succeeded=counted["succeeded"],
+        failed=counted["failed"],
+        canceled=counted["canceled"],
+        skipped=counted["skipped"],
+    )
+    return BackfillAsset(name=part.name, level=level, counts=counts, partition_status_ranges=ranges)
+
+
+async def asset_status_ranges(services: Services, pk: int) -> list[PartitionStatusRange]:
+    """An asset backfill's status ranges: each asset's, in dependency order, keyed
+    ``asset/partition``, with ``startIndex`` counted across the assets."""
+    ranges: list[PartitionStatusRange] = []
+    offset = 0
+    for asset in await StorageAssetReads(services).backfill_assets(pk):
+        planned = 0
+        for r in asset.partition_status_ranges:
+            ranges.append(
+                PartitionStatusRange(
+                    status=r.status,
+                    start_key=slot_key(asset.name, r.start_key),
+                    end_key=slot_key(asset.name, r.end_key),
+                    start_index=offset + r.start_index,
+                    count=r.count,
+                )
+            )
+            planned += r.count
+        unplanned = asset.counts.total - planned
+        if unplanned > 0:
+            first, last = await _keys_at(services, pk, asset.name, planned, asset.counts.total)
+            ranges.append(
+                PartitionStatusRange(
+                    status=partition_status(domain.SlotState.PENDING),
+                    start_key=slot_key(asset.name, first),
+                    end_key=slot_key(asset.name, last),
+                    start_index=offset + planned,
+                    count=unplanned,
+                )
+            )
+        offset += asset.counts.total
+    return ranges
+
+
+async def _keys_at(
+    services: Services, pk: int, name: str, first: int, stop: int
+) -> tuple[str, str]:
+    """The keys of the ``first``-th and last (``stop - 1``) partitions of asset ``name``."""
+    async with services.database.read() as session:
+        record = await session.get(BackfillRecord, pk)
+    asset = services.definitions.get_asset(name)
+    part = (
+        AssetTarget.from_json(record.asset_target).part(name)
+        if record and record.asset_target
+        else None
+    )
+    if asset is None or part is None or record is None:
+        return "", ""
+    space = await key_space_of(asset.key_partitions, record.created_at, services.database)
+    return part.key_at(first, space), part.key_at(stop - 1, space)
+
+
+__all__ = [
+    "StorageAssetReads",
+    "get_asset",
+    "list_assets",
+]

@@ -1,0 +1,334 @@
+"""Launching an asset backfill: validate, preview and retry, behind the one launch path.
+
+:func:`backfiller.services.launching.validate_launch` and ``preview_launch`` come here when a
+:class:`LaunchRequest` targets assets. The partitions select the root assets' partitions (the
+selected assets none of whose upstream assets is selected); each other asset covers the image
+of its upstream assets' partitions through the graph's mappings (``backfiller.asset_plan``).
+What is stored is the selection as asked plus each asset's pinned range or keys: one insert,
+whatever the number of partitions, through ``create_backfill`` like a job's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+
+from sqlalchemy import or_, select
+
+from backfiller import domain
+from backfiller.asset_plan import (
+    AssetPart,
+    AssetPlanProblem,
+    AssetTarget,
+    map_parts,
+    slot_key,
+    split_slot_key,
+)
+from backfiller.definitions.assets import AssetDefinition
+from backfiller.ids import backfill_id
+from backfiller.observability import tracing
+from backfiller.planning import ResolvedSelection, SelectionProblem, resolve_selection
+from backfiller.services.backend import Backend
+from backfiller.services.launching import (
+    _SELECTION_CODES,
+    PREVIEW_LISTED,
+    AssetLaunch,
+    AssetPreviewLine,
+    AssetRequest,
+    LaunchPlan,
+    LaunchPreview,
+    LaunchProblem,
+    LaunchRequest,
+    ProblemCode,
+    fingerprint_of,
+    scalar_problems,
+)
+from backfiller.services.selections import key_space_of
+from backfiller.storage.records import BackfillRecord, SlotRecord
+from backfiller.storage.repositories import NewBackfill, PartitionStateRepository
+
+ASSETS_JOB_NAME = "@assets"
+"""The ``job_name`` stored for asset backfills (no job can be named so)."""
+
+MAX_ASSET_NAMES = 1_000
+
+
+def _problem(code: ProblemCode, message: str, *path: str) -> LaunchProblem:
+    return LaunchProblem(code, message, path or None)
+
+
+def _selected(backend: Backend, chosen: AssetRequest) -> list[str] | LaunchProblem:
+    graph = backend.definitions.asset_graph
+    names = list(chosen.names)
+    if not names or len(names) > MAX_ASSET_NAMES:
+        message = f"name between 1 and {MAX_ASSET_NAMES} assets"
+        return _problem(ProblemCode.INVALID_ARGUMENT, message, "assets", "names")
+    for i, name in enumerate(names):
+        if name not in graph:
+            message = f"no asset named {name[:200]!r}"
+            return _problem(ProblemCode.ASSET_NOT_FOUND, message, "assets", "names", str(i))
+    return graph.select(names, upstream=chosen.upstream, downstream=chosen.downstream)
+
+
+def _root_of(assets: list[AssetDefinition], selected: list[str]) -> AssetDefinition | LaunchProblem:
+    """The root assets' partitions definition: the one the selection is about."""
+    inside = set(selected)
+    roots = [a for a in assets if not any(d.asset in inside for d in a.deps)]
+    partitioned = [a for a in roots if a.partitions is not None] or roots
+    if len({a.key_partitions.fingerprint() for a in partitioned}) > 1:
+        message = (
+            "the root assets ("
+            + ", ".join(repr(a.name) for a in partitioned)
+            + ") have different partitions; select roots of one partitions definition"
+        )
+        return _problem(ProblemCode.INVALID_ARGUMENT, message, "assets", "names")
+    return partitioned[0]
+
+
+def _config_problems(request: LaunchRequest, assets: list[AssetDefinition]) -> list[LaunchProblem]:
+    """Each asset's first run-config problem, named after the asset."""
+    config = request.run_config if request.run_config is not None else {}
+    problems: list[LaunchProblem] = []
+    for a in assets:
+        for path, message in a.job.config.errors(config):
+            problems.append(
+                _problem(
+                    ProblemCode.INVALID_RUN_CONFIG, f"{a.name}: {message}", "run_config", *path
+                )
+            )
+            break
+    return problems
+
+
+async def validate_asset_launch(
+    backend: Backend,
+    request: LaunchRequest,
+    *,
+    creator: str | None,
+    parent_id: int | None = None,
+) -> LaunchPlan | list[LaunchProblem]:
+    """Check an asset ``request`` against the graph and the database; plan its one insert."""
+    assert request.assets is not None
+    problems = scalar_problems(request)
+    selected = _selected(backend, request.assets)
+    if isinstance(selected, LaunchProblem):
+        return [selected, *problems]
+    assets = [a for n in selected if (a := backend.definitions.get_asset(n)) is not None]
+    if not problems:
+        problems = _config_problems(request, assets)
+    if problems:
+        return problems
+    root = _root_of(assets, selected)
+    if isinstance(root, LaunchProblem):
+        return [root]
+    now = backend.clock()
+    spaces = {a.name: await key_space_of(a.key_partitions, now, backend.database) for a in assets}
+    try:
+        resolved = resolve_selection(request.selection, root.key_partitions, spaces[root.name])
+    except SelectionProblem as problem:
+        return [
+            LaunchProblem(_SELECTION_CODES[problem.code], problem.message, tuple(problem.field))
+        ]
+    try:
+        parts = map_parts(
+            backend.definitions.asset_graph, selected, _root_part(root, resolved), spaces
+        )
+    except AssetPlanProblem as problem:
+        return [_problem(ProblemCode.INVALID_ARGUMENT, str(problem), "partitions")]
+    chosen = request.assets
+    target = AssetTarget(chosen.names, chosen.upstream, chosen.downstream, tuple(parts))
+    cap = backend.settings.max_partitions_per_backfill
+    if target.total > cap:
+        message = (
+            f"the selection has {target.total} asset partitions; this server allows "
+            f"at most {cap} per backfill"
+        )
+        return [_problem(ProblemCode.RANGE_TOO_LARGE, message, "partitions")]
+    launch = AssetLaunch(target, spaces, backend.definitions.asset_graph.levels(selected), root)
+    new = _new_backfill(request, target, resolved.first_index, creator, parent_id)
+    return LaunchPlan(root.job, spaces[root.name], resolved, new, assets=launch)
+
+
+def _root_part(root: AssetDefinition, resolved: ResolvedSelection) -> AssetPart:
+    fingerprint = root.key_partitions.fingerprint()
+    if resolved.keys is not None:
+        return AssetPart(root.name, fingerprint, 0, resolved.total, resolved.keys)
+    return AssetPart(root.name, fingerprint, resolved.first_index, resolved.total)
+
+
+def _new_backfill(
+    request: LaunchRequest,
+    target: AssetTarget,
+    first_index: int,
+    creator: str | None,
+    parent_id: int | None,
+) -> NewBackfill:
+    selection = request.selection
+    return NewBackfill(
+        job_name=ASSETS_JOB_NAME,
+        selection_kind=selection.kind,
+        range_start=selection.range_start,
+        range_end=selection.range_end,
+        keys=list(selection.keys) if selection.keys is not None else None,
+        partitions_fingerprint=target.parts[0].fingerprint,
+        first_index=first_index,
+        total=target.total,
+        reprocess=request.reprocess,
+        order=request.order,
+        max_concurrent_runs=request.max_concurrent_runs,
+        run_config=request.run_config,
+        tags=list(request.tags),
+        title=request.title,
+        description=request.description,
+        idempotency_key=request.idempotency_key,
+        request_fingerprint=fingerprint_of(request, ASSETS_JOB_NAME),
+        creator=creator,
+        parent_id=parent_id,
+        notify=request.notify,
+        trace_parent=tracing.current_trace_parent(),
+        asset_target=target.to_json(),
+    )
+
+
+async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
+    """Per asset: its level and how many partitions would run or be skipped.
+
+    Reads each asset's partition history once; never lists the partitions.
+    """
+    launch = plan.assets
+    assert launch is not None
+    reprocess, order = plan.new.reprocess, plan.new.order
+    lines: list[AssetPreviewLine] = []
+    for part in launch.target.parts:
+        skipped = 0
+        if reprocess is not domain.Reprocess.ALL:
+            skipped = await _skipped_within(backend, part, reprocess)
+        level = launch.levels.get(part.name, 0)
+        lines.append(AssetPreviewLine(part.name, level, part.count, part.count - skipped, skipped))
+    total = launch.target.total
+    skipped_total = sum(line.skipped for line in lines)
+    first = tuple(
+        launch.target.at_cursor(g, launch.spaces, order)[1]
+        for g in range(min(PREVIEW_LISTED, total))
+    )
+    return LaunchPreview(
+        job=plan.new.job_name,
+        total=total,
+        runs=total - skipped_total,
+        skipped=skipped_total,
+        first_partitions=first,
+        assets=tuple(lines),
+    )
+
+
+async def _skipped_within(backend: Backend, part: AssetPart, reprocess: domain.Reprocess) -> int:
+    asset = backend.definitions.get_asset(part.name)
+    if asset is None:
+        return 0
+    async with backend.database.read() as session:
+        history = await PartitionStateRepository(session).all_of_job(
+            part.name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
+        )
+    space = await key_space_of(asset.key_partitions, backend.clock(), backend.database)
+    keys = set(part.keys) if part.keys is not None else None
+    n = 0
+    for key, state in history.items():
+        if domain.skip_reason_for(reprocess, state) is None:
+            continue
+        if keys is not None:
+            n += key in keys
+        else:
+            index = space.index_of(key)
+            n += index is not None and part.start <= index < part.start + part.count
+    return n
+
+
+async def asset_retry_of(
+    backend: Backend,
+    parent: BackfillRecord,
+    wanted: Collection[domain.SlotState],
+    fingerprint: str,
+    *,
+    idempotency_key: str | None,
+    creator: str | None,
+) -> NewBackfill | str:
+    """The child of an asset backfill, or why there is nothing to retry.
+
+    Per asset, the keys of the parent's slots in the ``wanted`` statuses plus the slots
+    skipped because an upstream failed (``UPSTREAM_FAILED``): nothing healthy runs again.
+    """
+    assert parent.asset_target is not None
+    target = AssetTarget.from_json(parent.asset_target)
+    chosen = await _retried_keys(backend, parent.id, wanted)
+    parts: list[AssetPart] = []
+    for part in target.parts:
+        keys = chosen.get(part.name)
+        asset = backend.definitions.get_asset(part.name)
+        if not keys or asset is None:
+            continue
+        space = await key_space_of(asset.key_partitions, parent.created_at, backend.database)
+        ordered = sorted(keys, key=lambda k: space.index_of(k) or 0)
+        parts.append(AssetPart(part.name, part.fingerprint, 0, len(ordered), tuple(ordered)))
+    if not parts:
+        return "the backfill has no partition in the statuses to retry"
+    child = AssetTarget(target.names, target.upstream, target.downstream, tuple(parts))
+    title = parent.title or backfill_id(parent.id)
+    return NewBackfill(
+        job_name=parent.job_name,
+        selection_kind=domain.SelectionKind.KEYS,
+        range_start=None,
+        range_end=None,
+        keys=[slot_key(p.name, k) for p in parts for k in p.keys or ()],
+        partitions_fingerprint=parts[0].fingerprint,
+        first_index=0,
+        total=child.total,
+        reprocess=domain.Reprocess.ALL,
+        order=parent.order,
+        max_concurrent_runs=parent.max_concurrent_runs,
+        run_config=parent.run_config,
+        tags=[(k, v) for k, v in parent.tags],
+        title=f"Retry of {title}",
+        description=parent.description,
+        idempotency_key=idempotency_key,
+        request_fingerprint=fingerprint,
+        creator=creator,
+        parent_id=parent.id,
+        asset_target=child.to_json(),
+    )
+
+
+async def _retried_keys(
+    backend: Backend, pk: int, wanted: Collection[domain.SlotState]
+) -> dict[str, set[str]]:
+    async with backend.database.read() as session:
+        rows = (
+            await session.execute(
+                select(SlotRecord.partition_key).where(
+                    SlotRecord.backfill_id == pk,
+                    or_(
+                        SlotRecord.status.in_(list(wanted)),
+                        (SlotRecord.status == domain.SlotState.SKIPPED)
+                        & (SlotRecord.skip_reason == domain.SkipReason.UPSTREAM_FAILED.value),
+                    ),
+                )
+            )
+        ).scalars()
+        chosen: dict[str, set[str]] = defaultdict(set)
+        for value in rows:
+            name, key = split_slot_key(str(value))
+            chosen[name].add(key)
+    return chosen
+
+
+def asset_names_of(plan: LaunchPlan) -> Sequence[str]:
+    """Every asset a plan runs (for job-scoped tokens: each is a job of its own)."""
+    return plan.assets.target.assets if plan.assets is not None else [plan.job.name]
+
+
+__all__ = [
+    "ASSETS_JOB_NAME",
+    "asset_names_of",
+    "asset_retry_of",
+    "preview_asset_launch",
+    "validate_asset_launch",
+]

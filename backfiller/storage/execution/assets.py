@@ -1,0 +1,341 @@
+"""Claims of asset backfills: a slot is claimable once what it depends on has succeeded.
+
+An asset backfill's slot is keyed ``asset/partition``. Its run is a run of the asset (the run's
+``job_name`` is the asset's name), so the unique index ``uq_runs_active_partition`` keeps one
+active run per (asset, partition) across all backfills, as for jobs.
+
+A pending slot is, at claim time:
+
+* **ready** when every upstream slot it depends on (``needs``: per upstream asset, slot keys, or
+  None for every slot of that asset in the backfill) has succeeded, or was skipped because an
+  earlier run had already succeeded; upstream keys without a slot are outside the backfill and
+  are not waited for (an upstream slot is always planned before its downstream ones);
+* **blocked** when one of them failed after its retries, was canceled, or was itself skipped
+  because its upstream failed: the slot becomes SKIPPED (``upstream_failed``) in the same
+  transaction, so the rest of the graph goes on and the counts stay exact;
+* **waiting** otherwise (an upstream is pending, queued or running).
+
+A claim reads pending slots in position order a page at a time (positions interleave the assets
+partition by partition, see ``backfiller.asset_plan``), so a downstream slot is claimed in the
+first claim after its last upstream succeeds: the daemon claims right after it writes results.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, func, insert, or_, select, update
+
+from backfiller.domain import (
+    BackfillState,
+    Reprocess,
+    RunState,
+    SkipReason,
+    SlotState,
+    skip_reason_at_claim,
+)
+from backfiller.storage.execution.claims import (
+    Claim,
+    ClaimConflict,
+    ClaimedRun,
+    ClaimsRepository,
+)
+from backfiller.storage.execution.common import ACTIVE, CHUNK, changed, runs_t, slots_t
+from backfiller.storage.execution.planning import PlanningRepository
+from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
+
+Needs = Callable[[str], Sequence[tuple[str, Sequence[str] | None]]]
+"""A slot key's upstream needs: per upstream asset, its slot keys, or None for all of them."""
+
+PAGE = 256
+MAX_SCAN = 4_096
+
+_SATISFIED_SKIPS = {SkipReason.ALREADY_SUCCEEDED.value}
+_FAILED_SKIPS = {SkipReason.UPSTREAM_FAILED.value, SkipReason.ALREADY_FAILED.value}
+
+READY, WAITING, BLOCKED = "ready", "waiting", "blocked"
+
+
+def _split(slot_key: str) -> tuple[str, str]:
+    asset, _, key = slot_key.partition("/")
+    return asset, key
+
+
+def verdict_of(status: SlotState, skip_reason: str | None) -> str:
+    """What an upstream slot's state means for the slots that depend on it."""
+    if status is SlotState.SUCCEEDED:
+        return READY
+    if status is SlotState.SKIPPED:
+        return READY if skip_reason in _SATISFIED_SKIPS else BLOCKED
+    if status in (SlotState.FAILED, SlotState.CANCELED):
+        return BLOCKED
+    return WAITING
+
+
+class AssetClaimsRepository(ClaimsRepository):
+    async def claim_asset_slots(
+        self,
+        pk: int,
+        want: int,
+        now: datetime,
+        owner: str,
+        needs: Needs,
+        *,
+        reprocess: Reprocess = Reprocess.ALL,
+        backfill_limit: int | None = None,
+        asset_limits: Mapping[str, int | None] | None = None,
+    ) -> Claim:
+        """Claim up to ``want`` ready slots of a RUNNING asset backfill, in position order,
+        and skip the blocked ones met on the way (see the module's docstring)."""
+        claim = Claim()
+        if want <= 0:
+            return claim
+        await self.check_lease(owner, now)
+        allowed = await self._asset_room(pk, want, backfill_limit)
+        if allowed <= 0:
+            return claim
+        ready, blocked = await self._scan(pk, now, needs, allowed)
+        if blocked:
+            await self._skip(pk, blocked, SkipReason.UPSTREAM_FAILED, now)
+            claim.skipped += len(blocked)
+        ready = await self._not_busy(ready)
+        if reprocess is not Reprocess.ALL and ready:
+            ready, moot = await self._moot(ready, reprocess)
+            for reason, slots in moot.items():
+                await self._skip(pk, slots, reason, now)
+                claim.skipped += len(slots)
+        chosen = await self._within_asset_limits(ready, asset_limits or {})
+        chosen = chosen[:allowed]
+        if chosen:
+            claim.runs = await self._queue_assets(pk, chosen, owner, now)
+        return claim
+
+    async def _asset_room(self, pk: int, want: int, backfill_limit: int | None) -> int:
+        locked = await self.session.execute(
+            select(BackfillRecord.queued, BackfillRecord.running)
+            .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
+            .with_for_update()
+        )
+        row = locked.one_or_none()
+        if row is None:
+            return 0
+        if backfill_limit is None:
+            return want
+        return min(want, backfill_limit - int(row.queued) - int(row.running))
+
+    async def _scan(
+        self, pk: int, now: datetime, needs: Needs, allowed: int
+    ) -> tuple[list[Any], list[Any]]:
+        """Pending slots in position order, a page at a time: the ready and the blocked."""
+        ready: list[Any] = []
+        blocked: list[Any] = []
+        after = -1
+        scanned = 0
+        while len(ready) < allowed and scanned < MAX_SCAN:
+            stmt = (
+                select(
+                    SlotRecord.id,
+                    SlotRecord.position,
+                    SlotRecord.partition_key,
+                    SlotRecord.attempts,
+                )
+                .where(
+                    SlotRecord.backfill_id == pk,
+                    SlotRecord.status == SlotState.PENDING,
+                    SlotRecord.position > after,
+                    or_(SlotRecord.next_attempt_at.is_(None), SlotRecord.next_attempt_at <= now),
+                )
+                .order_by(SlotRecord.position)
+                .limit(PAGE)
+            )
+            if self.dialect == "postgresql":
+                stmt = stmt.with_for_update(skip_locked=True)
+            page = (await self.session.execute(stmt)).all()
+            if not page:
+                break
+            scanned += len(page)
+            after = int(page[-1].position)
+            verdicts = await self._verdicts(pk, [str(s.partition_key) for s in page], needs)
+            for s in page:
+                v = verdicts[str(s.partition_key)]
+                if v == READY:
+                    ready.append(s)
+                elif v == BLOCKED:
+                    blocked.append(s)
+        return ready, blocked
+
+    async def _verdicts(self, pk: int, keys: Sequence[str], needs: Needs) -> dict[str, str]:
+        """Each slot key's verdict, from the states of the upstream slots it needs."""
+        wanted: dict[str, Sequence[tuple[str, Sequence[str] | None]]] = {k: needs(k) for k in keys}
+        specific = sorted({u for n in wanted.values() for _, us in n if us for u in us})
+        states: dict[str, str] = {}
+        for i in range(0, len(specific), CHUNK):
+            result = await self.session.execute(
+                select(SlotRecord.partition_key, SlotRecord.status, SlotRecord.skip_reason).where(
+                    SlotRecord.backfill_id == pk,
+                    SlotRecord.partition_key.in_(specific[i : i + CHUNK]),
+                )
+            )
+            for key, status, reason in result.all():
+                states[str(key)] = verdict_of(SlotState(status), reason)
+        whole: dict[str, str] = {}
+        out: dict[str, str] = {}
+        for key, per_asset in wanted.items():
+            found: list[str] = []
+            for asset, ups in per_asset:
+                if ups is None:
+                    if asset not in whole:
+                        whole[asset] = await self._whole_asset(pk, asset)
+                    found.append(whole[asset])
+                else:
+                    found += [states[u] for u in ups if u in states]
+            out[key] = BLOCKED if BLOCKED in found else WAITING if WAITING in found else READY
+        return out
+
+    async def _whole_asset(self, pk: int, asset: str) -> str:
+        """The verdict of every slot of ``asset`` in the backfill, taken together."""
+        low, high = f"{asset}/", f"{asset}0"
+        result = await self.session.execute(
+            select(SlotRecord.status, SlotRecord.skip_reason, func.count())
+            .where(
+                SlotRecord.backfill_id == pk,
+                SlotRecord.partition_key >= low,
+                SlotRecord.partition_key < high,
+            )
+            .group_by(SlotRecord.status, SlotRecord.skip_reason)
+        )
+        found = {verdict_of(SlotState(s), r) for s, r, _ in result.all()}
+        return BLOCKED if BLOCKED in found else WAITING if WAITING in found else READY
+
+    async def _not_busy(self, slots: list[Any]) -> list[Any]:
+        """The slots whose (asset, partition) has no active run in any backfill."""
+        by_asset: dict[str, list[str]] = defaultdict(list)
+        for s in slots:
+            asset, key = _split(str(s.partition_key))
+            by_asset[asset].append(key)
+        busy: set[str] = set()
+        for asset, keys in by_asset.items():
+            for i in range(0, len(keys), CHUNK):
+                result = await self.session.execute(
+                    select(RunRecord.partition_key).where(
+                        RunRecord.job_name == asset,
+                        RunRecord.partition_key.in_(keys[i : i + CHUNK]),
+                        RunRecord.status.in_(ACTIVE),
+                    )
+                )
+                busy.update(f"{asset}/{k}" for k in result.scalars())
+        return [s for s in slots if str(s.partition_key) not in busy]
+
+    async def _moot(
+        self, slots: list[Any], reprocess: Reprocess
+    ) -> tuple[list[Any], dict[SkipReason, list[Any]]]:
+        """Keep the slots to run; the others, by skip reason (``reprocess``, as for jobs)."""
+        planning = PlanningRepository(self.session)
+        by_asset: dict[str, list[Any]] = defaultdict(list)
+        for s in slots:
+            by_asset[_split(str(s.partition_key))[0]].append(s)
+        latest: dict[str, RunState] = {}
+        for asset, group in by_asset.items():
+            found = await planning.latest_states(
+                asset, [_split(str(s.partition_key))[1] for s in group]
+            )
+            latest.update({f"{asset}/{k}": v for k, v in found.items()})
+        keep: list[Any] = []
+        moot: dict[SkipReason, list[Any]] = defaultdict(list)
+        for s in slots:
+            reason = skip_reason_at_claim(reprocess, latest.get(str(s.partition_key)), s.attempts)
+            if reason is None:
+                keep.append(s)
+            else:
+                moot[reason].append(s)
+        return keep, moot
+
+    async def _within_asset_limits(
+        self, slots: list[Any], limits: Mapping[str, int | None]
+    ) -> list[Any]:
+        """Drop the slots of assets at their ``max_concurrent_runs`` (across backfills)."""
+        room: dict[str, int] = {}
+        out: list[Any] = []
+        for s in slots:
+            asset = _split(str(s.partition_key))[0]
+            limit = limits.get(asset)
+            if limit is None:
+                out.append(s)
+                continue
+            if asset not in room:
+                await self._serialize_job(asset)
+                active = (
+                    await self.session.execute(
+                        select(func.count()).where(
+                            RunRecord.job_name == asset, RunRecord.status.in_(ACTIVE)
+                        )
+                    )
+                ).scalar_one()
+                room[asset] = limit - int(active)
+            if room[asset] > 0:
+                room[asset] -= 1
+                out.append(s)
+        return out
+
+    async def _skip(self, pk: int, slots: list[Any], reason: SkipReason, now: datetime) -> None:
+        moved = await self.session.execute(
+            update(slots_t)
+            .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
+            .values(status=SlotState.SKIPPED, skip_reason=reason.value, updated_at=now),
+            [{"b_id": s.id} for s in slots],
+        )
+        if changed(moved) != len(slots):
+            raise ClaimConflict(f"backfill {pk}: slots changed while skipping")
+        await self._count(pk, len(slots), now, to="skipped")
+
+    async def _queue_assets(
+        self, pk: int, chosen: list[Any], owner: str, now: datetime
+    ) -> list[ClaimedRun]:
+        """PENDING -> QUEUED for ``chosen``, each with a new QUEUED run of its asset."""
+        moved = await self.session.execute(
+            update(slots_t)
+            .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
+            .values(
+                status=SlotState.QUEUED,
+                attempts=slots_t.c.attempts + 1,
+                next_attempt_at=None,
+                updated_at=now,
+            ),
+            [{"b_id": c.id} for c in chosen],
+        )
+        if changed(moved) != len(chosen):
+            raise ClaimConflict(f"backfill {pk}: slots changed while claiming")
+        split = [_split(str(c.partition_key)) for c in chosen]
+        inserted = await self.session.execute(
+            insert(runs_t).returning(runs_t.c.id, sort_by_parameter_order=True),
+            [
+                {
+                    "backfill_id": pk,
+                    "slot_id": c.id,
+                    "job_name": asset,
+                    "partition_key": key,
+                    "attempt": int(c.attempts) + 1,
+                    "status": RunState.QUEUED,
+                    "queued_at": now,
+                    "lease_owner": owner,
+                }
+                for c, (asset, key) in zip(chosen, split, strict=True)
+            ],
+        )
+        run_ids = [int(r[0]) for r in inserted.all()]
+        claimed = [
+            ClaimedRun(rid, int(c.id), int(c.position), str(c.partition_key), int(c.attempts) + 1)
+            for rid, c in zip(run_ids, chosen, strict=True)
+        ]
+        await self.record_partition_states(
+            [
+                (asset, key, RunState.QUEUED, c.run_id)
+                for c, (asset, key) in zip(claimed, split, strict=True)
+            ],
+            now,
+        )
+        await self._count(pk, len(claimed), now, to="queued")
+        return claimed

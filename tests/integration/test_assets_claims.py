@@ -1,0 +1,111 @@
+"""The claim path of asset backfills, tick by tick against the real database (SQLite, or
+PostgreSQL with ``BACKFILLER_TEST_DATABASE_URL``), with the inline launcher: a downstream slot
+is not claimed while an upstream slot it needs is unfinished, and an upstream failure after
+its retries skips exactly its downstream slots, with exact counts."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills
+from backfiller.definitions.loading import Definitions
+from backfiller.launchers import InlineLauncher
+from backfiller.storage import Database
+from backfiller.storage.records import RunRecord, SlotRecord
+from tests.acceptance.assets_defs import definitions as asset_definitions
+from tests.integration.test_daemon_ticks import drive
+from tests.support import FrozenClock, GraphQLRunner
+
+LAUNCH = """
+mutation($input: LaunchBackfillInput!) {
+  launchBackfill(input: $input) { backfill { id } userErrors { code message } }
+}
+"""
+COUNTS = """
+query($id: ID!) {
+  backfill(id: $id) { status counts { total pending succeeded failed skipped } }
+}
+"""
+
+
+@pytest.fixture
+def definitions() -> Definitions:
+    return asset_definitions
+
+
+async def launch_diamond(gql: GraphQLRunner, start: str, end: str) -> str:
+    data = await gql(
+        LAUNCH,
+        {
+            "input": {
+                "target": {"assets": {"names": ["top"], "downstream": True}},
+                "partitions": {"range": {"start": start, "end": end}},
+            }
+        },
+    )
+    assert data["launchBackfill"]["userErrors"] == [], data
+    backfill_id: str = data["launchBackfill"]["backfill"]["id"]
+    return backfill_id
+
+
+async def active_runs(database: Database) -> list[tuple[str, str]]:
+    async with database.read() as session:
+        rows = await session.execute(
+            select(RunRecord.job_name, RunRecord.partition_key).order_by(RunRecord.id)
+        )
+        return [(str(a), str(k)) for a, k in rows.all()]
+
+
+async def test_downstream_slots_wait_for_their_upstream(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    await launch_diamond(gql, "2024-01-01", "2024-01-02")
+    launcher = InlineLauncher(definitions, max_active=16, hold=True)
+    state = DaemonState()
+    await plan_backfills(database, definitions, clock, state)
+    await launch_runs(database, definitions, clock, launcher, state)
+    await launch_runs(database, definitions, clock, launcher, state)
+    # Only the roots: every other slot needs a `top` partition that has not succeeded yet.
+    assert await active_runs(database) == [("top", "2024-01-01"), ("top", "2024-01-02")]
+    launcher.release()
+    await drive(database, definitions, clock, launcher, state)
+    async with database.read() as session:
+        statuses = (await session.execute(select(SlotRecord.status))).scalars().all()
+    assert len(statuses) == 8 and {s.value for s in statuses} == {"succeeded"}
+    order = await active_runs(database)
+    for day in ("2024-01-01", "2024-01-02"):
+        assert order.index(("bottom", day)) > order.index(("left", day))
+        assert order.index(("bottom", day)) > order.index(("right", day))
+        assert order.index(("left", day)) > order.index(("top", day))
+
+
+async def test_an_upstream_failure_skips_exactly_its_downstream(
+    gql: GraphQLRunner,
+    database: Database,
+    definitions: Definitions,
+    clock: FrozenClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BACKFILLER_TEST_FAIL", "right/2024-01-02")
+    backfill_id = await launch_diamond(gql, "2024-01-01", "2024-01-03")
+    await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
+    backfill = (await gql(COUNTS, {"id": backfill_id}))["backfill"]
+    assert backfill["status"] == "COMPLETED_FAILED"
+    assert backfill["counts"] == {
+        "total": 12,
+        "pending": 0,
+        "succeeded": 10,
+        "failed": 1,
+        "skipped": 1,
+    }
+    async with database.read() as session:
+        skipped = (
+            await session.execute(
+                select(SlotRecord.partition_key, SlotRecord.skip_reason).where(
+                    SlotRecord.skip_reason.is_not(None)
+                )
+            )
+        ).all()
+    assert [tuple(r) for r in skipped] == [("bottom/2024-01-02", "upstream_failed")]
+    assert ("bottom", "2024-01-02") not in await active_runs(database)
