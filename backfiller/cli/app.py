@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from backfiller_client.cli.app import app, main, register_client_commands
+from backfiller_client.cli.app import _print_version, app, main, register_client_commands
 
 db_app = typer.Typer(help="Manage the database.", no_args_is_help=True)
 schema_app = typer.Typer(help="The public GraphQL schema.", no_args_is_help=True)
@@ -20,6 +20,12 @@ app.add_typer(db_app, name="db")
 
 @app.callback()
 def _global_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
     log_format: Annotated[
         str,
         typer.Option(
@@ -38,6 +44,9 @@ def _global_options(
         ),
     ] = None,
 ) -> None:
+    """Launch, run and watch backfills."""
+    # This callback replaces the client's root callback (one per typer app): it keeps
+    # --version and adds the options of the server's processes.
     if log_format not in ("json", "text"):
         raise typer.BadParameter("must be json or text", param_hint="--log-format")
     # Read by every process this command starts (server and worker processes too).

@@ -127,8 +127,14 @@ class OperationMetrics(SchemaExtension):
         )
         try:
             yield
-        finally:
+        except GeneratorExit:
+            # Closed unfinished (an earlier extension refused the operation), possibly later by
+            # the garbage collector in another context, where the token cannot be reset.
+            return
+        except BaseException:
             logs.unbind(token)
+            raise
+        logs.unbind(token)
 
     def resolve(
         self, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any

@@ -91,7 +91,7 @@ async def test_launch_and_run_spans_nest_and_link(
         database=database, definitions=definitions, settings=Settings(auth_mode=AuthMode.NONE)
     )
     transport = httpx.ASGITransport(app=create_app(services))
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         response = await client.post(
             "/graphql/v1",
             json={

@@ -20,7 +20,7 @@ app = typer.Typer(
 )
 
 # The server's commands and groups, for the message of a client-only installation.
-SERVER_COMMANDS = ("serve", "daemon", "dev", "db", "schema", "token")
+SERVER_COMMANDS = ("serve", "daemon", "dev", "worker", "db", "schema", "token")
 EXIT_NOT_INSTALLED = 2
 
 
