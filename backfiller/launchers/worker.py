@@ -23,7 +23,6 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
@@ -41,6 +40,7 @@ from backfiller.launchers.base import (
     RunTask,
 )
 from backfiller.launchers.messages import Done, Fatal, Logs, Ready, Stop, WorkerMessage
+from backfiller.launchers.run_context import prepare_run
 
 FLUSH_SECONDS = 0.5
 FLUSH_LINES = 200
@@ -127,20 +127,6 @@ class _RunLogHandler(logging.Handler):
                 LogLine(datetime.now(UTC), "WARNING", f"{self.dropped} more log lines were dropped")
             )
         return tuple(lines)
-
-
-def _client_factory(options: WorkerOptions, credential: str | None) -> Callable[[], Any] | None:
-    if not options.api_url:
-        return None
-    url = options.api_url
-
-    def build() -> Any:
-        from backfiller.client import Client  # type: ignore[attr-defined,unused-ignore]
-
-        # The run's own credential, never the daemon's token.
-        return Client(url, token=credential)
-
-    return build
 
 
 def kill_own_group() -> None:
@@ -298,28 +284,10 @@ def read_result(path: Path) -> RunFinished | None:
 def _execute(
     definitions: Any, task: RunTask, handler: _RunLogHandler, options: WorkerOptions
 ) -> tuple[Outcome, str | None, str | None]:
-    from backfiller.definitions.jobs import RunContext
-
-    job = definitions.get_runnable(task.job_name)
-    if job is None:
-        return Outcome.ERROR, f"job {task.job_name!r} is not in the worker's definitions", None
-    logger = logging.Logger(f"backfiller.run.{task.job_name}", logging.DEBUG)
-    logger.addHandler(handler)
-    logger.propagate = False
-    public_run_id = ids.run_id(task.run_id)
-    context = RunContext(
-        job_name=task.job_name,
-        partition_key=task.partition_key,
-        partition_start=task.partition_start,
-        partition_end=task.partition_end,
-        run_id=public_run_id,
-        attempt=task.attempt,
-        run_config=dict(task.run_config),
-        tags=dict(task.tags),
-        backfill_id=ids.backfill_id(task.backfill_id),
-        log=logger,
-        client_factory=_client_factory(options, task.credential),
-    )
+    prepared = prepare_run(definitions, task, handler, options.api_url)
+    if isinstance(prepared, str):
+        return Outcome.ERROR, prepared, None
+    job, context = prepared
     try:
         job(context)
     except Terminated:
@@ -327,6 +295,6 @@ def _execute(
     except BaseException as exc:
         message = f"{type(exc).__name__}: {exc}"[:MAX_LOG_LINE_CHARS]
         trace = "".join(traceback.format_exception(exc))
-        logger.error("run failed: %s", message)
+        context.log.error("run failed: %s", message)
         return Outcome.ERROR, message, trace
     return Outcome.SUCCESS, None, None

@@ -17,14 +17,13 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from backfiller import ids
 from backfiller.launchers.base import MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_RUN, Outcome, RunTask
 from backfiller.launchers.celery.link import Current, Link
 from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message
+from backfiller.launchers.run_context import prepare_run
 
 logger = logging.getLogger("backfiller.worker")
 
@@ -183,28 +182,10 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def _execute(
     definitions: Any, task: RunTask, buffer: _LogBuffer, api_url: str | None
 ) -> tuple[Outcome, str | None, str | None]:
-    from backfiller.definitions.jobs import RunContext
-
-    job = definitions.get_job(task.job_name)
-    if job is None:
-        return Outcome.ERROR, f"job {task.job_name!r} is not in the worker's definitions", None
-    run_logger = logging.Logger(f"backfiller.run.{task.job_name}", logging.DEBUG)
-    run_logger.addHandler(buffer)
-    run_logger.propagate = False
-    public_run_id = ids.run_id(task.run_id)
-    context = RunContext(
-        job_name=task.job_name,
-        partition_key=task.partition_key,
-        partition_start=task.partition_start,
-        partition_end=task.partition_end,
-        run_id=public_run_id,
-        attempt=task.attempt,
-        run_config=dict(task.run_config),
-        tags=dict(task.tags),
-        backfill_id=ids.backfill_id(task.backfill_id),
-        log=run_logger,
-        client_factory=_client_factory(api_url, task.credential),
-    )
+    prepared = prepare_run(definitions, task, buffer, api_url)
+    if isinstance(prepared, str):
+        return Outcome.ERROR, prepared, None
+    job, context = prepared
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         job(context)
@@ -216,22 +197,9 @@ def _execute(
             outcome = buffer.current.terminating
             return outcome, _reason(outcome, task), None
         message = f"{type(exc).__name__}: {exc}"[:MAX_LOG_LINE_CHARS]
-        run_logger.error("run failed: %s", message)
+        context.log.error("run failed: %s", message)
         return Outcome.ERROR, message, "".join(traceback.format_exception(exc))
     finally:
         with contextlib.suppress(ValueError):
             signal.signal(signal.SIGTERM, previous)
     return Outcome.SUCCESS, None, None
-
-
-def _client_factory(api_url: str | None, credential: str | None) -> Callable[[], Any] | None:
-    if not api_url:
-        return None
-
-    def build() -> Any:
-        from backfiller.client import Client  # type: ignore[attr-defined,unused-ignore]
-
-        # The run's own credential (minted at claim time), never a token of the worker's.
-        return Client(api_url, token=credential)
-
-    return build
