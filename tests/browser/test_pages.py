@@ -199,6 +199,35 @@ def test_launch_form_shows_validation_errors(
     assert page.locator("#launch-keys-error").is_hidden()
 
 
+def test_dates_typed_while_the_job_loads_are_kept(
+    ui_server: Stack, new_page: Callable[..., Any]
+) -> None:
+    # The job's details answer late (held here): the range the user typed meanwhile must win
+    # over the job's suggested range, and the preview must be of what the user typed.
+    page = new_page()
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        if not held and "UiJobForLaunch" in (route.request.post_data or ""):
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/graphql/v1", hold)
+    page.goto(f"{ui_server.url}/#/launch?job=daily_sales")
+    for _ in range(150):  # Playwright calls route handlers only while it has control
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the page never asked for the job's details"
+    page.fill("#launch-start", "2024-03-01")
+    page.fill("#launch-end", "2024-03-05")
+    held[0].continue_()
+    page.locator("#preview-summary").filter(has_text="5 runs").wait_for()
+    assert page.input_value("#launch-start") == "2024-03-01"
+    assert page.input_value("#launch-end") == "2024-03-05"
+
+
 def test_every_control_is_labelled_and_narrow_windows_do_not_scroll_sideways(
     ui_server: Stack, new_page: Callable[..., Any]
 ) -> None:

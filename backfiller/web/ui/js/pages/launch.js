@@ -47,6 +47,8 @@ export async function render(root, { query }) {
   let inFlight = false;
   let previewSeq = 0;
   let lastPreview = null;
+  // The controls the user has typed into since the job was chosen.
+  const typed = new Set();
 
   // --- controls ------------------------------------------------------------------------------
   const jobSelect = h("select", { id: "launch-job", name: "job", required: true }, h("option", { value: "" }, "Loading jobs…"));
@@ -407,9 +409,10 @@ export async function render(root, { query }) {
     replace(jobInfo, job.description ? `${job.description} ` : "", h("span", { class: "muted" }, partitionsSummary(p)));
     replace(keysList, p.keys.nodes.map((k) => h("option", { value: k })));
     const ranges = job.partitionStatusRanges;
+    // Suggest the job's whole range, but never over what the user typed while the job loaded.
     if (!keepValues && ranges.length) {
-      startInput.value = ranges[0].startKey;
-      endInput.value = ranges[ranges.length - 1].endKey;
+      if (!typed.has(startInput)) startInput.value = ranges[0].startKey;
+      if (!typed.has(endInput)) endInput.value = ranges[ranges.length - 1].endKey;
     }
     maxInput.placeholder = job.maxConcurrentRuns ? `job default: ${job.maxConcurrentRuns}` : "no limit";
     if (job.configSchema) {
@@ -422,6 +425,7 @@ export async function render(root, { query }) {
 
   form.addEventListener("input", (event) => {
     if (event.target === jobSelect) return;
+    typed.add(event.target);
     if (event.target.name === "mode") showMode();
     schedulePreview();
   });
@@ -430,6 +434,7 @@ export async function render(root, { query }) {
   });
   jobSelect.addEventListener("change", async () => {
     history.replaceState(null, "", `#/launch?job=${encodeURIComponent(jobSelect.value)}`);
+    typed.clear(); // another job: its own range replaces the previous job's
     try {
       await chooseJob(jobSelect.value);
     } catch (error) {
