@@ -125,7 +125,28 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# Modules whose behaviour does not depend on the database behind the server: the clients, the
+# docs run against `backfiller dev` (SQLite by design), packaging, the CLI's wording, the REST
+# fuzzing of the HTTP layer. They run in the SQLite suite only (`make test-postgres` deselects
+# them), so the PostgreSQL suite spends its time on what PostgreSQL changes.
+ANY_DATABASE = frozenset(
+    {
+        "tests/acceptance/test_cli_client.py",
+        "tests/acceptance/test_docs_run.py",
+        "tests/acceptance/test_first_hour.py",
+        "tests/acceptance/test_go_client.py",
+        "tests/acceptance/test_java_client.py",
+        "tests/acceptance/test_packaging.py",
+        "tests/acceptance/test_rest_fuzz.py",
+        "tests/acceptance/test_typescript_client.py",
+    }
+)
+
+
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    root = Path(str(config.rootpath))
     for item in items:
         if "acceptance" in str(item.fspath):
             item.add_marker(pytest.mark.acceptance)
+        if Path(str(item.fspath)).relative_to(root).as_posix() in ANY_DATABASE:
+            item.add_marker(pytest.mark.any_database)
