@@ -2,6 +2,7 @@
 import { graphql } from "../api.js";
 import { errorBox, formatDuration, formatNumber, formatTime, h, replace, timeAgo } from "../dom.js";
 import { watch } from "../live.js";
+import { unknownBadge } from "../status.js";
 
 export const title = "Triggers";
 
@@ -9,7 +10,8 @@ const OUTCOME_TONES = { LAUNCHED: "success", SKIPPED: "neutral", FAILED: "danger
 const OUTCOME_LABELS = { LAUNCHED: "Launched", SKIPPED: "Skipped", FAILED: "Failed" };
 
 function outcomeBadge(outcome) {
-  return h("span", { class: `badge badge-${OUTCOME_TONES[outcome] || "neutral"}`, dataset: { outcome } }, OUTCOME_LABELS[outcome] || outcome);
+  if (!(outcome in OUTCOME_LABELS)) return unknownBadge(outcome, { outcome });
+  return h("span", { class: `badge badge-${OUTCOME_TONES[outcome]}`, dataset: { outcome } }, OUTCOME_LABELS[outcome]);
 }
 
 function intervalText(seconds) {
