@@ -206,7 +206,7 @@ export class AssetGraph {
         );
       }
     }
-    const marker = svg("marker", { id: "asset-arrow", viewBox: "0 0 8 8", refX: "4", refY: "4", markerWidth: "8", markerHeight: "8", orient: "auto" });
+    const marker = svg("marker", { id: "asset-arrow", viewBox: "0 0 8 8", refX: "4", refY: "4", markerWidth: "6", markerHeight: "6", orient: "auto" });
     marker.append(svg("path", { d: "M 0 0 L 8 4 L 0 8 z", class: "asset-arrow" }));
     const defs = svg("defs");
     defs.append(marker);

@@ -426,7 +426,8 @@ export async function render(root, { query }) {
         ? h(
             "div",
             {},
-            h("h3", {}, p.runs > p.firstPartitions.length ? `First ${p.firstPartitions.length} to run` : "Will run"),
+            // For assets, the server's list is of the selection (asset/key), skipped ones included.
+            h("h3", {}, p.assets ? `First ${p.firstPartitions.length} in the selection` : p.runs > p.firstPartitions.length ? `First ${p.firstPartitions.length} to run` : "Will run"),
             h("ul", { class: "key-list" }, p.firstPartitions.map((k) => h("li", { class: "mono" }, k))),
           )
         : null,
