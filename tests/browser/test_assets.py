@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Stack, shoot, wait_until
+from tests.browser.conftest import Stack, shoot
 
 pytestmark = pytest.mark.browser
 
@@ -48,12 +48,15 @@ def test_an_asset_backfill_from_the_form_runs_what_the_preview_said(
         target={"assets": {"names": ["raw_events"]}},
         partitions={"range": {"start": "2024-05-01", "end": "2024-05-02"}},
     )
-    wait_until(lambda: backfill(ui_stack, first)["status"] == "COMPLETED_SUCCESS", timeout=30)
-
-    page = new_page()
+    page = new_page()  # the form loads while they run
     page.goto(f"{ui_stack.url}/#/launch?assets=raw_events&downstream=1")
     page.wait_for_selector("#launch-asset-raw_events:checked")
     assert page.is_checked("#launch-downstream")
+    for _ in range(300):
+        if backfill(ui_stack, first)["status"] == "COMPLETED_SUCCESS":
+            break
+        page.wait_for_timeout(100)
+    assert backfill(ui_stack, first)["status"] == "COMPLETED_SUCCESS"
     page.fill("#launch-start", "2024-05-01")
     page.fill("#launch-end", "2024-05-06")
     page.fill("#launch-title", "May, first six days, with downstream")
