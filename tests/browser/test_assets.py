@@ -143,6 +143,9 @@ def test_the_assets_page_draws_the_graph_and_launches_an_asset_with_its_downstre
     # Choosing nothing is refused next to the assets, not sent.
     page.uncheck("#launch-asset-raw_events")
     page.locator("#launch-assets-error").filter(has_text="Choose at least one asset").wait_for()
+    page.click("#launch-submit")
+    assert page.evaluate("document.activeElement.name") == "asset"
+    assert "#/launch" in page.url
 
 
 def unknown_values(route: Any) -> None:

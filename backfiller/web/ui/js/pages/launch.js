@@ -591,7 +591,8 @@ export async function render(root, { query }) {
     const { input, problems } = buildInput();
     if (problems.length) {
       for (const [control, message] of problems) showError(control, message);
-      document.getElementById(problems[0][0])?.focus();
+      const control = document.getElementById(problems[0][0]);
+      (control?.matches("input, select, textarea") ? control : (control?.querySelector("input") ?? control))?.focus();
       return;
     }
     inFlight = true;
