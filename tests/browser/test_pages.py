@@ -238,6 +238,11 @@ def test_every_control_is_labelled_and_narrow_windows_do_not_scroll_sideways(
         title="January rerun",
         tags=[{"key": "ticket", "value": "DATA-42"}],
     )
+    asset_backfill = launch(
+        ui_server,
+        target={"assets": {"names": ["daily_visits"], "upstream": True, "downstream": True}},
+        partitions={"range": {"start": "2024-02-01", "end": "2024-02-29"}},
+    )
     unlabelled = """() => [...document.querySelectorAll('input, select, textarea, button, canvas')]
       .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
         && !el.getAttribute('aria-labelledby') && !(el.textContent || '').trim())
@@ -249,6 +254,9 @@ def test_every_control_is_labelled_and_narrow_windows_do_not_scroll_sideways(
         "launch": ("#/launch?job=daily_sales", "#preview-summary"),
         "jobs": ("#/jobs", ".job-card .strip-canvas"),
         "triggers": ("#/triggers", ".trigger-card"),
+        "assets": ("#/assets", '.card[data-ready="true"] .asset-node'),
+        "asset-backfill": (f"#/backfills/{asset_backfill}", '.asset-graph[data-edges="4"]'),
+        "launch-assets": ("#/launch?assets=raw_events&downstream=1", "#launch-asset-raw_events"),
     }
     for width in (1280, 390):
         page = new_page(width=width, height=844)
@@ -257,7 +265,7 @@ def test_every_control_is_labelled_and_narrow_windows_do_not_scroll_sideways(
             page.wait_for_selector(ready)
             assert page.evaluate(unlabelled) == [], name
             assert page.evaluate(overflow) <= 0, f"{name} scrolls sideways at {width}px"
-            if width < 500 and name in ("backfills", "backfill", "launch"):
+            if width < 500 and name in ("backfills", "backfill", "launch", "asset-backfill"):
                 shoot(page, f"narrow-{name}")
 
     # Keyboard only: Tab from the top reaches the navigation and opens a page with Enter.

@@ -14,11 +14,13 @@ from backfiller import (
     BackfillRequest,
     DailyPartitions,
     Definitions,
+    MonthlyPartitions,
     PartitionRange,
     RunContext,
     SkipReason,
     StaticPartitions,
     TriggerContext,
+    asset,
     job,
     trigger,
 )
@@ -84,7 +86,40 @@ def upstream_ready(context: TriggerContext) -> TriggerResult:
     return SkipReason("the upstream export has not landed yet")
 
 
+# A small asset graph: daily events feed daily visits and daily signups, and a monthly report
+# reads every day of its month of both (a daily -> monthly mapping).
+ASSET_DAYS = DailyPartitions(start="2024-01-01", end="2024-07-01")
+ASSET_MONTHS = MonthlyPartitions(start="2024-01-01", end="2024-07-01")
+
+
+@asset(partitions=ASSET_DAYS, tags={"team": "web"})
+def raw_events(context: RunContext) -> None:
+    """Load one day of raw web events."""
+    context.log.info("loading events of %s", context.partition_key)
+    time.sleep(0.05)
+
+
+@asset(partitions=ASSET_DAYS, deps=[raw_events])
+def daily_visits(context: RunContext) -> None:
+    """Sessionize one day of events into visits."""
+    context.log.info("visits of %s", context.partition_key)
+    time.sleep(0.05)
+
+
+@asset(partitions=ASSET_DAYS, deps=[raw_events])
+def daily_signups(context: RunContext) -> None:
+    """Count the signups of one day."""
+    context.log.info("signups of %s", context.partition_key)
+
+
+@asset(partitions=ASSET_MONTHS, deps=[daily_visits, daily_signups])
+def monthly_report(context: RunContext) -> None:
+    """Summarize the visits and signups of every day of one month."""
+    context.log.info("report of the month starting %s", context.partition_key)
+
+
 definitions = Definitions(
     jobs=[daily_sales, slow_rebuild, flaky_export, region_report, weather_history],
+    assets=[raw_events, daily_visits, daily_signups, monthly_report],
     triggers=[march_landed, upstream_ready],
 )

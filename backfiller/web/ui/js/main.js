@@ -1,6 +1,7 @@
 // The shell: a hash router, the connection banner, and the sign-in redirect.
 import { AuthRequired, events, getToken, graphql, isOnline, setToken } from "./api.js";
 import { buildHash, errorBox, h, parseQuery, replace } from "./dom.js";
+import * as assetsPage from "./pages/assets.js";
 import * as backfillPage from "./pages/backfill.js";
 import * as backfillsPage from "./pages/backfills.js";
 import * as jobsPage from "./pages/jobs.js";
@@ -14,6 +15,7 @@ const ROUTES = [
   { pattern: /^\/backfills\/([^/]+)$/, page: backfillPage, nav: "backfills" },
   { pattern: /^\/launch$/, page: launchPage, nav: "launch" },
   { pattern: /^\/jobs$/, page: jobsPage, nav: "jobs" },
+  { pattern: /^\/assets$/, page: assetsPage, nav: "assets" },
   { pattern: /^\/triggers$/, page: triggersPage, nav: "triggers" },
   { pattern: /^\/signin$/, page: signinPage, nav: null },
 ];

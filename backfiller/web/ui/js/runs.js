@@ -72,7 +72,7 @@ export function runsTable(runs, { showBackfill = false, currentBackfill = null, 
         h(
           "tr",
           { dataset: { runId: run.id, status: run.status } },
-          h("td", { "data-label": "Partition", class: "mono" }, run.partitionKey),
+          h("td", { "data-label": "Partition", class: "mono" }, run.asset ? h("span", { class: "muted" }, `${run.asset} · `) : null, run.partitionKey),
           h("td", { "data-label": "Attempt" }, String(run.attempt)),
           h("td", { "data-label": "Status" }, runBadge(run.status)),
           h("td", { "data-label": "Started" }, run.startedAt ? timeAgo(run.startedAt) : h("span", { class: "muted" }, `queued ${formatTime(run.queuedAt)}`)),

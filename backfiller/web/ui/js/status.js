@@ -42,16 +42,26 @@ export const TERMINAL_STATUSES = new Set([
   "FAILED",
 ]);
 
+// Enum values added to the API after this UI was written are shown as "Unknown" in a neutral
+// look of their own (the raw value in the tooltip), never as a broken badge or a crash.
+export const UNKNOWN_LABEL = "Unknown";
+
 export function backfillStatusLabel(status) {
-  return BACKFILL_LABELS[status] || status;
+  return BACKFILL_LABELS[status] || UNKNOWN_LABEL;
+}
+
+/** A badge for a value this UI does not know. */
+export function unknownBadge(value, dataset = {}) {
+  return h(
+    "span",
+    { class: "badge badge-unknown", title: `Not known to this page: ${value}`, dataset: { unknown: String(value), ...dataset } },
+    UNKNOWN_LABEL,
+  );
 }
 
 export function backfillBadge(status) {
-  return h(
-    "span",
-    { class: `badge badge-${BACKFILL_TONES[status] || "neutral"}`, dataset: { status } },
-    backfillStatusLabel(status),
-  );
+  if (!(status in BACKFILL_LABELS)) return unknownBadge(status, { status });
+  return h("span", { class: `badge badge-${BACKFILL_TONES[status]}`, dataset: { status } }, backfillStatusLabel(status));
 }
 
 // Partition statuses, in the order they are shown; colours must match app.css (--st-*).
@@ -63,7 +73,13 @@ export const PARTITION_STATUSES = [
   "CANCELED",
   "SKIPPED",
   "PENDING",
+  "UNKNOWN",
 ];
+
+/** A partition status this UI knows, or "UNKNOWN". */
+export function partitionStatusOf(status) {
+  return PARTITION_STATUSES.includes(status) ? status : "UNKNOWN";
+}
 
 export const PARTITION_COLORS = {
   SUCCEEDED: "#1f9d55",
@@ -73,6 +89,7 @@ export const PARTITION_COLORS = {
   CANCELED: "#7b8494",
   SKIPPED: "#c4cbd6",
   PENDING: "#e6e9ef",
+  UNKNOWN: "#a78bfa",
 };
 
 export const PARTITION_LABELS = {
@@ -83,6 +100,7 @@ export const PARTITION_LABELS = {
   CANCELED: "Canceled",
   SKIPPED: "Skipped",
   PENDING: "Pending",
+  UNKNOWN: UNKNOWN_LABEL,
 };
 
 const RUN_TONES = {
@@ -93,17 +111,26 @@ const RUN_TONES = {
   CANCELED: "neutral",
 };
 
+export const RUN_LABELS = {
+  QUEUED: "Queued",
+  RUNNING: "Running",
+  SUCCESS: "Success",
+  FAILED: "Failed",
+  CANCELED: "Canceled",
+};
+
 export function runBadge(status) {
-  const label = status === "SUCCESS" ? "Success" : status[0] + status.slice(1).toLowerCase();
-  return h("span", { class: `badge badge-${RUN_TONES[status] || "neutral"}` }, label);
+  if (!(status in RUN_LABELS)) return unknownBadge(status, { runStatus: status });
+  return h("span", { class: `badge badge-${RUN_TONES[status]}`, dataset: { runStatus: status } }, RUN_LABELS[status]);
 }
 
 export function partitionBadge(status) {
+  const known = partitionStatusOf(status);
   return h(
     "span",
-    { class: "badge badge-plain" },
-    h("span", { class: `swatch st-${status.toLowerCase()}`, "aria-hidden": "true" }),
-    PARTITION_LABELS[status] || status,
+    { class: "badge badge-plain", title: known === "UNKNOWN" ? `Not known to this page: ${status}` : undefined },
+    h("span", { class: `swatch st-${known.toLowerCase()}`, "aria-hidden": "true" }),
+    PARTITION_LABELS[known],
   );
 }
 

@@ -6,10 +6,10 @@
 // visible minimum so they never vanish between neighbours. Mouse and keyboard both work:
 // hover or arrow keys describe a partition, click or Enter opens its runs.
 import { formatNumber, h } from "./dom.js";
-import { PARTITION_COLORS, PARTITION_LABELS, PARTITION_STATUSES } from "./status.js";
+import { PARTITION_COLORS, PARTITION_LABELS, PARTITION_STATUSES, partitionStatusOf } from "./status.js";
 
 const EMPHASIS = ["FAILED", "RUNNING", "QUEUED"]; // kept visible, stacked above the rest
-const BASE = ["SUCCEEDED", "SKIPPED", "CANCELED", "PENDING"];
+const BASE = ["SUCCEEDED", "SKIPPED", "CANCELED", "UNKNOWN", "PENDING"];
 
 export class PartitionStrip {
   /**
@@ -60,7 +60,8 @@ export class PartitionStrip {
 
   /** Show these ranges (sorted by startIndex) out of `total` partitions. */
   setRanges(ranges, total) {
-    this.ranges = [...ranges].sort((a, b) => a.startIndex - b.startIndex);
+    // A status added to the API later is drawn (and named) as "Unknown", never dropped.
+    this.ranges = ranges.map((r) => ({ ...r, status: partitionStatusOf(r.status) })).sort((a, b) => a.startIndex - b.startIndex);
     this.starts = Float64Array.from(this.ranges, (r) => r.startIndex);
     this.total = total ?? this.ranges.reduce((sum, r) => Math.max(sum, r.startIndex + r.count), 0);
     this.updateLegend();

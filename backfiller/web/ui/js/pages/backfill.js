@@ -1,6 +1,8 @@
 // One backfill: progress, the partition strip, steering buttons, runs, logs and events.
 import { graphql, randomId } from "../api.js";
+import { assetKeyResolver, figures, loadAssetGraph, selectionLabel } from "../assets.js";
 import { buildHash, errorBox, formatNumber, formatTime, h, replace, throttle, timeAgo } from "../dom.js";
+import { AssetGraph } from "../graph.js";
 import { liveState, watch } from "../live.js";
 import { jobKeyResolver, runsTable, showPartition } from "../runs.js";
 import { TERMINAL_STATUSES, backfillBadge, backfillStatusLabel, countChips, progressBar } from "../status.js";
@@ -66,6 +68,12 @@ export async function render(root, { params }) {
   let strip = null;
   const stripHolder = h("div", { class: "strip-holder" }, h("p", { class: "muted" }, "Loading partitions…"));
   const stripTiming = h("p", { class: "muted small strip-timing" });
+  const stripTitle = h("h2", { id: "partitions-title" }, "Partitions");
+  // An asset backfill: the graph of its assets with their progress, and the strip of one asset.
+  const assetsCard = h("section", { class: "card", id: "backfill-assets", "aria-labelledby": "assets-title", hidden: true });
+  let graph = null;
+  let assetProgress = new Map();
+  let stripAsset = null;
 
   const runStatusSelect = h(
     "select",
@@ -87,10 +95,11 @@ export async function render(root, { params }) {
     alertArea,
     actions,
     h("div", { class: "grid grid-2" }, progressCard, detailsCard),
+    assetsCard,
     h(
       "section",
       { class: "card", "aria-labelledby": "partitions-title" },
-      h("div", { class: "card-header" }, h("h2", { id: "partitions-title" }, "Partitions"), stripTiming),
+      h("div", { class: "card-header" }, stripTitle, stripTiming),
       stripHolder,
       partitionPanel,
     ),
@@ -283,8 +292,9 @@ export async function render(root, { params }) {
         h(
           "p",
           { class: "lede" },
-          "Job ",
-          h("a", { href: buildHash("/backfills", { job: b.target.job }), class: "mono" }, b.target.job ?? "?"),
+          b.target.assets
+            ? ["Assets ", h("a", { href: "#/assets", class: "mono" }, selectionLabel(b.target.assets)), ` (${b.target.assets.assets.length} in all)`]
+            : ["Job ", h("a", { href: buildHash("/backfills", { job: b.target.job }), class: "mono" }, b.target.job ?? "?")],
           " · created ",
           timeAgo(b.createdAt),
           b.creator ? ` by ${b.creator}` : "",
@@ -334,7 +344,82 @@ export async function render(root, { params }) {
 
   // --- the strip -----------------------------------------------------------------------------
 
+  // --- the assets of an asset backfill --------------------------------------------------------
+
+  function assetNode(asset) {
+    const progress = assetProgress.get(asset.name);
+    if (!progress) return h("p", { class: "muted" }, "Not in this backfill any more.");
+    const c = progress.counts;
+    return [
+      progressBar(c, { compact: true }),
+      figures([
+        ["RUNNING", c.running, "running"],
+        ["QUEUED", c.queued, "queued"],
+        ["FAILED", c.failed, "failed"],
+        ["SKIPPED", c.skipped, "skipped"],
+        ["CANCELED", c.canceled, "canceled"],
+      ]),
+    ];
+  }
+
+  function showAssetStrip(name) {
+    const progress = assetProgress.get(name);
+    if (!progress) return;
+    if (stripAsset !== name || !strip) {
+      stripAsset = name;
+      if (strip) strip.destroy();
+      partitionPanel.hidden = true;
+      strip = new PartitionStrip({
+        label: `Status of the ${formatNumber(progress.counts.total)} partitions of ${name} in this backfill`,
+        resolveKey: assetKeyResolver(name),
+        onSelect: (selection) => showPartition(partitionPanel, name, selection, { currentBackfill: id }),
+      });
+      replace(stripHolder, strip.element);
+      replace(stripTitle, "Partitions of ", h("span", { class: "mono" }, name));
+    }
+    strip.setRanges(progress.partitionStatusRanges, progress.counts.total);
+    stripTiming.textContent = `${formatNumber(progress.counts.total)} partitions of this asset · choose another asset in the graph`;
+  }
+
+  async function loadAssetProgress() {
+    const data = await graphql("UiBackfillAssets", { id });
+    const assets = data.backfill?.assets;
+    if (!assets) return;
+    assetProgress = new Map(assets.map((a) => [a.name, a]));
+    if (!graph && assets.length) {
+      let definitions = [];
+      try {
+        definitions = await loadAssetGraph();
+      } catch {
+        /* no edges, the levels still show the order */
+      }
+      const upstream = new Map(definitions.map((d) => [d.name, d.upstream]));
+      graph = new AssetGraph({
+        label: "Assets of this backfill by dependency level, with their progress",
+        assets: assets.map((a) => ({ name: a.name, level: a.level, upstream: upstream.get(a.name) || [] })),
+        renderNode: assetNode,
+        onSelect: (name) => {
+          showAssetStrip(name);
+          partitionPanel.hidden = true;
+        },
+      });
+      replace(
+        assetsCard,
+        h("div", { class: "card-header" }, h("h2", { id: "assets-title" }, "Assets"), h("p", { class: "muted small" }, "Each asset's partitions in this backfill. Choose one to see its partitions below.")),
+        graph.element,
+      );
+      assetsCard.hidden = false;
+      graph.select(assets[0].name, { notify: false });
+    } else if (graph) {
+      for (const a of assets) graph.update(a.name);
+    }
+    showAssetStrip(stripAsset || assets[0]?.name);
+    stripHolder.dataset.ready = "true";
+    if (backfill && TERMINAL_STATUSES.has(backfill.status)) stripLoadedAfterEnd = true;
+  }
+
   async function loadStrip(prefetched = null) {
+    if (backfill?.target.assets) return loadAssetProgress();
     const started = prefetched ? prefetched.started : performance.now();
     const data = await (prefetched ? prefetched.request : graphql("UiBackfillStrip", { id }));
     if (!data.backfill) return;
@@ -492,5 +577,6 @@ export async function render(root, { params }) {
     stop();
     liveState.removeEventListener("mode", onMode);
     if (strip) strip.destroy();
+    if (graph) graph.destroy();
   };
 }

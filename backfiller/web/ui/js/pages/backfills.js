@@ -1,5 +1,6 @@
 // Backfills: every backfill, newest first, with filters by status and job, and cursor pages.
 import { graphql } from "../api.js";
+import { selectionLabel } from "../assets.js";
 import { buildHash, errorBox, h, replace, timeAgo } from "../dom.js";
 import { watch } from "../live.js";
 import { ACTIVE_STATUSES, BACKFILL_STATUSES, backfillBadge, backfillStatusLabel, progressBar } from "../status.js";
@@ -11,7 +12,17 @@ const PAGE_SIZE = 20;
 const trails = new Map();
 
 export function backfillName(backfill) {
-  return backfill.title || `Backfill of ${backfill.target.job ?? "?"}`;
+  if (backfill.title) return backfill.title;
+  const assets = backfill.target.assets;
+  if (assets) return `Backfill of ${selectionLabel(assets)}`;
+  return `Backfill of ${backfill.target.job ?? "?"}`;
+}
+
+function targetCell(target) {
+  if (target.assets) {
+    return h("a", { href: "#/assets", class: "mono", title: `Assets: ${target.assets.assets.join(", ")}` }, selectionLabel(target.assets));
+  }
+  return h("a", { href: buildHash("/backfills", { job: target.job }), class: "mono" }, target.job ?? "–");
 }
 
 export async function render(root, { query }) {
@@ -109,7 +120,7 @@ export async function render(root, { query }) {
           h(
             "td",
             { "data-label": "Target" },
-            h("a", { href: buildHash("/backfills", { job: b.target.job }), class: "mono" }, b.target.job ?? "–"),
+            targetCell(b.target),
           ),
           h("td", { "data-label": "Progress", class: "cell-progress" }, progressBar(b.counts, { compact: true })),
           h("td", { "data-label": "Created" }, timeAgo(b.createdAt)),

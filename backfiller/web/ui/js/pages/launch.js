@@ -1,6 +1,7 @@
 // Launch: the form, a live preview from previewBackfill, and one idempotency key per form load
 // so that a double click (or a retried request) launches exactly one backfill.
 import { graphql, randomId } from "../api.js";
+import { closure, loadAssetGraph, rootsOf } from "../assets.js";
 import { debounce, errorBox, formatNumber, h, replace } from "../dom.js";
 
 export const title = "Launch a backfill";
@@ -14,6 +15,7 @@ const REPROCESS = [
 const SKIP_REASONS = {
   ALREADY_SUCCEEDED: "already succeeded",
   ALREADY_FAILED: "already failed (choose “Failed and missing” to run them)",
+  UPSTREAM_FAILED: "an upstream partition failed",
 };
 
 export function partitionsSummary(p) {
@@ -44,6 +46,8 @@ export async function render(root, { query }) {
   const idempotencyKey = randomId();
   let jobs = [];
   let job = null; // UiJobForLaunch
+  let assets = []; // UiAssets: the whole graph
+  let rootKeysFor = "";
   let inFlight = false;
   let previewSeq = 0;
   let lastPreview = null;
@@ -54,6 +58,35 @@ export async function render(root, { query }) {
   const jobSelect = h("select", { id: "launch-job", name: "job", required: true }, h("option", { value: "" }, "Loading jobs…"));
   const jobInfo = h("p", { class: "help", id: "launch-job-help" });
   jobSelect.setAttribute("aria-describedby", "launch-job-help launch-job-error");
+
+  // What to run: a job, or assets (the chosen ones, and maybe what is up- or downstream).
+  const targetChoice = (value, label) =>
+    h("label", { class: "choice" }, h("input", { type: "radio", name: "target", value, id: `launch-target-${value}` }), label);
+  const targetGroup = h(
+    "fieldset",
+    { class: "fieldset", id: "launch-target" },
+    h("legend", {}, "What to backfill"),
+    h("div", { class: "choices" }, targetChoice("job", "A job"), targetChoice("assets", "Assets")),
+  );
+  const assetPicker = h("div", { class: "asset-picker", id: "launch-assets", role: "group", "aria-label": "Assets", "aria-describedby": "launch-assets-help launch-assets-error" });
+  const upstreamBox = h("input", { type: "checkbox", id: "launch-upstream", name: "upstream" });
+  const downstreamBox = h("input", { type: "checkbox", id: "launch-downstream", name: "downstream" });
+  const assetsInfo = h("p", { class: "help", id: "launch-assets-help" }, "Choose the assets to rebuild.");
+  const assetsGroup = h(
+    "fieldset",
+    { class: "fieldset", id: "launch-assets-group", dataset: { target: "assets" } },
+    h("legend", {}, "Assets"),
+    assetPicker,
+    h(
+      "div",
+      { class: "choices" },
+      h("label", { class: "choice" }, upstreamBox, "Also everything upstream"),
+      h("label", { class: "choice" }, downstreamBox, "Also everything downstream"),
+    ),
+    assetsInfo,
+    h("p", { class: "field-error", id: "launch-assets-error", hidden: true }),
+  );
+  const jobGroup = h("div", { dataset: { target: "job" } });
 
   const mode = (value, label) =>
     h(
@@ -80,7 +113,7 @@ export async function render(root, { query }) {
   );
   const keysInput = h("textarea", { id: "launch-keys", name: "keys", rows: "4", spellcheck: "false", class: "mono", placeholder: "one key per line, or separated by commas" });
   const keysFields = h("div", { dataset: { mode: "keys" } }, field("launch-keys", "Partition keys", keysInput));
-  const allNote = h("p", { class: "help", dataset: { mode: "all" } }, "Every partition the job has now.");
+  const allNote = h("p", { class: "help", dataset: { mode: "all" } }, "Every partition there is now (of the root assets, for assets).");
   const partitionsError = h("p", { class: "field-error", id: "launch-partitions-error", hidden: true });
   modeGroup.append(rangeFields, keysFields, allNote, partitionsError);
 
@@ -161,8 +194,9 @@ export async function render(root, { query }) {
   const form = h(
     "form",
     { class: "form", id: "launch-form", novalidate: true, "aria-labelledby": "launch-title-h" },
-    field("launch-job", "Job", jobSelect),
-    jobInfo,
+    targetGroup,
+    jobGroup,
+    assetsGroup,
     modeGroup,
     reprocessGroup,
     h(
@@ -191,7 +225,42 @@ export async function render(root, { query }) {
     ),
   );
 
+  jobGroup.append(field("launch-job", "Job", jobSelect), jobInfo);
+
   // --- state -> input ------------------------------------------------------------------------
+
+  const selectedTarget = () => form.querySelector("input[name=target]:checked")?.value || "job";
+  const chosenAssets = () => [...assetPicker.querySelectorAll("input:checked")].map((el) => el.value);
+
+  function showTarget() {
+    const current = selectedTarget();
+    for (const el of form.querySelectorAll("[data-target]")) el.hidden = el.dataset.target !== current;
+    configSchema.hidden = current !== "job" || !job?.configSchema;
+  }
+
+  /** The assets the selection covers, its roots, and their key suggestions. */
+  async function describeAssets() {
+    const names = chosenAssets();
+    if (!names.length) {
+      replace(assetsInfo, "Choose the assets to rebuild.");
+      return;
+    }
+    const covered = closure(assets, names, { upstream: upstreamBox.checked, downstream: downstreamBox.checked });
+    const roots = rootsOf(assets, covered);
+    const root = assets.find((a) => a.name === roots[0]);
+    replace(
+      assetsInfo,
+      `${covered.length} asset${covered.length === 1 ? "" : "s"}: ${covered.join(", ")}. `,
+      root ? h("span", { class: "muted" }, `Partitions are those of ${roots.join(", ")}${root.partitions ? `: ${partitionsSummary(root.partitions)}` : " (unpartitioned)"}.`) : null,
+    );
+    if (root && root.name !== rootKeysFor) {
+      rootKeysFor = root.name;
+      const data = await graphql("UiAssetKeys", { name: root.name, first: 100, after: null });
+      const nodes = data.asset?.partitions?.keys.nodes ?? [];
+      replace(keysList, nodes.map((k) => h("option", { value: k })));
+      if (!startInput.value && nodes.length) startInput.placeholder = `e.g. ${nodes[0]}`;
+    }
+  }
 
   const selectedMode = () => form.querySelector("input[name=mode]:checked")?.value || "range";
   const selectedReprocess = () => form.querySelector("input[name=reprocess]:checked")?.value || "MISSING";
@@ -233,7 +302,7 @@ export async function render(root, { query }) {
     const [head, second] = path;
     switch (head) {
       case "target":
-        return "launch-job";
+        return selectedTarget() === "assets" ? "launch-assets" : "launch-job";
       case "partitions":
         if (second === "range") return path[2] === "end" ? "launch-end" : "launch-start";
         if (second === "keys") return "launch-keys";
@@ -268,8 +337,15 @@ export async function render(root, { query }) {
   /** The LaunchBackfillInput of the form, or null with errors shown. */
   function buildInput() {
     const problems = [];
-    const input = { target: { job: jobSelect.value } };
-    if (!jobSelect.value) problems.push(["launch-job", "Choose a job."]);
+    let input;
+    if (selectedTarget() === "assets") {
+      const names = chosenAssets();
+      input = { target: { assets: { names, upstream: upstreamBox.checked, downstream: downstreamBox.checked } } };
+      if (!names.length) problems.push(["launch-assets", "Choose at least one asset."]);
+    } else {
+      input = { target: { job: jobSelect.value } };
+      if (!jobSelect.value) problems.push(["launch-job", "Choose a job."]);
+    }
     const m = selectedMode();
     if (m === "range") {
       const start = startInput.value.trim();
@@ -334,6 +410,7 @@ export async function render(root, { query }) {
       ? `, ${formatNumber(p.skipped)} skipped because ${reasonText.length ? reasonText.join(" or ") : "they ran before"}`
       : ", nothing skipped";
     submit.textContent = p.runs ? `Launch ${headline}` : "Launch backfill";
+    const perAsset = p.assets ? assetPreview(p.assets) : null;
     replace(
       preview,
       h("p", { class: "preview-headline", id: "preview-summary" }, h("strong", {}, headline), skipped, "."),
@@ -344,11 +421,13 @@ export async function render(root, { query }) {
         h("div", {}, h("dt", {}, "Will run"), h("dd", { dataset: { previewRuns: String(p.runs) } }, formatNumber(p.runs))),
         h("div", {}, h("dt", {}, "Skipped"), h("dd", {}, formatNumber(p.skipped))),
       ),
+      perAsset,
       p.firstPartitions.length
         ? h(
             "div",
             {},
-            h("h3", {}, p.runs > p.firstPartitions.length ? `First ${p.firstPartitions.length} to run` : "Will run"),
+            // For assets, the server's list is of the selection (asset/key), skipped ones included.
+            h("h3", {}, p.assets ? `First ${p.firstPartitions.length} in the selection` : p.runs > p.firstPartitions.length ? `First ${p.firstPartitions.length} to run` : "Will run"),
             h("ul", { class: "key-list" }, p.firstPartitions.map((k) => h("li", { class: "mono" }, k))),
           )
         : null,
@@ -364,6 +443,40 @@ export async function render(root, { query }) {
             ),
           )
         : null,
+    );
+  }
+
+  /** Per asset: its level, how many partitions run and how many are skipped. */
+  function assetPreview(rows) {
+    const sorted = [...rows].sort((a, b) => a.level - b.level);
+    return h(
+      "div",
+      {},
+      h("h3", {}, `${rows.length} asset${rows.length === 1 ? "" : "s"}, by dependency level`),
+      h(
+        "table",
+        { class: "table preview-assets", id: "preview-assets" },
+        h("caption", { class: "visually-hidden" }, "What would run, per asset"),
+        h(
+          "thead",
+          {},
+          h("tr", {}, h("th", { scope: "col", class: "num" }, "Level"), h("th", { scope: "col" }, "Asset"), h("th", { scope: "col", class: "num" }, "Runs"), h("th", { scope: "col", class: "num" }, "Skipped")),
+        ),
+        h(
+          "tbody",
+          {},
+          sorted.map((a) =>
+            h(
+              "tr",
+              { dataset: { previewAsset: a.name, level: String(a.level), runs: String(a.runs), skipped: String(a.skipped), total: String(a.total) } },
+              h("td", { class: "num" }, String(a.level)),
+              h("td", { class: "mono" }, a.name),
+              h("td", { class: "num" }, formatNumber(a.runs)),
+              h("td", { class: "num" }, formatNumber(a.skipped)),
+            ),
+          ),
+        ),
+      ),
     );
   }
 
@@ -398,7 +511,7 @@ export async function render(root, { query }) {
     job = null;
     replace(jobInfo);
     configSchema.hidden = true;
-    if (!name) return;
+    if (!name || selectedTarget() !== "job") return;
     const data = await graphql("UiJobForLaunch", { name });
     job = data.job;
     if (!job) {
@@ -425,10 +538,37 @@ export async function render(root, { query }) {
 
   form.addEventListener("input", (event) => {
     if (event.target === jobSelect) return;
+    if (event.target.name === "target") {
+      targetChanged();
+      return;
+    }
     typed.add(event.target);
     if (event.target.name === "mode") showMode();
+    if (event.target.closest("#launch-assets-group")) assetsChanged();
     schedulePreview();
   });
+
+  function assetsChanged() {
+    const names = chosenAssets();
+    const params = new URLSearchParams({ assets: names.join(",") });
+    if (upstreamBox.checked) params.set("upstream", "1");
+    if (downstreamBox.checked) params.set("downstream", "1");
+    history.replaceState(null, "", `#/launch?${params}`);
+    describeAssets().catch((error) => replace(assetsInfo, errorBox(error, "Could not load the assets' partitions.")));
+  }
+
+  async function targetChanged() {
+    showTarget();
+    if (selectedTarget() === "assets") assetsChanged();
+    else if (jobSelect.value && !job) {
+      try {
+        await chooseJob(jobSelect.value);
+      } catch (error) {
+        replace(jobInfo, errorBox(error, "Could not load the job."));
+      }
+    }
+    schedulePreview();
+  }
   form.addEventListener("change", (event) => {
     if (event.target.name === "mode") showMode();
   });
@@ -451,7 +591,8 @@ export async function render(root, { query }) {
     const { input, problems } = buildInput();
     if (problems.length) {
       for (const [control, message] of problems) showError(control, message);
-      document.getElementById(problems[0][0])?.focus();
+      const control = document.getElementById(problems[0][0]);
+      (control?.matches("input, select, textarea") ? control : (control?.querySelector("input") ?? control))?.focus();
       return;
     }
     inFlight = true;
@@ -490,6 +631,12 @@ export async function render(root, { query }) {
   if (query.keys) keysInput.value = query.keys.split(",").join("\n");
   showMode();
 
+  const wantsAssets = Boolean(query.assets) || query.target === "assets";
+  form.querySelector(`#launch-target-${wantsAssets ? "assets" : "job"}`).checked = true;
+  if (query.upstream === "1") upstreamBox.checked = true;
+  if (query.downstream === "1") downstreamBox.checked = true;
+  showTarget();
+  const assetsRequest = loadAssetGraph().catch(() => []);
   try {
     const data = await graphql("UiJobNames");
     jobs = data.jobs.map((j) => j.name).sort();
@@ -497,12 +644,35 @@ export async function render(root, { query }) {
     replace(preview, errorBox(error, "Could not load jobs."));
     return undefined;
   }
+  assets = await assetsRequest;
+  const wanted = new Set((query.assets || "").split(",").filter(Boolean));
+  replace(
+    assetPicker,
+    assets.length
+      ? [...assets]
+          .sort((a, b) => a.level - b.level || a.name.localeCompare(b.name))
+          .map((a) =>
+            h(
+              "label",
+              { class: "choice" },
+              h("input", { type: "checkbox", name: "asset", value: a.name, id: `launch-asset-${a.name}`, checked: wanted.has(a.name) }),
+              h("span", { class: "mono" }, a.name),
+            ),
+          )
+      : h("p", { class: "muted" }, "No asset is defined."),
+  );
+  if (wantsAssets) {
+    await describeAssets().catch((error) => replace(assetsInfo, errorBox(error, "Could not load the assets' partitions.")));
+    if (query.start) startInput.value = query.start;
+    if (query.end) endInput.value = query.end;
+    if (wanted.size) runPreview();
+  }
   replace(
     jobSelect,
     h("option", { value: "" }, "Choose a job…"),
     jobs.map((name) => h("option", { value: name }, name)),
   );
-  if (query.job && jobs.includes(query.job)) {
+  if (!wantsAssets && query.job && jobs.includes(query.job)) {
     jobSelect.value = query.job;
     try {
       await chooseJob(query.job);

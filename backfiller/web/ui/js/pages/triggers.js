@@ -1,7 +1,9 @@
 // Triggers: each trigger with its last evaluations, and buttons that evaluate it now.
 import { graphql } from "../api.js";
+import { selectionLabel } from "../assets.js";
 import { errorBox, formatDuration, formatNumber, formatTime, h, replace, timeAgo } from "../dom.js";
 import { watch } from "../live.js";
+import { unknownBadge } from "../status.js";
 
 export const title = "Triggers";
 
@@ -9,7 +11,8 @@ const OUTCOME_TONES = { LAUNCHED: "success", SKIPPED: "neutral", FAILED: "danger
 const OUTCOME_LABELS = { LAUNCHED: "Launched", SKIPPED: "Skipped", FAILED: "Failed" };
 
 function outcomeBadge(outcome) {
-  return h("span", { class: `badge badge-${OUTCOME_TONES[outcome] || "neutral"}`, dataset: { outcome } }, OUTCOME_LABELS[outcome] || outcome);
+  if (!(outcome in OUTCOME_LABELS)) return unknownBadge(outcome, { outcome });
+  return h("span", { class: `badge badge-${OUTCOME_TONES[outcome]}`, dataset: { outcome } }, OUTCOME_LABELS[outcome]);
 }
 
 function intervalText(seconds) {
@@ -67,7 +70,7 @@ function outcomePanel(evaluation) {
           h(
             "thead",
             {},
-            h("tr", {}, h("th", { scope: "col" }, "Job"), h("th", { scope: "col" }, "Partitions"), h("th", { scope: "col" }, "Title"), h("th", { scope: "col" }, "Result")),
+            h("tr", {}, h("th", { scope: "col" }, "Target"), h("th", { scope: "col" }, "Partitions"), h("th", { scope: "col" }, "Title"), h("th", { scope: "col" }, "Result")),
           ),
           h(
             "tbody",
@@ -76,7 +79,7 @@ function outcomePanel(evaluation) {
               h(
                 "tr",
                 {},
-                h("td", { "data-label": "Job", class: "mono" }, r.target.job ?? "–"),
+                h("td", { "data-label": "Target", class: "mono" }, r.target.assets ? selectionLabel(r.target.assets) : (r.target.job ?? "–")),
                 h("td", { "data-label": "Partitions", class: "mono" }, selectionText(r.partitionSelection)),
                 h("td", { "data-label": "Title" }, r.title || h("span", { class: "muted" }, "–")),
                 h(
