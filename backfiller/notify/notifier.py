@@ -131,6 +131,10 @@ def notifications_of(event: EventToNotify, targets: Sequence[Target]) -> list[Ne
     return found
 
 
+class CursorMoved(Exception):
+    """Another daemon made the notifications of these events first: this tick's are dropped."""
+
+
 class Notifier:
     def __init__(self, database: Any, clock: Clock, settings: NotifierSettings) -> None:
         self.database = database
@@ -146,7 +150,13 @@ class Notifier:
 
         The table of notifications is only read when this daemon made some, scheduled a retry
         that is due, or every ``RESCAN_SECONDS`` (for what another daemon left behind)."""
-        created = await self.fan_out()
+        try:
+            created = await self.fan_out()
+        except CursorMoved:  # several daemons: the expected race, settled by the stored cursor
+            logger.debug(
+                "another daemon made these notifications first; reading on from its cursor"
+            )
+            created = 0
         room = self.settings.concurrency - len(self._in_flight)
         if room <= 0 or (not created and time.monotonic() < self._look_at):
             return bool(created)
@@ -187,7 +197,7 @@ class Notifier:
             await repo.add(rows, self.clock())
             if not await repo.advance_cursor(cursor, events[-1].event_id):
                 self._cursor = None
-                raise RuntimeError("another daemon moved the notifier's cursor; trying again")
+                raise CursorMoved  # rolls back this transaction's notifications
         self._cursor = events[-1].event_id
         return len(rows)
 

@@ -112,7 +112,7 @@ class NotificationRepository:
             .limit(limit)
         )
         return [
-            EventToNotify(int(e.id), e.kind, e.at, e.message, b) for e, b in result.tuples().all()
+            EventToNotify(int(e.id), e.kind, e.at, e.message, b) for e, b in result.all()
         ]
 
     async def webhooks_of(self, backfill_ids: Sequence[int]) -> dict[int, list[WebhookTarget]]:
