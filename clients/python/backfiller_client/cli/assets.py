@@ -137,7 +137,8 @@ def assets_show(
     out.line(f"upstream    {', '.join(asset.upstream) or '-'}")
     out.line(f"downstream  {', '.join(asset.downstream) or '-'}")
     out.line(f"latest      {status_summary(partitions, asset.partitions) or 'never ran'}")
-    out.table(
-        ["STATUS", "FROM", "TO", "COUNT"],
-        ([r.status, r.start_key, r.end_key, str(r.count)] for r in ranges),
-    )
+    if ranges:
+        out.table(
+            ["STATUS", "FROM", "TO", "COUNT"],
+            ([r.status, r.start_key, r.end_key, str(r.count)] for r in ranges),
+        )

@@ -348,7 +348,8 @@ def preview(
 
 
 def print_preview(out: Output, found: Preview) -> None:
-    out.line(f"{found.job}: {found.runs} runs of {found.total} partitions, {found.skipped} skipped")
+    target = found.job if found.assets is None else "assets"
+    out.line(f"{target}: {found.runs} runs of {found.total} partitions, {found.skipped} skipped")
     if found.assets:
         out.table(
             ["LEVEL", "ASSET", "RUNS", "PARTITIONS", "SKIPPED"],
@@ -398,7 +399,7 @@ def list_(
         out.json(found)
         return
     out.table(
-        ["ID", "JOB", "STATUS", "PROGRESS", "CREATED", "TITLE"],
+        ["ID", "TARGET", "STATUS", "PROGRESS", "CREATED", "TITLE"],
         (
             [
                 b.id,

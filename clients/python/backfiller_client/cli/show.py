@@ -16,6 +16,7 @@ from backfiller_client import (
     BackfillAsset,
     BackfillEvent,
     Client,
+    PartitionStatus,
     PartitionStatusRange,
     Run,
 )
@@ -121,11 +122,24 @@ def print_progress(out: Output, shown: Shown) -> None:
                 a.name,
                 progress_text(a.counts),
                 counts_line(a.counts),
-                strip_text(a.partition_status_ranges, colour),
+                asset_strip(a, colour),
             ]
             for a in shown.assets
         ),
     )
+
+
+def asset_strip(asset: BackfillAsset, colour: bool) -> Text:
+    """The asset's strip; its partitions not planned yet (no range) show as pending."""
+    ranges = list(asset.partition_status_ranges)
+    planned = sum(r.count for r in ranges)
+    if planned < asset.counts.total:
+        ranges.append(
+            PartitionStatusRange(
+                PartitionStatus.PENDING, "", "", planned, asset.counts.total - planned
+            )
+        )
+    return strip_text(ranges, colour)
 
 
 def print_events(out: Output, events: Sequence[BackfillEvent]) -> None:
