@@ -6,8 +6,12 @@ module keeps ``backfiller.client`` working for code written against the server p
 """
 
 from backfiller_client import (
+    Asset,
+    AssetPartition,
+    AssetPreview,
     AsyncClient,
     Backfill,
+    BackfillAsset,
     BackfillCounts,
     BackfillerAPIError,
     BackfillerAuthError,
@@ -25,6 +29,7 @@ from backfiller_client import (
     Preview,
     Run,
     RunStatus,
+    RunWorker,
     SkippedPartition,
     Trigger,
     TriggerEvaluation,
@@ -34,8 +39,12 @@ from backfiller_client import (
 )
 
 __all__ = [
+    "Asset",
+    "AssetPartition",
+    "AssetPreview",
     "AsyncClient",
     "Backfill",
+    "BackfillAsset",
     "BackfillCounts",
     "BackfillEvent",
     "BackfillStatus",
@@ -53,6 +62,7 @@ __all__ = [
     "Preview",
     "Run",
     "RunStatus",
+    "RunWorker",
     "SkippedPartition",
     "Trigger",
     "TriggerEvaluation",

@@ -31,7 +31,7 @@ from strawberry.types.execution import ExecutionResult
 from backfiller.operations import split_operations
 from backfiller.resolvers.context import Context
 from backfiller.schema.common import UserErrorCode
-from backfiller.web.rest_openapi import PREFIX, REST_ONLY_CODES, build_openapi
+from backfiller.web.rest_openapi import MAX_ASSET_PAGE, PREFIX, REST_ONLY_CODES, build_openapi
 from backfiller.web.rest_variables import VariableProblem, variable_problems
 
 OPERATIONS_NAME = "rest.graphql"
@@ -318,6 +318,43 @@ class RestApi:
             )
         return JSONResponse(data["backfill"])
 
+    # assets ---------------------------------------------------------------------------------
+
+    async def list_assets(self, request: Request) -> Response:
+        data = await self.run(request, "RestListAssets", {})
+        if isinstance(data, Response):
+            return data
+        return JSONResponse({"assets": data["assets"]})
+
+    async def get_asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        params = request.query_params
+        first = 100
+        if "first" in params:
+            raw = params["first"]
+            if not re.fullmatch(r"[0-9]{1,4}", raw) or not 1 <= int(raw) <= MAX_ASSET_PAGE:
+                message = f"`first` must be an integer from 1 to {MAX_ASSET_PAGE}"
+                return errors_response([error("INVALID_ARGUMENT", message, ["first"])], 422)
+            first = int(raw)
+        variables = {"name": name, "first": first + 1, "after": params.get("after")}
+        data = await self.run(
+            request,
+            "RestGetAsset",
+            variables,
+            roots={"name": ["name"], "first": ["first"], "after": ["after"]},
+        )
+        if isinstance(data, Response):
+            return data
+        asset = data["asset"]
+        if asset is None:
+            message = f"no asset named {name!r}"
+            return errors_response([error("ASSET_NOT_FOUND", message, ["name"])], 404)
+        statuses = asset["latestStatuses"]
+        more = len(statuses) > first
+        asset["latestStatuses"] = statuses[:first]
+        end = statuses[first - 1]["key"] if more else None
+        return JSONResponse({**asset, "pageInfo": {"hasNextPage": more, "endCursor": end}})
+
     # steering -------------------------------------------------------------------------------
 
     def steer(self, operation: str, field: str, status: int) -> Handler:
@@ -360,6 +397,8 @@ class RestApi:
             Route("/backfills", self.list_or_launch, methods=["GET", "POST"]),
             Route("/backfills:preview", self.preview, methods=["POST"]),
             Route("/backfills/{id}", self.get, methods=["GET"]),
+            Route("/assets", self.list_assets, methods=["GET"]),
+            Route("/assets/{name}", self.get_asset, methods=["GET"]),
             Route(
                 "/backfills/{id}/pause",
                 self.steer("RestPauseBackfill", "pauseBackfill", 200),

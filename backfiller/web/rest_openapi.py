@@ -18,6 +18,8 @@ from backfiller.web.openapi import JsonSchema, SchemaBuilder, nullable, ref
 
 PREFIX = "/api/v1"
 JSON_MEDIA = "application/json"
+# Latest partition statuses of an asset per page (one more is read to know if more follow).
+MAX_ASSET_PAGE = 999
 
 # Codes of the REST transport itself, beside the GraphQL ``UserErrorCode`` values.
 REST_ONLY_CODES = (
@@ -31,7 +33,8 @@ ERROR_DESCRIPTIONS = {
     400: "The body is not JSON (`MALFORMED_JSON`).",
     401: "No valid token (`UNAUTHENTICATED`).",
     403: "The token's role does not allow this (`FORBIDDEN`).",
-    404: "No backfill has this id (`BACKFILL_NOT_FOUND`).",
+    404: "No backfill has this id (`BACKFILL_NOT_FOUND`), or no asset this name "
+    "(`ASSET_NOT_FOUND`).",
     409: "The backfill's status does not allow this (`INVALID_STATE`).",
     415: "The body is not `application/json` (`UNSUPPORTED_MEDIA_TYPE`).",
     422: "The request was refused: the `userErrors` of the GraphQL API, or "
@@ -137,6 +140,27 @@ ROUTES: tuple[RouteDoc, ...] = (
         (404, 422, *AUTH),
         parameters=("id",),
     ),
+    RouteDoc(
+        "/assets",
+        "get",
+        "listAssets",
+        "Every asset of the graph, in dependency order.",
+        200,
+        "The assets.",
+        "AssetList",
+        AUTH,
+    ),
+    RouteDoc(
+        "/assets/{name}",
+        "get",
+        "getAsset",
+        "One asset, with one page of its partitions' latest statuses, by key.",
+        200,
+        "The asset.",
+        "AssetDetail",
+        (404, 422, *AUTH),
+        parameters=("name", "assetFirst", "assetAfter"),
+    ),
     _steer("pause", "Stop launching new runs; runs in flight finish.", 200, "EmptyBody"),
     _steer("resume", "Continue a paused backfill.", 200, "EmptyBody"),
     _steer("cancel", "Stop launching runs and stop the runs in flight.", 200, "EmptyBody"),
@@ -172,6 +196,21 @@ def parameters(max_page_size: int) -> dict[str, dict[str, Any]]:
             {"type": "integer", "minimum": 0, "maximum": max_page_size},
         ),
         "after": query("after", "`pageInfo.endCursor` of the previous page.", {"type": "string"}),
+        "name": {
+            "name": "name",
+            "in": "path",
+            "required": True,
+            "description": "The asset's name.",
+            "schema": {"type": "string"},
+        },
+        "assetFirst": query(
+            "first",
+            f"How many partition statuses, at most {MAX_ASSET_PAGE} (100 by default).",
+            {"type": "integer", "minimum": 1, "maximum": MAX_ASSET_PAGE},
+        ),
+        "assetAfter": query(
+            "after", "`pageInfo.endCursor` of the previous page (a key).", {"type": "string"}
+        ),
         "status": query(
             "status",
             "Only backfills in these statuses.",
@@ -254,6 +293,19 @@ def _components(
         },
         "required": ["backfills", "pageInfo"],
     }
+    builder.name_fragment("RestAsset", "Asset")
+    components["AssetList"] = {
+        "type": "object",
+        "properties": {"assets": {"type": "array", "items": ref("Asset")}},
+        "required": ["assets"],
+    }
+    detail = builder.operation_field(doc, "RestGetAsset", ["asset"])
+    components["AssetDetail"] = {
+        "allOf": [
+            detail.get("anyOf", [detail])[0],
+            {"type": "object", "properties": {"pageInfo": page_info}, "required": ["pageInfo"]},
+        ]
+    }
     codes = gql.get_type("UserErrorCode")
     assert isinstance(codes, graphql.GraphQLEnumType)
     components["ErrorCode"] = {
@@ -312,4 +364,4 @@ def build_openapi(sdl: str, document: DocumentNode, max_page_size: int) -> dict[
     }
 
 
-__all__ = ["PREFIX", "REST_ONLY_CODES", "ROUTES", "RouteDoc", "build_openapi"]
+__all__ = ["MAX_ASSET_PAGE", "PREFIX", "REST_ONLY_CODES", "ROUTES", "RouteDoc", "build_openapi"]

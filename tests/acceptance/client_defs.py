@@ -1,5 +1,5 @@
-"""Definitions for the client tests (CLI, TypeScript): the quick start's jobs, a job that
-fails one partition, and two triggers."""
+"""Definitions for the client tests (CLI, Python, REST, TypeScript, Go, Java): the quick
+start's jobs and asset graph, a job that fails one partition, and two triggers."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from backfiller import (
     job,
     trigger,
 )
+from backfiller.examples.assets import ASSETS
 from backfiller.examples.quickstart import definitions as quickstart
 
 
@@ -40,4 +41,6 @@ def quiet(context: TriggerContext) -> SkipReason:
     return SkipReason("nothing landed")
 
 
-definitions = Definitions(jobs=[*quickstart.job_list, picky], triggers=[may_week, quiet])
+definitions = Definitions(
+    jobs=[*quickstart.job_list, picky], assets=ASSETS, triggers=[may_week, quiet]
+)

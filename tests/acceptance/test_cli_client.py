@@ -224,6 +224,54 @@ def test_jobs_partitions_and_triggers(run: Any, proc: Any) -> None:
     assert triggers["quiet"]["last_evaluation"]["outcome"] == "SKIPPED"
 
 
+def test_asset_launch_preview_show_list_and_the_graph(run: Any, proc: Any) -> None:
+    graph = run("assets")
+    assert graph.code == 0, graph.stderr
+    assert "raw_events" in graph.stdout and "daily from 2024-01-01" in graph.stdout
+    assert "unpartitioned" in graph.stdout
+    listed = run("assets", "-o", "json").json()
+    names = [a["asset"]["name"] for a in listed]
+    assert names == ["raw_events", "daily_visits", "monthly_report", "visits_summary"]
+    assert listed[1]["asset"]["upstream"] == ["raw_events"]
+    one = run("assets", "show", "daily_visits")
+    assert one.code == 0
+    assert "upstream    raw_events" in one.stdout
+    assert "downstream  monthly_report" in one.stdout
+
+    march = ("--assets", "daily_visits", "--downstream", "--from", "2024-03-01", "--to",
+             "2024-03-31")  # fmt: skip
+    preview = run("preview", *march)
+    assert preview.code == 0, preview.stderr
+    assert "monthly_report" in preview.stdout and "visits_summary" in preview.stdout
+    per_asset = run("preview", *march, "-o", "json").json()["assets"]
+    assert [(a["name"], a["level"], a["total"]) for a in per_asset] == [
+        ("daily_visits", 0, 31),
+        ("monthly_report", 1, 1),
+        ("visits_summary", 2, 1),
+    ]
+
+    launched = proc("launch", *march, "--title", "march visits", "-o", "json")
+    backfill_id = launched_id(launched)
+    backfill = launched.json()
+    assert backfill["job"] is None
+    assert backfill["assets"] == {"names": ["daily_visits"], "upstream": False,
+                                  "downstream": True}  # fmt: skip
+    assert backfill["counts"]["total"] == 33
+    assert "daily_visits +downstream" in run("list", "--limit", "1").stdout
+
+    shown = run("show", backfill_id)
+    assert shown.code == 0
+    assert "assets   daily_visits, monthly_report, visits_summary" in shown.stdout
+    assert "assets:" in shown.stdout and "0/31 (0.0%)" in shown.stdout
+    shown_json = run("show", backfill_id, "-o", "json").json()
+    assert [(a["name"], a["counts"]["total"]) for a in shown_json["assets"]] == [
+        ("daily_visits", 31),
+        ("monthly_report", 1),
+        ("visits_summary", 1),
+    ]
+    assert run("cancel", backfill_id).code == 0  # the daemon of later tests has no need of it
+
+
 # -- exit 1: userErrors ----------------------------------------------------------------------
 
 
@@ -234,6 +282,9 @@ def test_jobs_partitions_and_triggers(run: Any, proc: Any) -> None:
         (["launch", "daily_sales", "--from", "2024-02-10", "--to", "2024-02-01"], None),
         (["launch", "region_report", "--all", "--config", '{"currency": "GBP"}'], None),
         (["preview", "daily_sales", "--keys", "not-a-day"], None),
+        (["launch", "--assets", "no_such_asset", "--all"], "ASSET_NOT_FOUND"),
+        (["preview", "--assets", "raw_events", "--keys", "not-a-day"], None),
+        (["assets", "show", "no_such_asset"], "ASSET_NOT_FOUND"),
         (["show", "bf_999999"], "BACKFILL_NOT_FOUND"),
         (["watch", "bf_999999"], "BACKFILL_NOT_FOUND"),
         (["pause", "bf_999999"], "BACKFILL_NOT_FOUND"),
@@ -298,6 +349,11 @@ def test_a_state_that_forbids_the_change_exits_1(run: Any) -> None:
         ["launch", "daily_sales", "--all", "--max-concurrent", "0"],
         ["launch", "daily_sales", "--all", "--order", "sideways"],
         ["launch"],
+        ["launch", "daily_sales", "--assets", "raw_events", "--all"],
+        ["launch", "daily_sales", "--downstream", "--all"],
+        ["launch", "--assets", ",", "--all"],
+        ["preview", "--all"],
+        ["assets", "show"],
         ["list", "--status", "DONE"],
         ["list", "--limit", "0"],
         ["retry", "bf_1", "--include", "everything"],
@@ -336,6 +392,9 @@ def test_usage_errors_exit_2_from_the_installed_command(proc: Any) -> None:
         ["cancel", "bf_1"],
         ["retry", "bf_1"],
         ["jobs"],
+        ["assets"],
+        ["assets", "show", "raw_events"],
+        ["launch", "--assets", "raw_events", "--all"],
         ["partitions", "delete", "customers", "x"],
         ["trigger", "list"],
         ["trigger", "evaluate", "quiet"],
@@ -439,6 +498,32 @@ def test_launch_wait_exits_1_when_a_partition_fails_and_retry_relaunches_it(
     retried = run("retry", backfill_id, "-o", "json").json()
     assert retried["counts"]["total"] == 1
     assert retried["partitions"] == {"keys": ["broken"]}
+
+
+def test_an_asset_backfill_runs_and_the_graph_shows_its_statuses(
+    run: Any, proc: Any, daemon: LiveProcess
+) -> None:
+    waited = proc("launch", "--assets", "daily_visits", "--upstream", "--keys", "2024-05-01",
+                  "--wait", "--interval", "0.2", timeout=120)  # fmt: skip
+    assert waited.code == 0, waited.stdout + waited.stderr
+    backfill_id = waited.stdout.split()[1].rstrip(":")
+    shown = run("show", backfill_id, "-o", "json").json()
+    assert [(a["name"], a["counts"]["succeeded"]) for a in shown["assets"]] == [
+        ("raw_events", 1),
+        ("daily_visits", 1),
+    ]
+    assert {r["asset"] for r in shown["recent_runs"]} == {"raw_events", "daily_visits"}
+    assert all(r["worker"]["host"] for r in shown["recent_runs"])
+    text = run("show", backfill_id).stdout
+    assert "recent runs:" in text and "ASSET" in text
+    one = run("assets", "show", "daily_visits")
+    assert "SUCCESS  2024-05-01  2024-05-01  1" in " ".join(one.stdout.split("\n"))
+    statuses = run("assets", "show", "raw_events", "-o", "json").json()["status_ranges"]
+    assert {"status": "SUCCESS", "start_key": "2024-05-01", "end_key": "2024-05-01",
+            "count": 1} in statuses  # fmt: skip
+    graph = run("assets", "-o", "json").json()
+    latest = {a["asset"]["name"]: a["latest_statuses"] for a in graph}
+    assert {"key": "2024-05-01", "status": "SUCCESS"} in latest["daily_visits"]
 
 
 def watch_env(**extra: str) -> dict[str, str]:

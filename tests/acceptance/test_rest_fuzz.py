@@ -68,4 +68,4 @@ def test_the_rest_endpoint_matches_its_openapi_document(
     report = done.stdout + done.stderr
     assert done.returncode == 0, report
     assert "Failures:" not in report, report
-    assert "8 selected / 8 total" in report, report
+    assert "10 selected / 10 total" in report, report

@@ -18,12 +18,17 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from backfiller.config import AuthMode, Settings
+from backfiller.daemon.ticks import DaemonState
+from backfiller.definitions.loading import Definitions
+from backfiller.launchers import InlineLauncher
+from backfiller.storage import Database
 from backfiller.storage.auth import NewToken, TokenRepository
 from backfiller.storage.auth_records import Role
 from backfiller.storage.records import BackfillRecord
 from backfiller.web.app import create_app
 from backfiller.web.rest import PREFIX, RestApi, load_operations
-from tests.support import GraphQLRunner, count_rows
+from tests.integration.test_daemon_ticks import drive
+from tests.support import FrozenClock, GraphQLRunner, count_rows
 
 BODY: dict[str, Any] = {
     "target": {"job": "daily_sales"},
@@ -181,6 +186,7 @@ async def test_launch_answers_201_with_the_backfill_graphql_would_show(
     assert backfill["tags"] == [{"key": "team", "value": "sales"}]
     from_graphql = await graphql_backfill(gql, backfill["id"])
     from_graphql.pop("partitionStatusRanges")
+    assert from_graphql.pop("assets") == []  # per asset, for an asset backfill
     assert backfill == from_graphql
 
 
@@ -476,7 +482,7 @@ async def test_pause_resume_cancel_and_retry(rest: Rest, gql: GraphQLRunner) -> 
     assert child == {
         k: v
         for k, v in (await graphql_backfill(gql, child["id"])).items()
-        if k != "partitionStatusRanges"
+        if k not in ("partitionStatusRanges", "assets")
     }
 
 
@@ -578,3 +584,99 @@ async def test_tokens_are_checked_as_on_graphql(gql: GraphQLRunner) -> None:
         assert forbidden.status_code == 403
         assert [e["code"] for e in user_errors(forbidden)] == ["FORBIDDEN"]
         assert (await rest.get(path, headers=bearer(viewer))).json()["status"] == "REQUESTED"
+
+
+# -- assets ----------------------------------------------------------------------------------
+
+ASSET_BODY: dict[str, Any] = {
+    "target": {"assets": {"names": ["raw_events"], "downstream": True}},
+    "partitions": {"range": {"start": "2024-02-27", "end": "2024-03-02"}},
+}
+
+
+async def test_an_asset_launch_preview_and_read_per_asset(
+    rest: Rest,
+    gql: GraphQLRunner,
+    database: Database,
+    definitions: Definitions,
+    clock: FrozenClock,
+) -> None:
+    preview = await rest.post("/backfills:preview", json=ASSET_BODY)
+    assert preview.status_code == 200
+    assert [(a["name"], a["total"]) for a in preview.json()["assets"]] == [
+        ("raw_events", 5),
+        ("daily_visits", 5),
+        ("monthly_report", 2),
+        ("visits_summary", 1),
+    ]
+    response = await rest.post("/backfills", json=ASSET_BODY)
+    assert response.status_code == 201, response.text
+    launched = response.json()
+    assert launched["target"]["job"] is None
+    assert launched["target"]["assets"]["assets"][-1] == "visits_summary"
+    await drive(database, definitions, clock, InlineLauncher(definitions, max_active=8),
+                DaemonState(plan_window=7))  # fmt: skip
+    detail = (await rest.get(f"/backfills/{launched['id']}")).json()
+    assert detail == await graphql_backfill(gql, launched["id"])
+    assert [(a["name"], a["level"], a["counts"]["succeeded"]) for a in detail["assets"]] == [
+        ("raw_events", 0, 5),
+        ("daily_visits", 1, 5),
+        ("monthly_report", 2, 2),
+        ("visits_summary", 3, 1),
+    ]
+
+    listed = await rest.get("/assets")
+    assert listed.status_code == 200
+    assets = listed.json()["assets"]
+    assert [a["name"] for a in assets][:2] == ["raw_events", "daily_visits"]
+    assert assets[3]["partitions"] is None and assets[3]["upstream"] == ["monthly_report"]
+
+    first = await rest.get("/assets/raw_events?first=3")
+    assert first.status_code == 200
+    page = first.json()
+    assert page["upstream"] == [] and page["downstream"] == ["daily_visits"]
+    assert [p["key"] for p in page["latestStatuses"]] == ["2024-02-27", "2024-02-28", "2024-02-29"]
+    assert page["pageInfo"] == {"hasNextPage": True, "endCursor": "2024-02-29"}
+    rest_page = (await rest.get("/assets/raw_events", params={"after": "2024-02-29"})).json()
+    assert rest_page["latestStatuses"] == [
+        {"key": "2024-03-01", "status": "SUCCESS"},
+        {"key": "2024-03-02", "status": "SUCCESS"},
+    ]
+    assert rest_page["pageInfo"] == {"hasNextPage": False, "endCursor": None}
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "field"),
+    [
+        ({"assets": {"names": ["nope"]}}, "ASSET_NOT_FOUND", ["target", "assets", "names", "0"]),
+        ({"assets": {"names": "raw_events", "sideways": True}}, "INVALID_ARGUMENT", None),
+        ({"assets": {"upstream": True}}, "INVALID_ARGUMENT", None),
+        ({"job": "daily_sales", "assets": {"names": ["raw_events"]}}, "INVALID_ARGUMENT", None),
+    ],
+    ids=["unknown", "unknown-field", "no-names", "both-targets"],
+)
+async def test_a_bad_asset_launch_is_422_and_writes_nothing(
+    rest: Rest, database: Database, body: dict[str, Any], code: str, field: list[str] | None
+) -> None:
+    response = await rest.post("/backfills", json={**ASSET_BODY, "target": body})
+    assert response.status_code == 422, response.text
+    errors = user_errors(response)
+    assert errors[0]["code"] == code
+    if field is not None:
+        assert errors[0]["field"][: len(field) - 1] == field[:-1]
+    assert await count_rows(database, BackfillRecord) == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "code"),
+    [
+        ("/assets/no_such_asset", 404, "ASSET_NOT_FOUND"),
+        ("/assets/raw_events?first=0", 422, "INVALID_ARGUMENT"),
+        ("/assets/raw_events?first=1000", 422, "INVALID_ARGUMENT"),
+        ("/assets/raw_events?first=ten", 422, "INVALID_ARGUMENT"),
+    ],
+)
+async def test_bad_asset_reads_are_typed_4xx(rest: Rest, path: str, status: int, code: str) -> None:
+    response = await rest.get(path)
+    assert response.status_code == status
+    assert [e["code"] for e in user_errors(response)] == [code]

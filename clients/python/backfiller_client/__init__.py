@@ -30,7 +30,11 @@ from backfiller_client.requests import (
     PartitionRange,
 )
 from backfiller_client.types import (
+    Asset,
+    AssetPartition,
+    AssetPreview,
     Backfill,
+    BackfillAsset,
     BackfillCounts,
     BackfillEvent,
     BackfillStatus,
@@ -41,6 +45,7 @@ from backfiller_client.types import (
     Preview,
     Run,
     RunStatus,
+    RunWorker,
     SkippedPartition,
     Trigger,
     TriggerEvaluation,
@@ -64,9 +69,13 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AllPartitions",
+    "Asset",
+    "AssetPartition",
+    "AssetPreview",
     "AssetSelection",
     "AsyncClient",
     "Backfill",
+    "BackfillAsset",
     "BackfillCounts",
     "BackfillEvent",
     "BackfillRequest",
@@ -87,6 +96,7 @@ __all__ = [
     "Preview",
     "Run",
     "RunStatus",
+    "RunWorker",
     "SkippedPartition",
     "Trigger",
     "TriggerEvaluation",

@@ -18,7 +18,10 @@ from backfiller_client.errors import (
 )
 from backfiller_client.requests import BackfillRequest
 from backfiller_client.types import (
+    Asset,
+    AssetPartition,
     Backfill,
+    BackfillAsset,
     BackfillEvent,
     BackfillStatus,
     Job,
@@ -36,6 +39,7 @@ Json = Mapping[str, Any]
 RetryInclude = Literal["FAILED", "CANCELED", "NOT_RUN"]
 AUTH_CODES = frozenset({"UNAUTHENTICATED", "FORBIDDEN"})
 MAX_PAGE_SIZE = 100
+MAX_ASSET_PAGE_SIZE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +162,9 @@ def _backfill_payload(operation: str, field: str) -> Callable[[Json], Backfill]:
     return read
 
 
-def check_page_size(page_size: int) -> int:
-    if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValueError(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
+def check_page_size(page_size: int, most: int = MAX_PAGE_SIZE) -> int:
+    if not 1 <= page_size <= most:
+        raise ValueError(f"page_size must be between 1 and {most}")
     return page_size
 
 
@@ -205,7 +209,7 @@ def backfills_page(
 ) -> Call[Page[Backfill]]:
     filter: dict[str, Any] = {}
     if statuses is not None:
-        filter["statuses"] = [BackfillStatus(s).value for s in statuses]
+        filter["statuses"] = [BackfillStatus.known(s).value for s in statuses]
     if job is not None:
         filter["job"] = job
     if tag is not None:
@@ -271,7 +275,9 @@ def runs_page(
             "id": backfill_id,
             "first": first,
             "after": after,
-            "statuses": [RunStatus(s).value for s in statuses] if statuses is not None else None,
+            "statuses": (
+                [RunStatus.known(s).value for s in statuses] if statuses is not None else None
+            ),
         },
         read,
     )
@@ -306,6 +312,41 @@ def partition_status_ranges(backfill_id: str) -> Call[list[PartitionStatusRange]
         return [_parse.status_range(r) for r in found["partitionStatusRanges"]]
 
     return Call("PyPartitionStatusRanges", {"id": backfill_id}, read)
+
+
+def backfill_assets(backfill_id: str) -> Call[list[BackfillAsset]]:
+    def read(data: Json) -> list[BackfillAsset]:
+        found = data["backfill"]
+        if found is None:
+            raise not_found("PyBackfillAssets", backfill_id)
+        return [_parse.backfill_asset(a) for a in found["assets"]]
+
+    return Call("PyBackfillAssets", {"id": backfill_id}, read)
+
+
+def assets() -> Call[list[Asset]]:
+    return Call("PyAssets", {}, lambda d: [_parse.asset(a) for a in d["assets"]])
+
+
+def asset(name: str) -> Call[Asset | None]:
+    return Call(
+        "PyAsset", {"name": name}, lambda d: _parse.asset(d["asset"]) if d["asset"] else None
+    )
+
+
+def asset_partitions_page(name: str, first: int, after: str | None) -> Call[Page[AssetPartition]]:
+    def read(data: Json) -> Page[AssetPartition]:
+        found = data["asset"]
+        if found is None:
+            raise BackfillerUserError(
+                "PyAssetPartitions",
+                [UserErrorDetail("ASSET_NOT_FOUND", ("name",), f"no asset named {name!r}")],
+            )
+        items = [_parse.asset_partition(p) for p in found["latestStatuses"]]
+        # A list keyed by partition key: a full page may have more after its last key.
+        return Page(items, items[-1].key if len(items) == first else None)
+
+    return Call("PyAssetPartitions", {"name": name, "first": first, "after": after}, read)
 
 
 def jobs() -> Call[list[Job]]:

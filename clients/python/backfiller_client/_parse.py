@@ -10,6 +10,7 @@ from typing import Any, cast
 from backfiller_client.errors import UserErrorDetail
 from backfiller_client.requests import (
     AllPartitions,
+    AssetSelection,
     BackfillRequest,
     Order,
     PartitionKeys,
@@ -18,7 +19,11 @@ from backfiller_client.requests import (
     Reprocess,
 )
 from backfiller_client.types import (
+    Asset,
+    AssetPartition,
+    AssetPreview,
     Backfill,
+    BackfillAsset,
     BackfillCounts,
     BackfillEvent,
     BackfillStatus,
@@ -29,6 +34,7 @@ from backfiller_client.types import (
     Preview,
     Run,
     RunStatus,
+    RunWorker,
     SkippedPartition,
     Trigger,
     TriggerEvaluation,
@@ -77,25 +83,37 @@ def selection(value: Json) -> PartitionSelection:
     return AllPartitions()
 
 
+def counts(value: Json) -> BackfillCounts:
+    return BackfillCounts(
+        total=value["total"],
+        pending=value["pending"],
+        queued=value["queued"],
+        running=value["running"],
+        succeeded=value["succeeded"],
+        failed=value["failed"],
+        canceled=value["canceled"],
+        skipped=value["skipped"],
+    )
+
+
+def asset_selection(target: Json) -> AssetSelection | None:
+    """The ``assets`` of a ``BackfillTarget`` (None for a job's target)."""
+    found = target.get("assets")
+    if not found:
+        return None
+    return AssetSelection(found["names"], found["upstream"], found["downstream"])
+
+
 def backfill(value: Json) -> Backfill:
-    c = value["counts"]
     parent = value.get("parent")
     config = value.get("runConfig")
+    target = value["target"]
     return Backfill(
         id=value["id"],
-        job=value["target"]["job"],
+        job=target["job"],
         partitions=selection(value["partitionSelection"]),
         status=BackfillStatus(value["status"]),
-        counts=BackfillCounts(
-            total=c["total"],
-            pending=c["pending"],
-            queued=c["queued"],
-            running=c["running"],
-            succeeded=c["succeeded"],
-            failed=c["failed"],
-            canceled=c["canceled"],
-            skipped=c["skipped"],
-        ),
+        counts=counts(value["counts"]),
         reprocess=cast(Reprocess, value["reprocess"]),
         order=cast(Order, value["order"]),
         max_concurrent_runs=value.get("maxConcurrentRuns"),
@@ -110,10 +128,23 @@ def backfill(value: Json) -> Backfill:
         started_at=when(value.get("startedAt")),
         ended_at=when(value.get("endedAt")),
         updated_at=required_when(value["updatedAt"]),
+        assets=asset_selection(target),
+        covered_assets=tuple((target.get("assets") or {}).get("assets") or ()),
+    )
+
+
+def asset_preview(value: Json) -> AssetPreview:
+    return AssetPreview(
+        name=value["name"],
+        level=value["level"],
+        total=value["total"],
+        runs=value["runs"],
+        skipped=value["skipped"],
     )
 
 
 def preview(value: Json) -> Preview:
+    assets = value.get("assets")
     return Preview(
         job=value["job"],
         total=value["total"],
@@ -123,10 +154,12 @@ def preview(value: Json) -> Preview:
         skipped_partitions=tuple(
             SkippedPartition(key=s["key"], reason=s["reason"]) for s in value["skippedPartitions"]
         ),
+        assets=tuple(asset_preview(a) for a in assets) if assets is not None else None,
     )
 
 
 def run(value: Json) -> Run:
+    worker = value.get("worker")
     return Run(
         id=value["id"],
         backfill_id=value["backfillId"],
@@ -140,6 +173,8 @@ def run(value: Json) -> Run:
         started_at=when(value.get("startedAt")),
         ended_at=when(value.get("endedAt")),
         duration_seconds=value.get("durationSeconds"),
+        worker=RunWorker(host=worker["host"], pid=worker.get("pid")) if worker else None,
+        asset=value.get("asset"),
     )
 
 
@@ -162,23 +197,51 @@ def status_range(value: Json) -> PartitionStatusRange:
     )
 
 
+def backfill_asset(value: Json) -> BackfillAsset:
+    return BackfillAsset(
+        name=value["name"],
+        level=value["level"],
+        counts=counts(value["counts"]),
+        partition_status_ranges=tuple(status_range(r) for r in value["partitionStatusRanges"]),
+    )
+
+
+def partitions_info(p: Json) -> PartitionsInfo:
+    return PartitionsInfo(
+        kind=p["kind"],
+        cadence=p.get("cadence"),
+        start=when(p.get("start")),
+        end=when(p.get("end")),
+        timezone=p.get("timezone"),
+        cron=p.get("cron"),
+        key_format=p.get("keyFormat"),
+        dynamic_name=p.get("dynamicName"),
+        count=p["count"],
+    )
+
+
+def asset(value: Json) -> Asset:
+    partitions = value.get("partitions")
+    return Asset(
+        name=value["name"],
+        description=value.get("description"),
+        partitions=partitions_info(partitions) if partitions else None,
+        upstream=tuple(value["upstream"]),
+        downstream=tuple(value["downstream"]),
+        level=value["level"],
+    )
+
+
+def asset_partition(value: Json) -> AssetPartition:
+    return AssetPartition(key=value["key"], status=RunStatus(value["status"]))
+
+
 def job(value: Json) -> Job:
-    p = value["partitions"]
     schema = value.get("configSchema")
     return Job(
         name=value["name"],
         description=value.get("description"),
-        partitions=PartitionsInfo(
-            kind=p["kind"],
-            cadence=p.get("cadence"),
-            start=when(p.get("start")),
-            end=when(p.get("end")),
-            timezone=p.get("timezone"),
-            cron=p.get("cron"),
-            key_format=p.get("keyFormat"),
-            dynamic_name=p.get("dynamicName"),
-            count=p["count"],
-        ),
+        partitions=partitions_info(value["partitions"]),
         max_concurrent_runs=value.get("maxConcurrentRuns"),
         timeout_seconds=value.get("timeoutSeconds"),
         max_retries=value["retryPolicy"]["maxRetries"],
@@ -190,8 +253,10 @@ def job(value: Json) -> Job:
 
 def request(value: Json) -> BackfillRequest:
     config = value.get("runConfig")
+    assets = asset_selection(value["target"])
     return BackfillRequest(
-        job=value["target"]["job"],
+        job=value["target"]["job"] if assets is None else None,
+        assets=assets,
         partitions=selection(value["partitionSelection"]),
         reprocess=cast(Reprocess, value["reprocess"]),
         order=cast(Order, value["order"]),

@@ -22,7 +22,10 @@ from backfiller_client._operations import operation
 from backfiller_client.errors import BackfillerConnectionError
 from backfiller_client.requests import BackfillRequest
 from backfiller_client.types import (
+    Asset,
+    AssetPartition,
     Backfill,
+    BackfillAsset,
     BackfillEvent,
     BackfillStatus,
     Job,
@@ -39,6 +42,7 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_POLL_INTERVAL = 1.0
 DEFAULT_PAGE_SIZE = 100
+DEFAULT_ASSET_PAGE_SIZE = 1000
 
 ProgressCallback = Callable[[Backfill], object]
 
@@ -235,6 +239,27 @@ class Client:
                 raise TimeoutError(f"backfill {backfill_id} is still {found.status.value}")
             time.sleep(poll_interval)
 
+    def backfill_assets(self, backfill_id: str) -> list[BackfillAsset]:
+        """Per asset of an asset backfill, in dependency order: its level, counts and
+        partition status ranges (empty for a job's backfill)."""
+        return self._execute(_calls.backfill_assets(backfill_id))
+
+    def assets(self) -> list[Asset]:
+        """Every asset the server defines, in dependency order."""
+        return self._execute(_calls.assets())
+
+    def asset(self, name: str) -> Asset | None:
+        """An asset by name (with its upstream and downstream assets), or None."""
+        return self._execute(_calls.asset(name))
+
+    def asset_partitions(
+        self, name: str, page_size: int = DEFAULT_ASSET_PAGE_SIZE
+    ) -> Iterator[AssetPartition]:
+        """The asset's partitions that ran, by key, each with its latest run's status (in
+        any backfill), fetched page by page."""
+        size = _calls.check_page_size(page_size, _calls.MAX_ASSET_PAGE_SIZE)
+        return self._pages(lambda after: _calls.asset_partitions_page(name, size, after))
+
     def jobs(self) -> list[Job]:
         """Every job the server defines."""
         return self._execute(_calls.jobs())
@@ -416,6 +441,21 @@ class AsyncClient:
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"backfill {backfill_id} is still {found.status.value}")
             await asyncio.sleep(poll_interval)
+
+    async def backfill_assets(self, backfill_id: str) -> list[BackfillAsset]:
+        return await self._execute(_calls.backfill_assets(backfill_id))
+
+    async def assets(self) -> list[Asset]:
+        return await self._execute(_calls.assets())
+
+    async def asset(self, name: str) -> Asset | None:
+        return await self._execute(_calls.asset(name))
+
+    def asset_partitions(
+        self, name: str, page_size: int = DEFAULT_ASSET_PAGE_SIZE
+    ) -> AsyncIterator[AssetPartition]:
+        size = _calls.check_page_size(page_size, _calls.MAX_ASSET_PAGE_SIZE)
+        return self._pages(lambda after: _calls.asset_partitions_page(name, size, after))
 
     async def jobs(self) -> list[Job]:
         return await self._execute(_calls.jobs())

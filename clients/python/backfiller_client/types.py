@@ -13,6 +13,7 @@ from typing import Any
 
 from backfiller_client.errors import UserErrorDetail
 from backfiller_client.requests import (
+    AssetSelection,
     BackfillRequest,
     Order,
     PartitionSelection,
@@ -20,8 +21,29 @@ from backfiller_client.requests import (
 )
 
 
-class BackfillStatus(enum.StrEnum):
-    """Where a backfill is in its life (complete since v1)."""
+class TolerantEnum(enum.StrEnum):
+    """An enum of the public API that reads a value it does not know as ``UNKNOWN``.
+
+    The server may add enum values in any v1 release; a client older than the server then
+    reads them as ``UNKNOWN`` instead of failing. ``UNKNOWN`` is never sent to the server.
+    """
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        return cls["UNKNOWN"]
+
+    @classmethod
+    def known(cls, value: str) -> Any:
+        """The member named by ``value``; ``ValueError`` for ``UNKNOWN`` or a value not known
+        (for what the client sends, where a guess would be wrong)."""
+        found = cls(value)
+        if found.value == "UNKNOWN" or found.value != str(value):
+            raise ValueError(f"{value!r} is not a {cls.__name__}")
+        return found
+
+
+class BackfillStatus(TolerantEnum):
+    """Where a backfill is in its life (complete since v1; ``UNKNOWN`` for a later value)."""
 
     REQUESTED = "REQUESTED"
     RUNNING = "RUNNING"
@@ -31,6 +53,7 @@ class BackfillStatus(enum.StrEnum):
     COMPLETED_SUCCESS = "COMPLETED_SUCCESS"
     COMPLETED_FAILED = "COMPLETED_FAILED"
     FAILED = "FAILED"
+    UNKNOWN = "UNKNOWN"
 
     @property
     def is_finished(self) -> bool:
@@ -48,8 +71,8 @@ _FINISHED = frozenset(
 )
 
 
-class PartitionStatus(enum.StrEnum):
-    """The status of one partition inside one backfill."""
+class PartitionStatus(TolerantEnum):
+    """The status of one partition inside one backfill (``UNKNOWN`` for a later value)."""
 
     PENDING = "PENDING"
     QUEUED = "QUEUED"
@@ -58,24 +81,27 @@ class PartitionStatus(enum.StrEnum):
     FAILED = "FAILED"
     CANCELED = "CANCELED"
     SKIPPED = "SKIPPED"
+    UNKNOWN = "UNKNOWN"
 
 
-class RunStatus(enum.StrEnum):
-    """The status of one run (one attempt of one partition)."""
+class RunStatus(TolerantEnum):
+    """The status of one run (one attempt of one partition); ``UNKNOWN`` for a later value."""
 
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
+    UNKNOWN = "UNKNOWN"
 
 
-class TriggerOutcome(enum.StrEnum):
-    """What an evaluation of a trigger ended with."""
+class TriggerOutcome(TolerantEnum):
+    """What an evaluation of a trigger ended with (``UNKNOWN`` for a later value)."""
 
     LAUNCHED = "LAUNCHED"
     SKIPPED = "SKIPPED"
     FAILED = "FAILED"
+    UNKNOWN = "UNKNOWN"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +151,10 @@ class Backfill:
     started_at: datetime | None
     ended_at: datetime | None
     updated_at: datetime
+    assets: AssetSelection | None = None
+    """For an asset backfill, the assets as asked (``job`` is then None)."""
+    covered_assets: tuple[str, ...] = ()
+    """For an asset backfill, every asset it covers, in dependency order."""
 
     @property
     def is_finished(self) -> bool:
@@ -139,6 +169,17 @@ class SkippedPartition:
 
 
 @dataclass(frozen=True, slots=True)
+class AssetPreview:
+    """What launching a request would do to one asset of an asset backfill."""
+
+    name: str
+    level: int
+    total: int
+    runs: int
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
 class Preview:
     """What launching a request would do. Nothing was written."""
 
@@ -148,6 +189,16 @@ class Preview:
     skipped: int
     first_partitions: tuple[str, ...]
     skipped_partitions: tuple[SkippedPartition, ...]
+    assets: tuple[AssetPreview, ...] | None = None
+    """Per asset of an asset backfill, in dependency order; None for a job."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunWorker:
+    """The worker process a run executed in."""
+
+    host: str
+    pid: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +217,10 @@ class Run:
     started_at: datetime | None
     ended_at: datetime | None
     duration_seconds: float | None
+    worker: RunWorker | None = None
+    """Where it executed (the local pool's process or a Celery worker); None until it starts."""
+    asset: str | None = None
+    """The asset it materializes; None for a job's run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +242,16 @@ class PartitionStatusRange:
     end_key: str
     start_index: int
     count: int
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillAsset:
+    """One asset of an asset backfill: its level, counts and partition status ranges."""
+
+    name: str
+    level: int
+    counts: BackfillCounts
+    partition_status_ranges: tuple[PartitionStatusRange, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +282,28 @@ class Job:
     retry_delay_seconds: float
     config_schema: Mapping[str, Any] | None
     tags: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Asset:
+    """An asset of the server's graph (the latest statuses of its partitions: see
+    :meth:`Client.asset_partitions`)."""
+
+    name: str
+    description: str | None
+    partitions: PartitionsInfo | None
+    """None for an unpartitioned asset."""
+    upstream: tuple[str, ...]
+    downstream: tuple[str, ...]
+    level: int
+
+
+@dataclass(frozen=True, slots=True)
+class AssetPartition:
+    """A partition of an asset that ran, and the status of its latest run (any backfill)."""
+
+    key: str
+    status: RunStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +353,11 @@ class Trigger:
 
 
 __all__ = [
+    "Asset",
+    "AssetPartition",
+    "AssetPreview",
     "Backfill",
+    "BackfillAsset",
     "BackfillCounts",
     "BackfillStatus",
     "Job",
@@ -276,7 +367,9 @@ __all__ = [
     "Preview",
     "Run",
     "RunStatus",
+    "RunWorker",
     "SkippedPartition",
+    "TolerantEnum",
     "Trigger",
     "TriggerEvaluation",
     "TriggerOutcome",

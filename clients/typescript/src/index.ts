@@ -13,8 +13,10 @@ import type { DocumentTypeDecoration } from "@graphql-typed-document-node/core";
 import {
   CancelBackfillDocument,
   EvaluateTriggerDocument,
+  GetAssetDocument,
   GetBackfillDocument,
   LaunchBackfillDocument,
+  ListAssetsDocument,
   ListBackfillsDocument,
   ListTriggersDocument,
   PauseBackfillDocument,
@@ -25,11 +27,13 @@ import {
 import type {
   BackfillStatus,
   EvaluateTriggerMutation,
+  GetAssetQuery,
   GetBackfillQuery,
   LaunchBackfillInput,
   ListTriggersQuery,
   PreviewBackfillMutation,
   RetryInclude,
+  TsAssetFragment,
   TsBackfillFragment,
   TsUserErrorFragment,
   UserErrorCode,
@@ -41,7 +45,13 @@ export type * from "./generated/operations.js";
 export type Backfill = TsBackfillFragment;
 /** A backfill with its partitions folded into ranges of one status. */
 export type BackfillDetail = NonNullable<GetBackfillQuery["backfill"]>;
+/** Per asset of an asset backfill: its level, counts and partition status ranges. */
+export type BackfillAsset = BackfillDetail["assets"][number];
 export type BackfillPreview = NonNullable<PreviewBackfillMutation["previewBackfill"]["preview"]>;
+/** An asset of the graph, with its upstream and downstream assets. */
+export type Asset = TsAssetFragment;
+/** An asset with one page of its partitions' latest statuses (any backfill), by key. */
+export type AssetDetail = NonNullable<GetAssetQuery["asset"]>;
 export type UserError = TsUserErrorFragment;
 export type TriggerEvaluation = NonNullable<EvaluateTriggerMutation["evaluateTrigger"]["evaluation"]>;
 export type Trigger = ListTriggersQuery["triggers"][number];
@@ -59,6 +69,23 @@ export interface ListOptions {
   statuses?: BackfillStatus[];
   job?: string;
   tag?: { key: string; value: string };
+}
+
+export interface AssetStatusesOptions {
+  /** How many partition statuses, at most 1000 (100 by default). */
+  first?: number;
+  /** The last key of the previous page. */
+  after?: string | null;
+}
+
+/** The `target` of an asset backfill: `names`, and optionally everything up or downstream. */
+export function assetsTarget(
+  names: string[],
+  options: { upstream?: boolean; downstream?: boolean } = {},
+): LaunchBackfillInput["target"] {
+  return {
+    assets: { names, upstream: options.upstream ?? false, downstream: options.downstream ?? false },
+  };
 }
 
 export interface RetryOptions {
@@ -269,6 +296,24 @@ export class Client {
       idempotencyKey: options.idempotencyKey ?? null,
     };
     return backfillOf((await this.execute(RetryBackfillDocument, { input })).retryBackfill);
+  }
+
+  /** Every asset of the graph, in dependency order. */
+  async assets(): Promise<Asset[]> {
+    return (await this.execute(ListAssetsDocument, {})).assets;
+  }
+
+  /**
+   * An asset by name, with one page of its partitions' latest statuses by key (pass the last
+   * key as `after` for the next page); `null` if there is none.
+   */
+  async asset(name: string, options: AssetStatusesOptions = {}): Promise<AssetDetail | null> {
+    const data = await this.execute(GetAssetDocument, {
+      name,
+      first: options.first ?? 100,
+      after: options.after ?? null,
+    });
+    return data.asset;
   }
 
   /** Every trigger of the definitions, by name. */

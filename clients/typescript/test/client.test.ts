@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
 
-import { AuthError, Client, TransportError, UserErrorsError } from "../src/index.js";
-import type { LaunchBackfillInput } from "../src/index.js";
+import { AuthError, Client, TransportError, UserErrorsError, assetsTarget } from "../src/index.js";
+import type { BackfillStatus, LaunchBackfillInput } from "../src/index.js";
 
 function env(name: string): string {
   const value = process.env[name];
@@ -83,6 +83,107 @@ describe("launch, read and steer a backfill", () => {
     assert.equal(preview.job, "daily_sales");
     assert.equal(preview.total, 7);
     assert.equal(preview.firstPartitions[0], "2024-03-01");
+  });
+});
+
+describe("assets", () => {
+  it("reads the graph and one asset", async () => {
+    const assets = await client.assets();
+    assert.deepEqual(
+      assets.map((a) => a.name),
+      ["raw_events", "daily_visits", "monthly_report", "visits_summary"],
+    );
+    assert.deepEqual(assets[1]?.upstream, ["raw_events"]);
+    assert.equal(assets[3]?.partitions, null);
+    const visits = await client.asset("daily_visits", { first: 10 });
+    assert.ok(visits);
+    assert.deepEqual(visits.downstream, ["monthly_report"]);
+    assert.equal(visits.partitions?.cadence, "daily");
+    assert.ok(Array.isArray(visits.latestStatuses));
+    assert.equal(await client.asset("no_such_asset"), null);
+  });
+
+  it("previews and launches an asset backfill, read per asset", async () => {
+    const input: LaunchBackfillInput = {
+      target: assetsTarget(["daily_visits"], { downstream: true }),
+      partitions: { range: { start: "2024-03-01", end: "2024-03-31" } },
+    };
+    const preview = await client.preview(input);
+    assert.deepEqual(
+      preview.assets?.map((a) => [a.name, a.level, a.total]),
+      [
+        ["daily_visits", 0, 31],
+        ["monthly_report", 1, 1],
+        ["visits_summary", 2, 1],
+      ],
+    );
+    const launched = await client.launch(input);
+    assert.equal(launched.target.job, null);
+    assert.deepEqual(launched.target.assets?.assets, ["daily_visits", "monthly_report", "visits_summary"]);
+    assert.equal(launched.counts.total, 33);
+    const detail = await client.get(launched.id);
+    assert.deepEqual(
+      detail?.assets.map((a) => [a.name, a.level, a.counts.total, a.counts.pending]),
+      [
+        ["daily_visits", 0, 31, 31],
+        ["monthly_report", 1, 1, 1],
+        ["visits_summary", 2, 1, 1],
+      ],
+    );
+    await client.cancel(launched.id);
+  });
+
+  it("an unknown asset is a typed userError", async () => {
+    const refused = await client
+      .launch({ ...week("x"), target: assetsTarget(["no_such_asset"]) })
+      .then(() => null, (e: unknown) => e);
+    assert.ok(refused instanceof UserErrorsError);
+    assert.equal(refused.code, "ASSET_NOT_FOUND");
+  });
+});
+
+describe("enum values added to the schema later", () => {
+  // The real server's answer with one enum value replaced: what a later server may send.
+  function replacing(from: string, to: string): typeof fetch {
+    return async (input, init) => {
+      const answer = await fetch(input, init);
+      const text = (await answer.text()).replaceAll(`"${from}"`, `"${to}"`);
+      return new Response(text, { status: answer.status, headers: answer.headers });
+    };
+  }
+
+  function label(status: BackfillStatus): string {
+    switch (status) {
+      case "COMPLETED_SUCCESS":
+      case "COMPLETED_FAILED":
+      case "CANCELED":
+      case "FAILED":
+        return "finished";
+      case "REQUESTED":
+      case "RUNNING":
+      case "PAUSED":
+      case "CANCELING":
+        return "active";
+      case "%future added value":
+        return "unknown";
+      default:
+        // A value this client was not generated with: the type has no name for it.
+        return "unknown";
+    }
+  }
+
+  it("reads a value it does not know instead of failing", async () => {
+    const launched = await client.launch(week(randomUUID()));
+    const future = new Client({ url: env("BACKFILLER_URL"), fetch: replacing("REQUESTED", "SOMETHING_NEW") });
+    const read = await future.get(launched.id);
+    assert.ok(read);
+    assert.equal(read.status as string, "SOMETHING_NEW");
+    assert.equal(label(read.status), "unknown");
+    assert.equal(label(launched.status), "active");
+    assert.equal(read.counts.total, 7);
+    const ranges = new Client({ url: env("BACKFILLER_URL"), fetch: replacing("PENDING", "SOMETHING_NEW") });
+    assert.equal((await ranges.get(launched.id))?.partitionStatusRanges[0]?.status as string, "SOMETHING_NEW");
+    await client.cancel(launched.id);
   });
 });
 

@@ -47,9 +47,11 @@ def _root(
 def register_client_commands() -> None:
     """Import the client command modules (importing one registers its commands)."""
     from backfiller_client.cli import (  # noqa: F401
+        assets,
         backfills,
         jobs,
         partitions,
+        show,
         triggers,
     )
 

@@ -1,5 +1,6 @@
-"""Client commands about backfills: launch, preview, list, show, watch, pause, resume, cancel,
-retry. Exit codes: see :mod:`backfiller_client.cli.remote`."""
+"""Client commands about backfills: launch, preview, list, watch, pause, resume, cancel,
+retry (``show`` is in :mod:`backfiller_client.cli.show`). Exit codes: see
+:mod:`backfiller_client.cli.remote`."""
 
 from __future__ import annotations
 
@@ -11,17 +12,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.text import Text
 
-from backfiller_client import Backfill, Client
+from backfiller_client import Backfill, Client, Preview
 from backfiller_client.cli._output import (
     Output,
     Watcher,
     counts_line,
-    legend,
     progress_text,
     status_text,
-    strip_text,
 )
 from backfiller_client.cli.app import app
 from backfiller_client.cli.remote import (
@@ -35,13 +33,14 @@ from backfiller_client.cli.remote import (
     connect,
     finish,
     not_found,
-    plain_selection,
     print_backfill,
     split_list,
+    target_text,
     usage,
 )
 from backfiller_client.requests import (
     AllPartitions,
+    AssetSelection,
     BackfillRequest,
     Order,
     PartitionKeys,
@@ -120,8 +119,27 @@ def parse_config(value: str | None) -> dict[str, Any] | None:
     return config
 
 
+def asset_selection(
+    job: str | None, assets: str | None, upstream: bool, downstream: bool
+) -> AssetSelection | None:
+    """The assets to backfill, or None for JOB: exactly one of the two."""
+    if assets is None:
+        if upstream or downstream:
+            usage("--upstream and --downstream go with --assets")
+        if job is None:
+            usage("name a JOB, or assets with --assets")
+        return None
+    if job is not None:
+        usage("name a JOB or --assets, not both")
+    names = split_list(assets)
+    if not names:
+        usage("name at least one asset", "--assets")
+    return AssetSelection(names, upstream=upstream, downstream=downstream)
+
+
 def backfill_request(
-    job: str,
+    job: str | None,
+    assets: AssetSelection | None,
     start: str | None,
     end: str | None,
     keys: str | None,
@@ -148,7 +166,8 @@ def backfill_request(
             usage("--from and --to go together")
         partitions = PartitionRange(start, end)
     return BackfillRequest(
-        job=job,
+        job=None if assets is not None else job,
+        assets=assets,
         partitions=partitions,
         reprocess=REPROCESS[reprocess],
         order=ORDER[order],
@@ -161,7 +180,28 @@ def backfill_request(
     )
 
 
-JobArgument = Annotated[str, typer.Argument(help="The job to backfill.", show_default=False)]
+JobArgument = Annotated[
+    str | None,
+    typer.Argument(help="The job to backfill (or --assets).", show_default=False),
+]
+AssetsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--assets",
+        help="Backfill these assets instead of a job: names, comma-separated.",
+        rich_help_panel="Assets",
+    ),
+]
+UpstreamOption = Annotated[
+    bool,
+    typer.Option("--upstream", help="Also every asset they depend on.", rich_help_panel="Assets"),
+]
+DownstreamOption = Annotated[
+    bool,
+    typer.Option(
+        "--downstream", help="Also every asset that depends on them.", rich_help_panel="Assets"
+    ),
+]
 FromOption = Annotated[
     str | None, typer.Option("--from", help="First partition key.", rich_help_panel="Partitions")
 ]
@@ -174,7 +214,10 @@ KeysOption = Annotated[
     typer.Option("--keys", help="Partition keys, comma-separated.", rich_help_panel="Partitions"),
 ]
 AllOption = Annotated[
-    bool, typer.Option("--all", help="Every partition of the job.", rich_help_panel="Partitions")
+    bool,
+    typer.Option(
+        "--all", help="Every partition of the job (or root assets).", rich_help_panel="Partitions"
+    ),
 ]
 ReprocessOption = Annotated[
     ReprocessChoice,
@@ -228,7 +271,10 @@ def watch_until_done(client: Client, output: Output, backfill_id: str, interval:
 
 @app.command(rich_help_panel=CLIENT_PANEL)
 def launch(
-    job: JobArgument,
+    job: JobArgument = None,
+    assets: AssetsOption = None,
+    upstream: UpstreamOption = False,
+    downstream: DownstreamOption = False,
     start: FromOption = None,
     end: ToOption = None,
     keys: KeysOption = None,
@@ -250,10 +296,11 @@ def launch(
     token: TokenOption = None,
     output: OutputOption = OutputFormat.text,
 ) -> None:
-    """Launch a backfill of JOB over a range, a list of keys, or every partition."""
+    """Launch a backfill of JOB (or of --assets, in dependency order) over a range, a list of
+    keys, or every partition."""
     request = backfill_request(
-        job, start, end, keys, all_, reprocess, order, max_concurrent, tag, title,
-        description, config, idempotency_key,
+        job, asset_selection(job, assets, upstream, downstream), start, end, keys, all_,
+        reprocess, order, max_concurrent, tag, title, description, config, idempotency_key,
     )  # fmt: skip
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
@@ -265,7 +312,10 @@ def launch(
 
 @app.command(rich_help_panel=CLIENT_PANEL)
 def preview(
-    job: JobArgument,
+    job: JobArgument = None,
+    assets: AssetsOption = None,
+    upstream: UpstreamOption = False,
+    downstream: DownstreamOption = False,
     start: FromOption = None,
     end: ToOption = None,
     keys: KeysOption = None,
@@ -282,10 +332,11 @@ def preview(
     token: TokenOption = None,
     output: OutputOption = OutputFormat.text,
 ) -> None:
-    """What launching would do (how many runs, what is skipped and why). Writes nothing."""
+    """What launching would do (how many runs, what is skipped and why, per asset for
+    --assets). Writes nothing."""
     request = backfill_request(
-        job, start, end, keys, all_, reprocess, order, max_concurrent, tag, title,
-        description, config, idempotency_key,
+        job, asset_selection(job, assets, upstream, downstream), start, end, keys, all_,
+        reprocess, order, max_concurrent, tag, title, description, config, idempotency_key,
     )  # fmt: skip
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
@@ -293,7 +344,20 @@ def preview(
     if out.json_mode:
         out.json(found)
         return
-    out.line(f"{found.job}: {found.runs} runs of {found.total} partitions, {found.skipped} skipped")
+    print_preview(out, found)
+
+
+def print_preview(out: Output, found: Preview) -> None:
+    target = found.job if found.assets is None else "assets"
+    out.line(f"{target}: {found.runs} runs of {found.total} partitions, {found.skipped} skipped")
+    if found.assets:
+        out.table(
+            ["LEVEL", "ASSET", "RUNS", "PARTITIONS", "SKIPPED"],
+            (
+                [str(a.level), a.name, str(a.runs), str(a.total), str(a.skipped)]
+                for a in found.assets
+            ),
+        )
     if found.first_partitions:
         more = "…" if found.runs > len(found.first_partitions) else ""
         out.line(f"first: {', '.join(found.first_partitions)}{more}")
@@ -335,11 +399,11 @@ def list_(
         out.json(found)
         return
     out.table(
-        ["ID", "JOB", "STATUS", "PROGRESS", "CREATED", "TITLE"],
+        ["ID", "TARGET", "STATUS", "PROGRESS", "CREATED", "TITLE"],
         (
             [
                 b.id,
-                b.job or "",
+                target_text(b),
                 status_text(b.status.value),
                 progress_text(b.counts),
                 b.created_at.astimezone().strftime("%Y-%m-%d %H:%M"),
@@ -348,93 +412,6 @@ def list_(
             for b in found
         ),
     )
-
-
-@app.command(rich_help_panel=CLIENT_PANEL)
-def show(
-    backfill_id: IdArgument,
-    runs: Annotated[int, typer.Option(min=0, help="How many recent runs to list.")] = 10,
-    events: Annotated[int, typer.Option(min=0, help="How many recent events to list.")] = 5,
-    url: UrlOption = DEFAULT_URL,
-    token: TokenOption = None,
-    output: OutputOption = OutputFormat.text,
-) -> None:
-    """A backfill: its counts, a strip of its partitions' statuses, recent events and runs."""
-    out = Output(output is OutputFormat.json)
-    with connect(url, token, out) as client:
-        backfill = client.get_backfill(backfill_id)
-        if backfill is None:
-            not_found(out, backfill_id)
-        ranges = client.partition_status_ranges(backfill_id)
-        recent = list(itertools.islice(client.runs(backfill_id, page_size=max(runs, 1)), runs))
-        happened = list(
-            itertools.islice(
-                client.events(backfill_id, newest_first=True, page_size=max(events, 1)), events
-            )
-        )
-    if out.json_mode:
-        out.json(
-            {
-                "backfill": backfill,
-                "partition_status_ranges": ranges,
-                "recent_events": happened,
-                "recent_runs": recent,
-            }
-        )
-        return
-    colour = out.is_terminal
-    out.line(
-        Text.assemble(
-            f"{backfill.id}  {backfill.title or ''}\n",
-            "status   ",
-            status_text(backfill.status.value),
-            f"\njob      {backfill.job}",
-        )
-    )
-    selection = backfill.partitions
-    out.line(
-        f"select   {plain_selection(selection)}  "
-        f"reprocess={backfill.reprocess} order={backfill.order}"
-    )
-    if backfill.tags:
-        out.line("tags     " + " ".join(f"{k}={v}" for k, v in backfill.tags.items()))
-    if backfill.parent_id:
-        out.line(f"parent   {backfill.parent_id}")
-    if backfill.error:
-        out.line(f"error    {backfill.error}")
-    out.line(
-        f"created  {backfill.created_at.isoformat()}"
-        + (f" by {backfill.creator}" if backfill.creator else "")
-    )
-    if backfill.ended_at:
-        out.line(f"ended    {backfill.ended_at.isoformat()}")
-    out.line(f"progress {progress_text(backfill.counts)}  {counts_line(backfill.counts)}")
-    out.line(Text.assemble("strip    ", strip_text(ranges, colour)))
-    out.line(Text.assemble("         ", legend(colour)))
-    if happened:
-        out.line("recent events:")
-        for event in happened:
-            out.line(
-                f"  {event.at.astimezone().strftime('%H:%M:%S')}  {event.kind:<16}"
-                + (f" {event.message}" if event.message else "")
-                + (f"  ({event.actor})" if event.actor else "")
-            )
-    if recent:
-        out.line("recent runs:")
-        out.table(
-            ["RUN", "PARTITION", "ATTEMPT", "STATUS", "ENDED", "ERROR"],
-            (
-                [
-                    r.id,
-                    r.partition_key,
-                    str(r.attempt),
-                    r.status.value,
-                    r.ended_at.astimezone().strftime("%H:%M:%S") if r.ended_at else "",
-                    r.error_message or "",
-                ]
-                for r in recent
-            ),
-        )
 
 
 @app.command(rich_help_panel=CLIENT_PANEL)

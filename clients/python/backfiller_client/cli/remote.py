@@ -143,9 +143,21 @@ def print_backfill(output: Output, backfill: Backfill, verb: str | None = None) 
         Text.assemble(
             line,
             status_text(backfill.status.value),
-            f" {backfill.job or ''} {progress_text(backfill.counts)}",
+            f" {target_text(backfill)} {progress_text(backfill.counts)}",
         )
     )
+
+
+def target_text(backfill: Backfill) -> str:
+    """The job's name, or the asset selection as asked (``a,b +upstream``)."""
+    if backfill.assets is None:
+        return backfill.job or ""
+    text = ",".join(backfill.assets.names)
+    if backfill.assets.upstream:
+        text += " +upstream"
+    if backfill.assets.downstream:
+        text += " +downstream"
+    return text
 
 
 def plain_selection(selection: Any) -> str:

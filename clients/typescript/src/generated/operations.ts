@@ -24,7 +24,8 @@ export type BackfillFilter = {
 /** In which order partitions are launched. */
 export type BackfillOrder =
   | 'NEWEST_FIRST'
-  | 'OLDEST_FIRST';
+  | 'OLDEST_FIRST'
+  | '%future added value';
 
 /** Where a backfill is in its life. */
 export type BackfillStatus =
@@ -43,7 +44,8 @@ export type BackfillStatus =
   /** Launched; no run started yet. */
   | 'REQUESTED'
   /** The daemon is launching runs. */
-  | 'RUNNING';
+  | 'RUNNING'
+  | '%future added value';
 
 /** What a backfill runs. Exactly one field. */
 export type BackfillTargetInput =
@@ -81,14 +83,16 @@ export type NotificationEvent =
   | 'LAUNCHED'
   | 'PAUSED'
   /** A run failed and its partition has no retry left. */
-  | 'RUN_FAILED';
+  | 'RUN_FAILED'
+  | '%future added value';
 
 /** The body of a webhook delivery. */
 export type NotificationFormat =
   /** JSON: id, event, occurredAt, message and the backfill. */
   | 'GENERIC'
   /** Slack's incoming-webhook body: {"text": ...}. */
-  | 'SLACK';
+  | 'SLACK'
+  | '%future added value';
 
 /** A webhook to tell about this backfill's lifecycle events. */
 export type NotifyInput = {
@@ -123,7 +127,15 @@ export type PartitionStatus =
   | 'QUEUED'
   | 'RUNNING'
   | 'SKIPPED'
-  | 'SUCCEEDED';
+  | 'SUCCEEDED'
+  | '%future added value';
+
+/** The kind of a partitions definition. */
+export type PartitionsKind =
+  | 'DYNAMIC'
+  | 'STATIC'
+  | 'TIME'
+  | '%future added value';
 
 /** Which partitions of the selection run again. */
 export type Reprocess =
@@ -132,7 +144,8 @@ export type Reprocess =
   /** Partitions that never ran or whose latest run failed. */
   | 'FAILED_AND_MISSING'
   /** Only partitions that never ran (default). */
-  | 'MISSING';
+  | 'MISSING'
+  | '%future added value';
 
 export type RetryBackfillInput = {
   id: string;
@@ -148,7 +161,17 @@ export type RetryInclude =
   /** Partitions that failed. */
   | 'FAILED'
   /** Partitions that never started (pending or queued when it ended). */
-  | 'NOT_RUN';
+  | 'NOT_RUN'
+  | '%future added value';
+
+/** The status of one run (one attempt of one partition). */
+export type RunStatus =
+  | 'CANCELED'
+  | 'FAILED'
+  | 'QUEUED'
+  | 'RUNNING'
+  | 'SUCCESS'
+  | '%future added value';
 
 /** Why a partition of a selection will not run. */
 export type SkipReason =
@@ -157,7 +180,8 @@ export type SkipReason =
   /** Its latest run, in any backfill, succeeded. */
   | 'ALREADY_SUCCEEDED'
   /** An upstream asset partition it depends on failed after its retries. */
-  | 'UPSTREAM_FAILED';
+  | 'UPSTREAM_FAILED'
+  | '%future added value';
 
 export type TagInput = {
   key: string;
@@ -171,7 +195,8 @@ export type TriggerEvaluationOutcome =
   /** The trigger returned backfill requests and they were launched. */
   | 'LAUNCHED'
   /** The trigger decided to launch nothing; see `skipReason`. */
-  | 'SKIPPED';
+  | 'SKIPPED'
+  | '%future added value';
 
 /** Why a request was refused. Every code is stable in v1. */
 export type UserErrorCode =
@@ -206,32 +231,51 @@ export type UserErrorCode =
   /** No trigger of that name is defined. */
   | 'TRIGGER_NOT_FOUND'
   /** No valid token was presented. */
-  | 'UNAUTHENTICATED';
+  | 'UNAUTHENTICATED'
+  | '%future added value';
 
 export type TsUserErrorFragment = { field: Array<string> | null, message: string, code: UserErrorCode };
 
-export type TsBackfillFragment = { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null };
+export type TsBackfillFragment = { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null };
 
 export type LaunchBackfillMutationVariables = Exact<{
   input: LaunchBackfillInput;
 }>;
 
 
-export type LaunchBackfillMutation = { launchBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type LaunchBackfillMutation = { launchBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type PreviewBackfillMutationVariables = Exact<{
   input: LaunchBackfillInput;
 }>;
 
 
-export type PreviewBackfillMutation = { previewBackfill: { preview: { job: string, total: number, runs: number, skipped: number, firstPartitions: Array<string>, skippedPartitions: Array<{ key: string, reason: SkipReason }> } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type PreviewBackfillMutation = { previewBackfill: { preview: { job: string, total: number, runs: number, skipped: number, firstPartitions: Array<string>, skippedPartitions: Array<{ key: string, reason: SkipReason }>, assets: Array<{ name: string, level: number, total: number, runs: number, skipped: number }> | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type GetBackfillQueryVariables = Exact<{
   id: string;
 }>;
 
 
-export type GetBackfillQuery = { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, partitionStatusRanges: Array<{ status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number }>, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null };
+export type GetBackfillQuery = { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, partitionStatusRanges: Array<{ status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number }>, assets: Array<{ name: string, level: number, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, partitionStatusRanges: Array<{ status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number }> }>, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null };
+
+export type TsStatusRangeFragment = { status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number };
+
+export type TsAssetFragment = { name: string, description: string | null, upstream: Array<string>, downstream: Array<string>, level: number, partitions: { kind: PartitionsKind, cadence: string | null, start: string | null, end: string | null, timezone: string | null, count: number } | null };
+
+export type ListAssetsQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type ListAssetsQuery = { assets: Array<{ name: string, description: string | null, upstream: Array<string>, downstream: Array<string>, level: number, partitions: { kind: PartitionsKind, cadence: string | null, start: string | null, end: string | null, timezone: string | null, count: number } | null }> };
+
+export type GetAssetQueryVariables = Exact<{
+  name: string;
+  first?: number;
+  after?: string | null | undefined;
+}>;
+
+
+export type GetAssetQuery = { asset: { name: string, description: string | null, upstream: Array<string>, downstream: Array<string>, level: number, latestStatuses: Array<{ key: string, status: RunStatus }>, partitions: { kind: PartitionsKind, cadence: string | null, start: string | null, end: string | null, timezone: string | null, count: number } | null } | null };
 
 export type ListBackfillsQueryVariables = Exact<{
   first?: number;
@@ -240,37 +284,37 @@ export type ListBackfillsQueryVariables = Exact<{
 }>;
 
 
-export type ListBackfillsQuery = { backfills: { nodes: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListBackfillsQuery = { backfills: { nodes: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type PauseBackfillMutationVariables = Exact<{
   id: string;
 }>;
 
 
-export type PauseBackfillMutation = { pauseBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type PauseBackfillMutation = { pauseBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type ResumeBackfillMutationVariables = Exact<{
   id: string;
 }>;
 
 
-export type ResumeBackfillMutation = { resumeBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type ResumeBackfillMutation = { resumeBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type CancelBackfillMutationVariables = Exact<{
   id: string;
 }>;
 
 
-export type CancelBackfillMutation = { cancelBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type CancelBackfillMutation = { cancelBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type RetryBackfillMutationVariables = Exact<{
   input: RetryBackfillInput;
 }>;
 
 
-export type RetryBackfillMutation = { retryBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type RetryBackfillMutation = { retryBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
-export type TsTriggerEvaluationFragment = { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> };
+export type TsTriggerEvaluationFragment = { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> };
 
 export type EvaluateTriggerMutationVariables = Exact<{
   name: string;
@@ -278,7 +322,7 @@ export type EvaluateTriggerMutationVariables = Exact<{
 }>;
 
 
-export type EvaluateTriggerMutation = { evaluateTrigger: { evaluation: { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type EvaluateTriggerMutation = { evaluateTrigger: { evaluation: { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type ListTriggersQueryVariables = Exact<{ [key: string]: never; }>;
 
@@ -303,6 +347,32 @@ export class TypedDocumentString<TResult, TVariables>
     return this.value;
   }
 }
+export const TsStatusRangeFragmentDoc = new TypedDocumentString(`
+    fragment TsStatusRange on PartitionStatusRange {
+  status
+  startKey
+  endKey
+  startIndex
+  count
+}
+    `, {"fragmentName":"TsStatusRange"}) as unknown as TypedDocumentString<TsStatusRangeFragment, unknown>;
+export const TsAssetFragmentDoc = new TypedDocumentString(`
+    fragment TsAsset on Asset {
+  name
+  description
+  partitions {
+    kind
+    cadence
+    start
+    end
+    timezone
+    count
+  }
+  upstream
+  downstream
+  level
+}
+    `, {"fragmentName":"TsAsset"}) as unknown as TypedDocumentString<TsAssetFragment, unknown>;
 export const TsBackfillFragmentDoc = new TypedDocumentString(`
     fragment TsBackfill on Backfill {
   id
@@ -317,6 +387,12 @@ export const TsBackfillFragmentDoc = new TypedDocumentString(`
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -375,6 +451,11 @@ export const TsTriggerEvaluationFragmentDoc = new TypedDocumentString(`
   requests {
     target {
       job
+      assets {
+        names
+        upstream
+        downstream
+      }
     }
     partitionSelection {
       range {
@@ -417,6 +498,12 @@ fragment TsBackfill on Backfill {
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -479,6 +566,12 @@ fragment TsBackfill on Backfill {
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -525,6 +618,13 @@ export const PreviewBackfillDocument = new TypedDocumentString(`
         key
         reason
       }
+      assets {
+        name
+        level
+        total
+        runs
+        skipped
+      }
     }
     userErrors {
       ...TsUserError
@@ -541,11 +641,26 @@ export const GetBackfillDocument = new TypedDocumentString(`
   backfill(id: $id) {
     ...TsBackfill
     partitionStatusRanges {
-      status
-      startKey
-      endKey
-      startIndex
-      count
+      ...TsStatusRange
+    }
+    assets {
+      name
+      level
+      counts {
+        total
+        pending
+        queued
+        running
+        succeeded
+        failed
+        canceled
+        skipped
+        done
+        percentDone
+      }
+      partitionStatusRanges {
+        ...TsStatusRange
+      }
     }
   }
 }
@@ -562,6 +677,12 @@ export const GetBackfillDocument = new TypedDocumentString(`
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -594,7 +715,60 @@ export const GetBackfillDocument = new TypedDocumentString(`
   parent {
     id
   }
+}
+fragment TsStatusRange on PartitionStatusRange {
+  status
+  startKey
+  endKey
+  startIndex
+  count
 }`) as unknown as TypedDocumentString<GetBackfillQuery, GetBackfillQueryVariables>;
+export const ListAssetsDocument = new TypedDocumentString(`
+    query ListAssets {
+  assets {
+    ...TsAsset
+  }
+}
+    fragment TsAsset on Asset {
+  name
+  description
+  partitions {
+    kind
+    cadence
+    start
+    end
+    timezone
+    count
+  }
+  upstream
+  downstream
+  level
+}`) as unknown as TypedDocumentString<ListAssetsQuery, ListAssetsQueryVariables>;
+export const GetAssetDocument = new TypedDocumentString(`
+    query GetAsset($name: String!, $first: Int! = 100, $after: String) {
+  asset(name: $name) {
+    ...TsAsset
+    latestStatuses(first: $first, after: $after) {
+      key
+      status
+    }
+  }
+}
+    fragment TsAsset on Asset {
+  name
+  description
+  partitions {
+    kind
+    cadence
+    start
+    end
+    timezone
+    count
+  }
+  upstream
+  downstream
+  level
+}`) as unknown as TypedDocumentString<GetAssetQuery, GetAssetQueryVariables>;
 export const ListBackfillsDocument = new TypedDocumentString(`
     query ListBackfills($first: Int! = 20, $after: String, $filter: BackfillFilter) {
   backfills(first: $first, after: $after, filter: $filter) {
@@ -620,6 +794,12 @@ export const ListBackfillsDocument = new TypedDocumentString(`
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -682,6 +862,12 @@ fragment TsBackfill on Backfill {
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -744,6 +930,12 @@ fragment TsBackfill on Backfill {
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -806,6 +998,12 @@ fragment TsBackfill on Backfill {
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -868,6 +1066,12 @@ fragment TsBackfill on Backfill {
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -930,6 +1134,12 @@ fragment TsBackfill on Backfill {
   creator
   target {
     job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
   }
   partitionSelection {
     range {
@@ -979,6 +1189,11 @@ fragment TsTriggerEvaluation on TriggerEvaluation {
   requests {
     target {
       job
+      assets {
+        names
+        upstream
+        downstream
+      }
     }
     partitionSelection {
       range {
