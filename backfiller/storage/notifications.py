@@ -111,9 +111,7 @@ class NotificationRepository:
             .order_by(BackfillEventRecord.id)
             .limit(limit)
         )
-        return [
-            EventToNotify(int(e.id), e.kind, e.at, e.message, b) for e, b in result.all()
-        ]
+        return [EventToNotify(int(e.id), e.kind, e.at, e.message, b) for e, b in result.all()]
 
     async def webhooks_of(self, backfill_ids: Sequence[int]) -> dict[int, list[WebhookTarget]]:
         found: dict[int, list[WebhookTarget]] = {}
