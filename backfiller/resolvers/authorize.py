@@ -2,9 +2,9 @@
 
 - Before execution (so before any variable is coerced), the root fields of a query or a
   subscription are looked up in :data:`~backfiller.resolvers.policy.FIELD_ROLES`: a refused
-  field answers with a top-level error whose ``extensions.code`` says why. (A refused mutation
-  answers with its payload, which needs its arguments: its variables are coerced first, within
-  the size cap of a request or a WebSocket message.)
+  field answers with a top-level error whose ``extensions.code`` says why. A mutation whose
+  every root field is refused by role is answered with its payloads before coercion too, by
+  :class:`~backfiller.resolvers.authorize_early.AuthorizingExecutor`.
 - Then, as each root field resolves: the role again, unstorable text, the job scopes of the
   token and the per-token rate limit. Refused mutations answer with their payload and
   ``userErrors`` (its other fields empty), like any expected failure, and every mutation,
@@ -56,12 +56,12 @@ class Authorize(SchemaExtension):
     def _check_before_execution(self) -> None:
         execution = self.execution_context
         document = execution.graphql_document
-        operation = _operation(document, execution.operation_name)
+        operation = operation_of(document, execution.operation_name)
         ctx = execution.context
         if operation is None or not isinstance(ctx, Context):
             return
         root = _ROOTS[operation.operation]
-        fields = _root_fields(operation.selection_set, document)
+        fields = root_fields(operation.selection_set, document)
         if root == "Mutation":
             return
         for field in fields:
@@ -145,7 +145,7 @@ def _job_scope(ctx: Context, kwargs: dict[str, Any]) -> Refusal | None:
     return job_refusal(ctx.principal, job) if isinstance(job, str) else None
 
 
-def _operation(document: Any, name: str | None) -> OperationDefinitionNode | None:
+def operation_of(document: Any, name: str | None) -> OperationDefinitionNode | None:
     if document is None:
         return None
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
@@ -155,7 +155,7 @@ def _operation(document: Any, name: str | None) -> OperationDefinitionNode | Non
     return None
 
 
-def _root_fields(selection_set: SelectionSetNode, document: Any, depth: int = 0) -> list[FieldNode]:
+def root_fields(selection_set: SelectionSetNode, document: Any, depth: int = 0) -> list[FieldNode]:
     """The root fields an operation selects, through fragments."""
     if depth > 20:
         return []
@@ -167,11 +167,11 @@ def _root_fields(selection_set: SelectionSetNode, document: Any, depth: int = 0)
         if isinstance(selection, FieldNode):
             found.append(selection)
         elif isinstance(selection, InlineFragmentNode):
-            found += _root_fields(selection.selection_set, document, depth + 1)
+            found += root_fields(selection.selection_set, document, depth + 1)
         elif isinstance(selection, FragmentSpreadNode):
             fragment = fragments.get(selection.name.value)
             if fragment is not None:
-                found += _root_fields(fragment.selection_set, document, depth + 1)
+                found += root_fields(fragment.selection_set, document, depth + 1)
     return found
 
 

@@ -166,12 +166,117 @@ def test_operations_in_flight_are_capped_per_socket(server: LiveServer, tokens: 
     sock.close()
 
 
+WATCH = "subscription($id: ID!) { backfillProgress(id: $id) { status } }"
+
+
+@pytest.fixture(scope="module")
+def capped_server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
+    """Small caps: two operations per socket (a flag), three per token (its variable)."""
+    live = LiveServer(
+        shared_database_url,
+        DEFS,
+        auth="token",
+        extra=["--rate-limit", "0", "--max-operations-per-socket", "2"],
+        env={"BACKFILLER_MAX_OPERATIONS_PER_TOKEN": "3"},
+    )
+    yield live
+    close_client(live)
+    live.stop()
+
+
+def _refused(answer: dict[str, Any]) -> str:
+    assert answer["type"] == "error", answer
+    [error] = answer["payload"]
+    assert error["extensions"]["code"] == "RATE_LIMITED"
+    return str(error["message"])
+
+
+def test_operations_are_capped_per_socket_and_per_token_over_all_its_sockets(
+    capped_server: LiveServer, tokens: Tokens
+) -> None:
+    launched = gql(capped_server, LAUNCH, {"i": REGION}, tokens.operator).json()
+    watched = {"id": launched["data"]["launchBackfill"]["backfill"]["id"]}
+    first, second = Socket(capped_server, tokens.viewer), Socket(capped_server, tokens.viewer)
+    running = [first.send(WATCH, watched) for _ in range(2)]
+    assert [first.answer(i)["type"] for i in running] == ["next", "next"]
+    assert "on this socket" in _refused(first.ask(WATCH, watched))
+    assert second.answer(second.send(WATCH, watched))["type"] == "next"  # the token's third
+    assert "for this token" in _refused(second.ask("{ me { name } }"))
+    # Another token is not affected, and the server answers everyone else.
+    other = Socket(capped_server, tokens.operator)
+    assert other.ask("{ me { name } }")["payload"]["data"] == {"me": {"name": "operator"}}
+    assert httpx.get(f"{capped_server.url}/healthz", timeout=5).status_code == 200
+    # Ending one operation frees its place: both sockets stay open and usable.
+    first.ws.send(json.dumps({"id": running[0], "type": "complete"}))
+    deadline = time.monotonic() + 10
+    while (answer := second.ask("{ me { name } }"))["type"] != "next":
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.1)
+    assert answer["payload"]["data"] == {"me": {"name": "viewer"}}
+    for sock in (first, second, other):
+        sock.close()
+
+
 def test_unexpected_errors_are_masked_on_sockets(server: LiveServer, tokens: Tokens) -> None:
     sock = Socket(server, tokens.viewer)
     answer = sock.ask('{ job(name: "exploding") { name partitions { keys(first: 5) { nodes } } } }')
     text = json.dumps(answer)
     assert LEAK not in text and "Traceback" not in text
     sock.close()
+
+
+BAD_LAUNCH = {"i": {"target": {"job": 12, "oops": []}, "partitions": "x" * 600_000}}
+"""Variables that coercion would reject, and a large one: a refusal must not look at them."""
+
+
+def _launch_refusal(answer: dict[str, Any]) -> list[str]:
+    assert "errors" not in answer, answer  # no coercion error
+    return [e["code"] for e in answer["data"]["launchBackfill"]["userErrors"]]
+
+
+def test_a_refused_mutation_is_refused_before_its_variables_are_coerced(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    over_http = gql(server, LAUNCH, BAD_LAUNCH, tokens.viewer)
+    assert over_http.status_code == 200
+    assert _launch_refusal(over_http.json()) == ["FORBIDDEN"]
+    sock = Socket(server, tokens.viewer)
+    assert _launch_refusal(sock.ask(LAUNCH, BAD_LAUNCH)["payload"]) == ["FORBIDDEN"]
+    # A directive's variable is still read; a fragment's root field is refused all the same.
+    guarded = """mutation($i: LaunchBackfillInput!, $b: Boolean!) { ...L }
+      fragment L on Mutation { launchBackfill(input: $i) @include(if: $b) {
+      backfill { id } userErrors { code } } }"""
+    answer = sock.ask(guarded, {**BAD_LAUNCH, "b": True})["payload"]
+    assert _launch_refusal(answer) == ["FORBIDDEN"]
+    sock.close()
+    # An operator's admin mutation: refused, audited with the subject as the caller named it
+    # (in a variable, uncoerced, or in a literal).
+    operator = Socket(server, tokens.operator)
+    answer = operator.ask(CREATE, {"i": {"name": "early-refused", "role": 3, "x": [[[]]]}})
+    found = answer["payload"]["data"]["createApiToken"]
+    assert found == {
+        "secret": None,
+        "token": None,
+        "userErrors": [{"code": "FORBIDDEN", "field": None}],
+    }
+    literal = """mutation { createApiToken(input: {name: "early-literal", role: ADMIN}) {
+      userErrors { code } } }"""
+    answer = operator.ask(literal)["payload"]
+    assert answer["data"]["createApiToken"]["userErrors"] == [{"code": "FORBIDDEN"}]
+    operator.close()
+    entries = audit_entries_sync(shared_database_url)
+    viewer = [e.outcome.value for e in entries if e.actor == "viewer"]
+    assert viewer[-3:] == ["denied"] * 3
+    denied = [(e.operation, e.subject) for e in entries if e.actor == "operator"][-2:]
+    assert denied == [("createApiToken", "early-refused"), ("createApiToken", "early-literal")]
+
+
+def test_an_allowed_mutation_with_bad_variables_is_a_coercion_error(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    answer = gql(server, LAUNCH, BAD_LAUNCH, tokens.operator).json()
+    assert answer["data"] is None
+    assert answer["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
 
 
 def test_queries_refused_by_role_are_refused_before_running(
