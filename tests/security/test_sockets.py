@@ -375,6 +375,78 @@ def test_a_token_scoped_to_jobs_launches_only_those(server: LiveServer, tokens: 
     assert unknown["userErrors"] == [{"code": "INVALID_ARGUMENT", "field": ["jobs"]}]
 
 
+STEER = """mutation($p: PauseBackfillInput!, $r: ResumeBackfillInput!, $c: CancelBackfillInput!,
+  $t: RetryBackfillInput!) {
+  pauseBackfill(input: $p) { backfill { status } userErrors { code field } }
+  resumeBackfill(input: $r) { backfill { status } userErrors { code field } }
+  cancelBackfill(input: $c) { backfill { status } userErrors { code field } }
+  retryBackfill(input: $t) { backfill { id } userErrors { code field } } }"""
+PREVIEW = """mutation($i: LaunchBackfillInput!) { previewBackfill(input: $i) {
+  preview { runs } userErrors { code } } }"""
+
+
+def _assets(*names: str, downstream: bool = False) -> dict[str, Any]:
+    target = {"assets": {"names": list(names), "downstream": downstream}}
+    return {"target": target, "partitions": {"all": True}}
+
+
+def _codes(payload: dict[str, Any]) -> list[str]:
+    return [e["code"] for e in payload["userErrors"]]
+
+
+def test_a_scoped_token_reaches_only_the_jobs_and_assets_in_its_scope(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    """Scopes name jobs and assets (one namespace), for every mutation of a backfill, on
+    HTTP, WebSocket and REST; reads stay open."""
+    secret = new_token(server, tokens, "scoped-assets", jobs=["region_report", "raw_clicks"])
+
+    def launch(given: dict[str, Any], token: str) -> dict[str, Any]:
+        found: dict[str, Any] = gql(server, LAUNCH, {"i": given}, token).json()["data"]
+        return found["launchBackfill"]  # type: ignore[no-any-return]
+
+    outside = [
+        launch(_assets("click_report"), tokens.operator)["backfill"]["id"],
+        launch({"target": {"job": "daily_sales"}, "partitions": {"all": True}}, tokens.operator)[
+            "backfill"
+        ]["id"],
+    ]
+    inside = launch(_assets("raw_clicks"), secret)
+    assert inside["userErrors"] == [] and inside["backfill"]["creator"] == "scoped-assets"
+    for refused in (_assets("click_report"), _assets("raw_clicks", downstream=True)):
+        assert _codes(launch(refused, secret)) == ["FORBIDDEN"]
+    preview = gql(server, PREVIEW, {"i": _assets("click_report")}, secret).json()["data"]
+    assert _codes(preview["previewBackfill"]) == ["FORBIDDEN"]
+    sock = Socket(server, secret)
+    for backfill in outside:
+        ids = {name: {"id": backfill} for name in ("p", "r", "c", "t")}
+        for answer in (gql(server, STEER, ids, secret).json(), sock.ask(STEER, ids)["payload"]):
+            for payload in answer["data"].values():
+                assert payload["userErrors"] == [{"code": "FORBIDDEN", "field": ["id"]}]
+        for verb in ("pause", "resume", "cancel", "retry"):
+            rest = client_of(server).post(
+                f"/api/v1/backfills/{backfill}/{verb}", json={}, headers=bearer(secret)
+            )
+            assert rest.status_code == 403, rest.text
+        read = gql(server, "query($id: ID!) { backfill(id: $id) { status } }", ids["p"], secret)
+        assert read.json()["data"]["backfill"]["status"] in ("REQUESTED", "RUNNING")
+    over_socket = sock.ask(LAUNCH, {"i": _assets("click_report")})["payload"]["data"]
+    assert _codes(over_socket["launchBackfill"]) == ["FORBIDDEN"]
+    sock.close()
+    preview_rest = client_of(server).post(
+        "/api/v1/backfills:preview", json=_assets("click_report"), headers=bearer(secret)
+    )
+    assert preview_rest.status_code == 403, preview_rest.text
+    # Its own backfill, of an asset in its scope, it may steer.
+    pause = """mutation($p: PauseBackfillInput!) { pauseBackfill(input: $p) {
+      backfill { status } userErrors { code } } }"""
+    paused = gql(server, pause, {"p": {"id": inside["backfill"]["id"]}}, secret).json()
+    assert paused["data"]["pauseBackfill"]["userErrors"] == [], paused
+    mine = [e for e in audit_entries_sync(shared_database_url) if e.actor == "scoped-assets"]
+    assert {e.outcome.value for e in mine if e.operation != "launchBackfill"} >= {"denied"}
+    assert [e.outcome.value for e in mine].count("succeeded") == 2  # a launch and a pause
+
+
 # -- 4. DNS rebinding ----------------------------------------------------------------------------
 
 
