@@ -240,6 +240,10 @@ def test_a_refused_mutation_is_refused_before_its_variables_are_coerced(
     over_http = gql(server, LAUNCH, BAD_LAUNCH, tokens.viewer)
     assert over_http.status_code == 200
     assert _launch_refusal(over_http.json()) == ["FORBIDDEN"]
+    rest = client_of(server).post(
+        "/api/v1/backfills", json=BAD_LAUNCH["i"], headers=bearer(tokens.viewer)
+    )
+    assert rest.status_code == 403, rest.text  # not 422: the body is not looked at
     sock = Socket(server, tokens.viewer)
     assert _launch_refusal(sock.ask(LAUNCH, BAD_LAUNCH)["payload"]) == ["FORBIDDEN"]
     # A directive's variable is still read; a fragment's root field is refused all the same.
@@ -266,7 +270,7 @@ def test_a_refused_mutation_is_refused_before_its_variables_are_coerced(
     operator.close()
     entries = audit_entries_sync(shared_database_url)
     viewer = [e.outcome.value for e in entries if e.actor == "viewer"]
-    assert viewer[-3:] == ["denied"] * 3
+    assert viewer[-4:] == ["denied"] * 4
     denied = [(e.operation, e.subject) for e in entries if e.actor == "operator"][-2:]
     assert denied == [("createApiToken", "early-refused"), ("createApiToken", "early-literal")]
 
