@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -83,6 +85,18 @@ def test_a_revoked_token_stops_working_on_an_open_socket(
     assert sock.close_code() == 4401
     after = gql(server, "{ backfills { nodes { id } } }", token=tokens.admin).json()
     assert len(after["data"]["backfills"]["nodes"]) == before
+
+
+def test_an_idle_socket_is_closed_once_its_token_is_revoked(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    secret = new_token(server, tokens, "ws-idle")
+    sock = Socket(server, secret)
+    assert "data" in sock.ask("{ me { name } }")["payload"]
+    gql(server, REVOKE, {"i": {"id": token_id(server, tokens, "ws-idle")}}, tokens.admin)
+    began = time.monotonic()
+    assert sock.close_code() == 4401  # without sending anything: the socket's watch
+    assert time.monotonic() - began < 15
 
 
 def test_an_expired_token_closes_its_socket(server: LiveServer, tokens: Tokens) -> None:
@@ -354,6 +368,27 @@ def test_a_client_that_sends_its_headers_slowly_is_cut_off(server: LiveServer) -
         assert conn.recv(1024) == b""
 
 
+def test_a_client_that_sends_its_body_slowly_is_cut_off(server: LiveServer, tokens: Tokens) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
+        conn.sendall(
+            b"POST /graphql/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Authorization: Bearer {tokens.viewer}\r\n".encode()
+            + b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+        )
+        # ...and never the other 99 bytes: the server closes the connection, unanswered.
+        assert conn.recv(1024) == b""
+
+
+def test_json_nested_too_deeply_closes_a_socket_with_4400(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    sock = Socket(server, tokens.viewer)
+    deep = '{"id": "1", "type": "subscribe", "payload": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    sock.ws.send(deep)
+    assert sock.close_code() == 4400
+    assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
 # -- 8. tokens limited to some jobs --------------------------------------------------------------
 
 
@@ -492,6 +527,24 @@ def test_a_rebound_host_is_refused(open_server: LiveServer, shared_database_url:
     assert configured.status_code == 200
     names = [e.subject for e in audit_entries_sync(shared_database_url)]
     assert "rebound" not in names
+
+
+def test_dev_refuses_a_rebound_host_too(tmp_path: Path, sqlite_template: Path) -> None:
+    """``backfiller dev`` (API, UI and daemon, ``--auth none``, on SQLite) guards the same."""
+    shutil.copy(sqlite_template, tmp_path / "dev.db")  # migrated already
+    live = LiveServer(f"sqlite:///{tmp_path / 'dev.db'}", DEFS, command="dev")
+    try:
+        create = {"query": CREATE, "variables": {"i": {"name": "rebound-dev", "role": "ADMIN"}}}
+        evil = {"Host": "evil.example", "Origin": "http://evil.example"}
+        assert httpx.post(f"{live.url}/graphql/v1", json=create, headers=evil).status_code == 421
+        foreign = {"Origin": "http://evil.example"}
+        assert httpx.post(f"{live.url}/graphql/v1", json=create, headers=foreign).status_code == 403
+        tokens = httpx.post(
+            f"{live.url}/graphql/v1", json={"query": "{ apiTokens { nodes { name } } }"}
+        )
+        assert tokens.json()["data"]["apiTokens"]["nodes"] == []
+    finally:
+        live.stop()
 
 
 def test_graphiql_is_served_from_the_package(server: LiveServer) -> None:
