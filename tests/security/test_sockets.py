@@ -532,7 +532,9 @@ def test_a_rebound_host_is_refused(open_server: LiveServer, shared_database_url:
 def test_dev_refuses_a_rebound_host_too(tmp_path: Path, sqlite_template: Path) -> None:
     """``backfiller dev`` (API, UI and daemon, ``--auth none``, on SQLite) guards the same."""
     shutil.copy(sqlite_template, tmp_path / "dev.db")  # migrated already
-    live = LiveServer(f"sqlite:///{tmp_path / 'dev.db'}", DEFS, command="dev")
+    live = LiveServer(
+        f"sqlite:///{tmp_path / 'dev.db'}", DEFS, command="dev", extra=["--workers", "1"]
+    )
     try:
         create = {"query": CREATE, "variables": {"i": {"name": "rebound-dev", "role": "ADMIN"}}}
         evil = {"Host": "evil.example", "Origin": "http://evil.example"}
