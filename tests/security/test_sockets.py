@@ -177,6 +177,7 @@ def test_operations_in_flight_are_capped_per_socket(server: LiveServer, tokens: 
         if message["type"] == "error":
             errors.append(message)
     assert errors and errors[0]["id"] == ids[-1]
+    assert "more than 25 operations in flight on this socket" in _refused(errors[0])
     sock.close()
 
 
