@@ -27,6 +27,7 @@ from backfiller.resolvers import jobs as job_resolvers
 from backfiller.resolvers import progress as progress_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.authorize import Authorize
+from backfiller.resolvers.authorize_early import AuthorizingExecutor
 from backfiller.resolvers.errors import MaskUnexpectedErrors
 from backfiller.resolvers.limits import QueryCostLimiter, tag_error_codes
 from backfiller.schema.admin import (
@@ -209,6 +210,7 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
         types=[Backfill, Run, TriggerEvaluation],
         config=StrawberryConfig(disable_field_suggestions=False),
         extensions=protective,
+        execution_context_class=AuthorizingExecutor,  # refused mutations: no coercion
     )
 
 

@@ -21,6 +21,8 @@ from backfiller.cli.server import (
     DatabaseOption,
     DefinitionsOption,
     HostOption,
+    OperationsPerSocketOption,
+    OperationsPerTokenOption,
     PortOption,
     check_access_settings,
     configure_logging,
@@ -291,12 +293,13 @@ def daemon(
     asyncio.run(run_daemon(url, defs, options))
 
 
-def _dev_settings(url: str, target: str, host: str, port: int) -> Settings:
+def _dev_settings(url: str, target: str, host: str, port: int, **given: object) -> Settings:
     overrides: dict[str, object] = {
         "database_url": url,
         "definitions": target,
         "host": host,
         "port": port,
+        **given,
     }
     overrides["auth_mode"] = AuthMode.NONE  # the quick start is loopback-only
     settings = Settings.from_env(**overrides)
@@ -345,6 +348,8 @@ def dev(
     port: PortOption = 8000,
     workers: WorkersOption = None,
     allowed_host: AllowedHostOption = None,
+    max_operations_per_token: OperationsPerTokenOption = None,
+    max_operations_per_socket: OperationsPerSocketOption = None,
 ) -> None:
     """The quick start: API, UI and daemon together, on SQLite, with the example jobs."""
     configure_logging("WARNING")
@@ -357,6 +362,13 @@ def dev(
         land_example_export()  # so the example trigger launches on its first press
     # Runs launched by the quick start talk back to this very server through context.client.
     options = DaemonOptions(target, workers, None, f"http://{host}:{port}", 5.0, 30.0)
-    settings = _dev_settings(url, target, host, port)
-    settings = dataclasses.replace(settings, allowed_hosts=tuple(allowed_host or ()))
+    settings = _dev_settings(
+        url,
+        target,
+        host,
+        port,
+        allowed_hosts=tuple(allowed_host or ()),
+        max_operations_per_token=max_operations_per_token,
+        max_operations_per_socket=max_operations_per_socket,
+    )
     asyncio.run(run_dev(defs, settings, options))

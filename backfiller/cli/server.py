@@ -91,6 +91,24 @@ RateLimitOption = Annotated[
         "0 for no limit. Per server process.",
     ),
 ]
+OperationsPerTokenOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-operations-per-token",
+        envvar="BACKFILLER_MAX_OPERATIONS_PER_TOKEN",
+        help="Operations (subscriptions included) a token may have in flight over all its "
+        "WebSockets to one server process (default 100; 0 for no limit).",
+    ),
+]
+OperationsPerSocketOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-operations-per-socket",
+        envvar="BACKFILLER_MAX_OPERATIONS_PER_SOCKET",
+        help="Operations (subscriptions included) one WebSocket may have in flight "
+        "(default 25; 0 for no limit).",
+    ),
+]
 MetricsPortOption = Annotated[
     int | None,
     typer.Option(
@@ -169,6 +187,8 @@ def serve(
     allowed_host: AllowedHostOption = None,
     metrics_port: MetricsPortOption = None,
     metrics_host: MetricsHostOption = "127.0.0.1",
+    max_operations_per_token: OperationsPerTokenOption = None,
+    max_operations_per_socket: OperationsPerSocketOption = None,
 ) -> None:
     """Serve the public API (and the UI) over HTTP."""
     configure_logging()
@@ -187,6 +207,8 @@ def serve(
         launch_rate_limit=rate_limit,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        max_operations_per_token=max_operations_per_token,
+        max_operations_per_socket=max_operations_per_socket,
     )
     check_access_settings(settings)
     target = definitions or EXAMPLE_DEFINITIONS
@@ -224,6 +246,10 @@ def check_access_settings(settings: Settings) -> None:
         raise fail("--max-partitions-per-backfill must be at least 1")
     if settings.launch_rate_limit < 0:
         raise fail("--rate-limit must be 0 (no limit) or more")
+    if settings.max_operations_per_token < 0:
+        raise fail("--max-operations-per-token must be 0 (no limit) or more")
+    if settings.max_operations_per_socket < 0:
+        raise fail("--max-operations-per-socket must be 0 (no limit) or more")
 
 
 def http_server(defs: Definitions, settings: Settings) -> uvicorn.Server:

@@ -58,7 +58,11 @@ def token_create(
     output_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     job: Annotated[
         list[str] | None,
-        typer.Option("--job", help="Limit the token to launching this job; repeat for more."),
+        typer.Option(
+            "--job",
+            help="Limit the token to the backfills of this job or asset (one namespace); "
+            "repeat for more.",
+        ),
     ] = None,
 ) -> None:
     """Create a token and print it, once: only its hash is stored."""

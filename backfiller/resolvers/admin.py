@@ -142,16 +142,16 @@ def _name_errors(name: str) -> list[UserError]:
 
 
 def job_scope_errors(definitions: Definitions, jobs: list[str] | None) -> list[UserError]:
-    """A job scope names known jobs, at least one."""
+    """A scope names known jobs or assets (one namespace), at least one."""
     if jobs is None:
         return []
     if not jobs:
-        message = "name at least one job, or leave `jobs` null for every job"
+        message = "name at least one job or asset, or leave `jobs` null for every one"
         return [user_error(UserErrorCode.INVALID_ARGUMENT, message, ["jobs"])]
-    known = {job.name for job in definitions.jobs}
+    known = {job.name for job in definitions.jobs} | {a.name for a in definitions.assets}
     unknown = sorted({j for j in jobs if j not in known})
     if unknown:
-        message = f"no such job: {', '.join(repr(j[:200]) for j in unknown[:10])}"
+        message = f"no such job or asset: {', '.join(repr(j[:200]) for j in unknown[:10])}"
         return [user_error(UserErrorCode.INVALID_ARGUMENT, message, ["jobs"])]
     return []
 

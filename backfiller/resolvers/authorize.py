@@ -2,13 +2,13 @@
 
 - Before execution (so before any variable is coerced), the root fields of a query or a
   subscription are looked up in :data:`~backfiller.resolvers.policy.FIELD_ROLES`: a refused
-  field answers with a top-level error whose ``extensions.code`` says why. (A refused mutation
-  answers with its payload, which needs its arguments: its variables are coerced first, within
-  the size cap of a request or a WebSocket message.)
-- Then, as each root field resolves: the role again, unstorable text, the job scopes of the
-  token and the per-token rate limit. Refused mutations answer with their payload and
-  ``userErrors`` (its other fields empty), like any expected failure, and every mutation,
-  allowed or refused, is recorded in the audit log.
+  field answers with a top-level error whose ``extensions.code`` says why. A mutation whose
+  every root field is refused by role is answered with its payloads before coercion too, by
+  :class:`~backfiller.resolvers.authorize_early.AuthorizingExecutor`.
+- Then, as each root field resolves: the role again, unstorable text, the scopes of the
+  token (:mod:`~backfiller.resolvers.scopes`) and the per-token rate limit. Refused
+  mutations answer with their payload and ``userErrors`` (its other fields empty), like any
+  expected failure, and every mutation, allowed or refused, is recorded in the audit log.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ from strawberry.types.base import StrawberryList, StrawberryOptional
 
 from backfiller.resolvers.audit import record, result_of, subject_of
 from backfiller.resolvers.context import AuditDraft, Context, PublicError
-from backfiller.resolvers.policy import Refusal, decide, job_refusal, rate_refusal
+from backfiller.resolvers.policy import Refusal, decide, rate_refusal
 from backfiller.resolvers.sanitize import check_text
-from backfiller.schema.common import UserError
+from backfiller.resolvers.scopes import scope_refusal_of
+from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.storage.auth_records import AuditOutcome
 
 _ROOTS = {
@@ -44,6 +45,9 @@ _ROOTS = {
     OperationType.MUTATION: "Mutation",
     OperationType.SUBSCRIPTION: "Subscription",
 }
+
+
+_ACCESS_CODES = frozenset({UserErrorCode.FORBIDDEN, UserErrorCode.UNAUTHENTICATED})
 
 
 class Authorize(SchemaExtension):
@@ -56,12 +60,12 @@ class Authorize(SchemaExtension):
     def _check_before_execution(self) -> None:
         execution = self.execution_context
         document = execution.graphql_document
-        operation = _operation(document, execution.operation_name)
+        operation = operation_of(document, execution.operation_name)
         ctx = execution.context
         if operation is None or not isinstance(ctx, Context):
             return
         root = _ROOTS[operation.operation]
-        fields = _root_fields(operation.selection_set, document)
+        fields = root_fields(operation.selection_set, document)
         if root == "Mutation":
             return
         for field in fields:
@@ -112,7 +116,7 @@ async def _mutate(
     if refusal is None:
         refusal, outcome = check_text(kwargs), AuditOutcome.REJECTED
     if refusal is None:
-        refusal, outcome = _job_scope(ctx, kwargs), AuditOutcome.DENIED
+        refusal, outcome = await scope_refusal_of(ctx, field, kwargs), AuditOutcome.DENIED
     if refusal is None:
         limiter, settings = ctx.services.rate_limiter, ctx.services.settings
         refusal = rate_refusal(limiter, settings, ctx.principal, field, ctx.now())
@@ -132,20 +136,13 @@ async def _mutate(
         return result
     errors: list[UserError] = list(getattr(result, "user_errors", None) or [])
     outcome = AuditOutcome.REJECTED if errors else AuditOutcome.SUCCEEDED
+    if any(e.code in _ACCESS_CODES for e in errors):
+        outcome = AuditOutcome.DENIED  # e.g. an asset outside the token's scope
     await record(ctx, field, subject, outcome, errors, result_of(result))
     return result
 
 
-def _job_scope(ctx: Context, kwargs: dict[str, Any]) -> Refusal | None:
-    """A token limited to some jobs names one of them in ``target.job`` (preview and launch;
-    every launch, retries included, is checked again where it is stored)."""
-    given = kwargs.get("input")
-    target = given.get("target") if isinstance(given, dict) else None
-    job = target.get("job") if isinstance(target, dict) else None
-    return job_refusal(ctx.principal, job) if isinstance(job, str) else None
-
-
-def _operation(document: Any, name: str | None) -> OperationDefinitionNode | None:
+def operation_of(document: Any, name: str | None) -> OperationDefinitionNode | None:
     if document is None:
         return None
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
@@ -155,7 +152,7 @@ def _operation(document: Any, name: str | None) -> OperationDefinitionNode | Non
     return None
 
 
-def _root_fields(selection_set: SelectionSetNode, document: Any, depth: int = 0) -> list[FieldNode]:
+def root_fields(selection_set: SelectionSetNode, document: Any, depth: int = 0) -> list[FieldNode]:
     """The root fields an operation selects, through fragments."""
     if depth > 20:
         return []
@@ -167,11 +164,11 @@ def _root_fields(selection_set: SelectionSetNode, document: Any, depth: int = 0)
         if isinstance(selection, FieldNode):
             found.append(selection)
         elif isinstance(selection, InlineFragmentNode):
-            found += _root_fields(selection.selection_set, document, depth + 1)
+            found += root_fields(selection.selection_set, document, depth + 1)
         elif isinstance(selection, FragmentSpreadNode):
             fragment = fragments.get(selection.name.value)
             if fragment is not None:
-                found += _root_fields(fragment.selection_set, document, depth + 1)
+                found += root_fields(fragment.selection_set, document, depth + 1)
     return found
 
 

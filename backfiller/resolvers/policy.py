@@ -1,9 +1,10 @@
 """The access policy: the least role of every root field (deny by default), the per-token rate
-limit of launches, and the job scopes of a token. Pure decisions: no IO, no strawberry."""
+limit of launches, and the scopes of a token (jobs and assets, one namespace). Pure decisions:
+no IO, no strawberry."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -113,6 +114,19 @@ def job_refusal(principal: Principal | None, job_name: str) -> Refusal | None:
         f"this token may not launch job {job_name!r}",
         ["target", "job"],
     )
+
+
+def scope_refusal(principal: Principal | None, names: Iterable[str], verb: str) -> Refusal | None:
+    """Whether ``principal`` may ``verb`` a stored backfill that runs ``names`` (its job, or
+    its assets); None when it may."""
+    for name in names:
+        if principal is not None and not principal.may_launch(name):
+            return Refusal(
+                UserErrorCode.FORBIDDEN,
+                f"this token may not {verb} a backfill of {name!r}: it is outside its scope",
+                ["id"],
+            )
+    return None
 
 
 def rate_refusal(

@@ -40,7 +40,8 @@ class ApiToken:
     )
     jobs: list[str] | None = strawberry.field(
         default=None,
-        description="The only jobs it may launch backfills of; null for every job.",
+        description="The only jobs and assets (one namespace) whose backfills it may launch, "
+        "preview, pause, resume, cancel and retry; null for every one.",
     )
 
     @strawberry.field(description="Neither revoked nor expired (as of the request).")
@@ -86,8 +87,9 @@ class CreateApiTokenInput:
     )
     jobs: list[str] | None = strawberry.field(
         default=None,
-        description="Limit the token to launching backfills of these jobs (it may not "
-        "evaluate triggers then); every job when null.",
+        description="Limit the token to the backfills of these jobs and assets (one "
+        "namespace): it may launch, preview, pause, resume, cancel and retry only those, and "
+        "may not evaluate triggers; every one when null.",
     )
 
 

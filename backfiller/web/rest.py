@@ -29,6 +29,7 @@ from strawberry.asgi import GraphQL
 from strawberry.types.execution import ExecutionResult
 
 from backfiller.operations import split_operations
+from backfiller.resolvers.authorize_early import refusals_before_coercion
 from backfiller.resolvers.context import Context
 from backfiller.schema.common import UserErrorCode
 from backfiller.web.rest_openapi import MAX_ASSET_PAGE, PREFIX, REST_ONLY_CODES, build_openapi
@@ -193,9 +194,8 @@ class RestApi:
         self.operations = load_operations()
 
     async def execute(
-        self, request: Request, operation: str, variables: dict[str, Any]
+        self, context: Context, operation: str, variables: dict[str, Any]
     ) -> ExecutionResult:
-        context = await self.view.get_context(request, Response())
         result = await self.view.schema.execute(
             self.operations.texts[operation],
             variable_values=variables,
@@ -222,12 +222,15 @@ class RestApi:
         ``roots`` says where in the request each variable came from (``input`` is the body's
         root); ``rename`` maps a GraphQL input field to the query parameter that carried it.
         """
-        problems = variable_problems(
-            self.graphql_schema, self.operations.definition(operation), variables
-        )
-        if problems:
-            return variable_errors_response(problems, roots or {"input": []}, rename or {})
-        result = await self.execute(request, operation, variables)
+        context = await self.view.get_context(request, Response())
+        # A caller refused the operation by role is answered so before its body is checked.
+        if not refusals_before_coercion(self.operations.document, operation, context):
+            problems = variable_problems(
+                self.graphql_schema, self.operations.definition(operation), variables
+            )
+            if problems:
+                return variable_errors_response(problems, roots or {"input": []}, rename or {})
+        result = await self.execute(context, operation, variables)
         if result.errors:
             return graphql_errors_response(result.errors, self.request_id(request))
         assert result.data is not None

@@ -160,6 +160,7 @@ class GuardedTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._socket_context: Context | None = None
         super().__init__(*args, **kwargs)
+        self.max_subscriptions_per_connection = None  # the socket's cap is checked here
         self._checked_at = time.monotonic()
         self._watcher: asyncio.Task[None] | None = None
 
@@ -205,19 +206,17 @@ class GuardedTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         if time.monotonic() - self._checked_at >= RECHECK_SECONDS and not await self._recheck():
             return
         settings = self.socket.services.settings
-        if len(self.operations) >= settings.max_operations_per_socket:
-            await super().handle_subscribe(message)  # strawberry refuses it: the socket's cap
+        per_socket = settings.max_operations_per_socket
+        if 0 < per_socket <= len(self.operations) and message["id"] not in self.operations:
+            await self._refuse(
+                message, f"more than {per_socket} operations in flight on this socket"
+            )
             return
         caller = caller_key(self.socket)
         counter: OperationCounter = self.view.socket_operations  # type: ignore[attr-defined]
         if not counter.acquire(caller, settings.max_operations_per_token):
-            error = GraphQLError(
-                "too many operations in flight for this token",
-                extensions={"code": "RATE_LIMITED"},
-            )
-            await self.send_message(
-                ErrorMessage(id=message["id"], type="error", payload=[error.formatted])
-            )
+            limit = settings.max_operations_per_token
+            await self._refuse(message, f"more than {limit} operations in flight for this token")
             return
         before = self.operations.get(message["id"])
         reset = _operation_context.set(operation_context(self.socket))
@@ -230,6 +229,16 @@ class GuardedTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             counter.release(caller)
             return
         started.task.add_done_callback(lambda _task: counter.release(caller))
+
+    async def _refuse(self, message: SubscribeMessage, reason: str) -> None:
+        """An ``error`` message for the operation (coded RATE_LIMITED); the socket stays open."""
+        error = GraphQLError(
+            f"{reason}: wait for one to end (or complete one) and try again",
+            extensions={"code": "RATE_LIMITED"},
+        )
+        await self.send_message(
+            ErrorMessage(id=message["id"], type="error", payload=[error.formatted])
+        )
 
     async def _recheck(self) -> bool:
         """Whether the socket's token still holds; closes the socket when it does not."""

@@ -1,4 +1,5 @@
-"""Definitions of the security tests: the quick start's jobs, plus one that fails inside."""
+"""Definitions of the security tests: the quick start's jobs, plus one that fails inside, and two
+assets (for the scopes of tokens)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from backfiller import Definitions, RunContext, StaticPartitions, job
+from backfiller.definitions.assets import asset
 from backfiller.definitions.partitions import KeySpace
 from backfiller.definitions.requests import AllPartitions, BackfillRequest
 from backfiller.definitions.triggers import SkipReason, TriggerContext, trigger
@@ -35,6 +37,18 @@ def launch_as_caller(context: TriggerContext) -> SkipReason:
     return SkipReason(f"launched as {launched.creator}")
 
 
+@asset(partitions=StaticPartitions(["a", "b"]))
+def raw_clicks(context: RunContext) -> None:
+    """Upstream of ``click_report``."""
+
+
+@asset(partitions=StaticPartitions(["a", "b"]), deps=["raw_clicks"])
+def click_report(context: RunContext) -> None:
+    """Downstream of ``raw_clicks``."""
+
+
 definitions = Definitions(
-    jobs=[*quickstart.jobs, exploding], triggers=[*quickstart.triggers, launch_as_caller]
+    jobs=[*quickstart.jobs, exploding],
+    assets=[*quickstart.assets, raw_clicks, click_report],
+    triggers=[*quickstart.triggers, launch_as_caller],
 )

@@ -23,6 +23,9 @@ class Socket:
             subprotocols=PROTOCOL,  # type: ignore[arg-type]
             additional_headers=headers or None,
             max_size=None,
+            # No keepalive: its pings draw from the global `random` in the client's thread,
+            # which hypothesis reports (a flaky failure) when it happens during a draw.
+            ping_interval=None,
         )
         self.ws: ClientConnection = self._connection.__enter__()
         payload = {"Authorization": f"Bearer {token}"} if token else {}

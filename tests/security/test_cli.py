@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -88,6 +89,8 @@ def test_insecure_no_auth_lets_it_past_the_check_with_a_warning() -> None:
         (["--cors-origin", "*"], "--cors-origin takes an origin"),
         (["--max-partitions-per-backfill", "0"], "at least 1"),
         (["--rate-limit", "-1"], "--rate-limit"),
+        (["--max-operations-per-token", "-1"], "--max-operations-per-token must be 0"),
+        (["--max-operations-per-socket", "-1"], "--max-operations-per-socket must be 0"),
     ],
 )
 def test_bad_access_flags_are_one_clear_error(args: list[str], message: str) -> None:
@@ -95,6 +98,16 @@ def test_bad_access_flags_are_one_clear_error(args: list[str], message: str) -> 
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_dev_takes_the_operation_caps_too(tmp_path: Path) -> None:
+    from backfiller.cli import daemon  # noqa: F401  (registers dev)
+
+    database = f"sqlite:///{tmp_path / 'dev.db'}"
+    for flag in ("--max-operations-per-token", "--max-operations-per-socket"):
+        result = backfiller("dev", "--database", database, "--definitions", DEFS, flag, "-1")
+        assert result.returncode == 2
+        assert f"{flag} must be 0 (no limit) or more" in result.stderr
 
 
 def test_token_lifecycle_through_the_cli(database_url: str) -> None:

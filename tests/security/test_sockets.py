@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -83,6 +85,18 @@ def test_a_revoked_token_stops_working_on_an_open_socket(
     assert sock.close_code() == 4401
     after = gql(server, "{ backfills { nodes { id } } }", token=tokens.admin).json()
     assert len(after["data"]["backfills"]["nodes"]) == before
+
+
+def test_an_idle_socket_is_closed_once_its_token_is_revoked(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    secret = new_token(server, tokens, "ws-idle")
+    sock = Socket(server, secret)
+    assert "data" in sock.ask("{ me { name } }")["payload"]
+    gql(server, REVOKE, {"i": {"id": token_id(server, tokens, "ws-idle")}}, tokens.admin)
+    began = time.monotonic()
+    assert sock.close_code() == 4401  # without sending anything: the socket's watch
+    assert time.monotonic() - began < 15
 
 
 def test_an_expired_token_closes_its_socket(server: LiveServer, tokens: Tokens) -> None:
@@ -163,7 +177,59 @@ def test_operations_in_flight_are_capped_per_socket(server: LiveServer, tokens: 
         if message["type"] == "error":
             errors.append(message)
     assert errors and errors[0]["id"] == ids[-1]
+    assert "more than 25 operations in flight on this socket" in _refused(errors[0])
     sock.close()
+
+
+WATCH = "subscription($id: ID!) { backfillProgress(id: $id) { status } }"
+
+
+@pytest.fixture(scope="module")
+def capped_server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
+    """Small caps: two operations per socket (a flag), three per token (its variable)."""
+    live = LiveServer(
+        shared_database_url,
+        DEFS,
+        auth="token",
+        extra=["--rate-limit", "0", "--max-operations-per-socket", "2"],
+        env={"BACKFILLER_MAX_OPERATIONS_PER_TOKEN": "3"},
+    )
+    yield live
+    close_client(live)
+    live.stop()
+
+
+def _refused(answer: dict[str, Any]) -> str:
+    assert answer["type"] == "error", answer
+    [error] = answer["payload"]
+    assert error["extensions"]["code"] == "RATE_LIMITED"
+    return str(error["message"])
+
+
+def test_operations_are_capped_per_socket_and_per_token_over_all_its_sockets(
+    capped_server: LiveServer, tokens: Tokens
+) -> None:
+    launched = gql(capped_server, LAUNCH, {"i": REGION}, tokens.operator).json()
+    watched = {"id": launched["data"]["launchBackfill"]["backfill"]["id"]}
+    first, second = Socket(capped_server, tokens.viewer), Socket(capped_server, tokens.viewer)
+    running = [first.send(WATCH, watched) for _ in range(2)]
+    assert [first.answer(i)["type"] for i in running] == ["next", "next"]
+    assert "on this socket" in _refused(first.ask(WATCH, watched))
+    assert second.answer(second.send(WATCH, watched))["type"] == "next"  # the token's third
+    assert "for this token" in _refused(second.ask("{ me { name } }"))
+    # Another token is not affected, and the server answers everyone else.
+    other = Socket(capped_server, tokens.operator)
+    assert other.ask("{ me { name } }")["payload"]["data"] == {"me": {"name": "operator"}}
+    assert httpx.get(f"{capped_server.url}/healthz", timeout=5).status_code == 200
+    # Ending one operation frees its place: both sockets stay open and usable.
+    first.ws.send(json.dumps({"id": running[0], "type": "complete"}))
+    deadline = time.monotonic() + 10
+    while (answer := second.ask("{ me { name } }"))["type"] != "next":
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.1)
+    assert answer["payload"]["data"] == {"me": {"name": "viewer"}}
+    for sock in (first, second, other):
+        sock.close()
 
 
 def test_unexpected_errors_are_masked_on_sockets(server: LiveServer, tokens: Tokens) -> None:
@@ -172,6 +238,64 @@ def test_unexpected_errors_are_masked_on_sockets(server: LiveServer, tokens: Tok
     text = json.dumps(answer)
     assert LEAK not in text and "Traceback" not in text
     sock.close()
+
+
+BAD_LAUNCH = {"i": {"target": {"job": 12, "oops": []}, "partitions": "x" * 600_000}}
+"""Variables that coercion would reject, and a large one: a refusal must not look at them."""
+
+
+def _launch_refusal(answer: dict[str, Any]) -> list[str]:
+    assert "errors" not in answer, answer  # no coercion error
+    return [e["code"] for e in answer["data"]["launchBackfill"]["userErrors"]]
+
+
+def test_a_refused_mutation_is_refused_before_its_variables_are_coerced(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    over_http = gql(server, LAUNCH, BAD_LAUNCH, tokens.viewer)
+    assert over_http.status_code == 200
+    assert _launch_refusal(over_http.json()) == ["FORBIDDEN"]
+    rest = client_of(server).post(
+        "/api/v1/backfills", json=BAD_LAUNCH["i"], headers=bearer(tokens.viewer)
+    )
+    assert rest.status_code == 403, rest.text  # not 422: the body is not looked at
+    sock = Socket(server, tokens.viewer)
+    assert _launch_refusal(sock.ask(LAUNCH, BAD_LAUNCH)["payload"]) == ["FORBIDDEN"]
+    # A directive's variable is still read; a fragment's root field is refused all the same.
+    guarded = """mutation($i: LaunchBackfillInput!, $b: Boolean!) { ...L }
+      fragment L on Mutation { launchBackfill(input: $i) @include(if: $b) {
+      backfill { id } userErrors { code } } }"""
+    answer = sock.ask(guarded, {**BAD_LAUNCH, "b": True})["payload"]
+    assert _launch_refusal(answer) == ["FORBIDDEN"]
+    sock.close()
+    # An operator's admin mutation: refused, audited with the subject as the caller named it
+    # (in a variable, uncoerced, or in a literal).
+    operator = Socket(server, tokens.operator)
+    answer = operator.ask(CREATE, {"i": {"name": "early-refused", "role": 3, "x": [[[]]]}})
+    found = answer["payload"]["data"]["createApiToken"]
+    assert found == {
+        "secret": None,
+        "token": None,
+        "userErrors": [{"code": "FORBIDDEN", "field": None}],
+    }
+    literal = """mutation { createApiToken(input: {name: "early-literal", role: ADMIN}) {
+      userErrors { code } } }"""
+    answer = operator.ask(literal)["payload"]
+    assert answer["data"]["createApiToken"]["userErrors"] == [{"code": "FORBIDDEN"}]
+    operator.close()
+    entries = audit_entries_sync(shared_database_url)
+    viewer = [e.outcome.value for e in entries if e.actor == "viewer"]
+    assert viewer[-4:] == ["denied"] * 4
+    denied = [(e.operation, e.subject) for e in entries if e.actor == "operator"][-2:]
+    assert denied == [("createApiToken", "early-refused"), ("createApiToken", "early-literal")]
+
+
+def test_an_allowed_mutation_with_bad_variables_is_a_coercion_error(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    answer = gql(server, LAUNCH, BAD_LAUNCH, tokens.operator).json()
+    assert answer["data"] is None
+    assert answer["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
 
 
 def test_queries_refused_by_role_are_refused_before_running(
@@ -245,6 +369,27 @@ def test_a_client_that_sends_its_headers_slowly_is_cut_off(server: LiveServer) -
         assert conn.recv(1024) == b""
 
 
+def test_a_client_that_sends_its_body_slowly_is_cut_off(server: LiveServer, tokens: Tokens) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
+        conn.sendall(
+            b"POST /graphql/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Authorization: Bearer {tokens.viewer}\r\n".encode()
+            + b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+        )
+        # ...and never the other 99 bytes: the server closes the connection, unanswered.
+        assert conn.recv(1024) == b""
+
+
+def test_json_nested_too_deeply_closes_a_socket_with_4400(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    sock = Socket(server, tokens.viewer)
+    deep = '{"id": "1", "type": "subscribe", "payload": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    sock.ws.send(deep)
+    assert sock.close_code() == 4400
+    assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
 # -- 8. tokens limited to some jobs --------------------------------------------------------------
 
 
@@ -268,6 +413,78 @@ def test_a_token_scoped_to_jobs_launches_only_those(server: LiveServer, tokens: 
         tokens.admin,
     ).json()["data"]["createApiToken"]
     assert unknown["userErrors"] == [{"code": "INVALID_ARGUMENT", "field": ["jobs"]}]
+
+
+STEER = """mutation($p: PauseBackfillInput!, $r: ResumeBackfillInput!, $c: CancelBackfillInput!,
+  $t: RetryBackfillInput!) {
+  pauseBackfill(input: $p) { backfill { status } userErrors { code field } }
+  resumeBackfill(input: $r) { backfill { status } userErrors { code field } }
+  cancelBackfill(input: $c) { backfill { status } userErrors { code field } }
+  retryBackfill(input: $t) { backfill { id } userErrors { code field } } }"""
+PREVIEW = """mutation($i: LaunchBackfillInput!) { previewBackfill(input: $i) {
+  preview { runs } userErrors { code } } }"""
+
+
+def _assets(*names: str, downstream: bool = False) -> dict[str, Any]:
+    target = {"assets": {"names": list(names), "downstream": downstream}}
+    return {"target": target, "partitions": {"all": True}}
+
+
+def _codes(payload: dict[str, Any]) -> list[str]:
+    return [e["code"] for e in payload["userErrors"]]
+
+
+def test_a_scoped_token_reaches_only_the_jobs_and_assets_in_its_scope(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    """Scopes name jobs and assets (one namespace), for every mutation of a backfill, on
+    HTTP, WebSocket and REST; reads stay open."""
+    secret = new_token(server, tokens, "scoped-assets", jobs=["region_report", "raw_clicks"])
+
+    def launch(given: dict[str, Any], token: str) -> dict[str, Any]:
+        found: dict[str, Any] = gql(server, LAUNCH, {"i": given}, token).json()["data"]
+        return found["launchBackfill"]  # type: ignore[no-any-return]
+
+    outside = [
+        launch(_assets("click_report"), tokens.operator)["backfill"]["id"],
+        launch({"target": {"job": "daily_sales"}, "partitions": {"all": True}}, tokens.operator)[
+            "backfill"
+        ]["id"],
+    ]
+    inside = launch(_assets("raw_clicks"), secret)
+    assert inside["userErrors"] == [] and inside["backfill"]["creator"] == "scoped-assets"
+    for refused in (_assets("click_report"), _assets("raw_clicks", downstream=True)):
+        assert _codes(launch(refused, secret)) == ["FORBIDDEN"]
+    preview = gql(server, PREVIEW, {"i": _assets("click_report")}, secret).json()["data"]
+    assert _codes(preview["previewBackfill"]) == ["FORBIDDEN"]
+    sock = Socket(server, secret)
+    for backfill in outside:
+        ids = {name: {"id": backfill} for name in ("p", "r", "c", "t")}
+        for answer in (gql(server, STEER, ids, secret).json(), sock.ask(STEER, ids)["payload"]):
+            for payload in answer["data"].values():
+                assert payload["userErrors"] == [{"code": "FORBIDDEN", "field": ["id"]}]
+        for verb in ("pause", "resume", "cancel", "retry"):
+            rest = client_of(server).post(
+                f"/api/v1/backfills/{backfill}/{verb}", json={}, headers=bearer(secret)
+            )
+            assert rest.status_code == 403, rest.text
+        read = gql(server, "query($id: ID!) { backfill(id: $id) { status } }", ids["p"], secret)
+        assert read.json()["data"]["backfill"]["status"] in ("REQUESTED", "RUNNING")
+    over_socket = sock.ask(LAUNCH, {"i": _assets("click_report")})["payload"]["data"]
+    assert _codes(over_socket["launchBackfill"]) == ["FORBIDDEN"]
+    sock.close()
+    preview_rest = client_of(server).post(
+        "/api/v1/backfills:preview", json=_assets("click_report"), headers=bearer(secret)
+    )
+    assert preview_rest.status_code == 403, preview_rest.text
+    # Its own backfill, of an asset in its scope, it may steer.
+    pause = """mutation($p: PauseBackfillInput!) { pauseBackfill(input: $p) {
+      backfill { status } userErrors { code } } }"""
+    paused = gql(server, pause, {"p": {"id": inside["backfill"]["id"]}}, secret).json()
+    assert paused["data"]["pauseBackfill"]["userErrors"] == [], paused
+    mine = [e for e in audit_entries_sync(shared_database_url) if e.actor == "scoped-assets"]
+    assert {e.outcome.value for e in mine if e.operation != "launchBackfill"} >= {"denied"}
+    assert [e.outcome.value for e in mine].count("succeeded") == 2  # a launch and a pause
 
 
 # -- 4. DNS rebinding ----------------------------------------------------------------------------
@@ -311,6 +528,26 @@ def test_a_rebound_host_is_refused(open_server: LiveServer, shared_database_url:
     assert configured.status_code == 200
     names = [e.subject for e in audit_entries_sync(shared_database_url)]
     assert "rebound" not in names
+
+
+def test_dev_refuses_a_rebound_host_too(tmp_path: Path, sqlite_template: Path) -> None:
+    """``backfiller dev`` (API, UI and daemon, ``--auth none``, on SQLite) guards the same."""
+    shutil.copy(sqlite_template, tmp_path / "dev.db")  # migrated already
+    live = LiveServer(
+        f"sqlite:///{tmp_path / 'dev.db'}", DEFS, command="dev", extra=["--workers", "1"]
+    )
+    try:
+        create = {"query": CREATE, "variables": {"i": {"name": "rebound-dev", "role": "ADMIN"}}}
+        evil = {"Host": "evil.example", "Origin": "http://evil.example"}
+        assert httpx.post(f"{live.url}/graphql/v1", json=create, headers=evil).status_code == 421
+        foreign = {"Origin": "http://evil.example"}
+        assert httpx.post(f"{live.url}/graphql/v1", json=create, headers=foreign).status_code == 403
+        tokens = httpx.post(
+            f"{live.url}/graphql/v1", json={"query": "{ apiTokens { nodes { name } } }"}
+        )
+        assert tokens.json()["data"]["apiTokens"]["nodes"] == []
+    finally:
+        live.stop()
 
 
 def test_graphiql_is_served_from_the_package(server: LiveServer) -> None:

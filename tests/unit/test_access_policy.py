@@ -8,7 +8,7 @@ import pytest
 
 from backfiller.config import AuthMode, Settings
 from backfiller.resolvers.access import Principal, actor_of, run_of
-from backfiller.resolvers.policy import decide, job_refusal
+from backfiller.resolvers.policy import decide, job_refusal, scope_refusal
 from backfiller.storage.auth_records import Role
 from backfiller.storage.run_credentials import RunClaims, launcher_of, sign, verify
 from backfiller.web.auth import allowed_hosts, host_allowed
@@ -82,3 +82,12 @@ def test_a_runs_actor_names_the_run_and_its_launcher() -> None:
 def test_hosts(host: str | None, auth: str, extra: tuple[str, ...], allowed: bool) -> None:
     settings = Settings(auth_mode=AuthMode(auth), allowed_hosts=extra)
     assert host_allowed(host, allowed_hosts(settings)) is allowed
+
+
+def test_scopes_name_jobs_and_assets_of_a_stored_backfill() -> None:
+    scoped = Principal("clicks", Role.OPERATOR, token_id=1, jobs=frozenset({"raw_clicks"}))
+    assert scope_refusal(scoped, ["raw_clicks"], "pause") is None
+    refused = scope_refusal(scoped, ["raw_clicks", "click_report"], "cancel")
+    assert refused is not None and refused.field == ["id"]
+    assert "cancel" in refused.message and "click_report" in refused.message
+    assert scope_refusal(Principal("ops", Role.OPERATOR, token_id=2), ["x"], "retry") is None

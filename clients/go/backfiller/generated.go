@@ -23,7 +23,7 @@ type ApiToken struct {
 	RevokedAt *DateTime `json:"revokedAt,omitempty"`
 	// When it was last presented (updated at most once a minute).
 	LastUsedAt *DateTime `json:"lastUsedAt,omitempty"`
-	// The only jobs it may launch backfills of; null for every job.
+	// The only jobs and assets (one namespace) whose backfills it may launch, preview, pause, resume, cancel and retry; null for every one.
 	Jobs []string `json:"jobs,omitempty"`
 	// Neither revoked nor expired (as of the request).
 	Active bool `json:"active"`
@@ -385,7 +385,7 @@ type CreateApiTokenInput struct {
 	Role ApiTokenRole `json:"role"`
 	// When the token stops working; never when null.
 	ExpiresAt *DateTime `json:"expiresAt,omitempty"`
-	// Limit the token to launching backfills of these jobs (it may not evaluate triggers then); every job when null.
+	// Limit the token to the backfills of these jobs and assets (one namespace): it may launch, preview, pause, resume, cancel and retry only those, and may not evaluate triggers; every one when null.
 	Jobs []string `json:"jobs,omitempty"`
 }
 
