@@ -26,10 +26,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from backfiller import domain
-from backfiller.client import Client
 from backfiller.definitions.requests import (
     AllPartitions,
     BackfillRequest,
@@ -61,6 +60,9 @@ from backfiller.services.trigger_requests import EvaluatedRequest, to_json
 from backfiller.services.trigger_runner import MAX_MESSAGE, Ran, run_with_time_limit
 from backfiller.storage.trigger_records import TriggerEvaluationRecord, TriggerOutcome
 from backfiller.storage.triggers import TriggerEvaluationRepository, TriggerStateRepository
+
+if TYPE_CHECKING:
+    from backfiller.client import Client  # httpx: loaded when a trigger asks for its client
 
 logger = logging.getLogger("backfiller.triggers")
 
