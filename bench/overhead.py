@@ -7,16 +7,27 @@ gate, GraphQL, insert) and for a no-op backfill of ``BENCH_RUNS`` partitions dri
 ``Daemon`` with the in-process launcher, the process CPU time per launch and per run. Run it
 with ``python -m bench.overhead``; compare two versions of the code by running it against each
 (``PYTHONPATH`` pointing at the other tree). Not a test: it asserts nothing.
+
+What the metrics cost: ``python -m bench.overhead --metrics-off`` measures the same code with
+every metric call made a no-op (prometheus-client's record methods, the pool listeners, the
+GraphQL extension's field hook, the daemon's observe functions), and
+``python -m bench.overhead --alternate N`` runs N rounds of each, metrics on and off
+alternately, each in a fresh process, and prints the medians and the overhead.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.launch import launch_body
 
@@ -157,14 +168,93 @@ async def runs(count: int) -> float:
         return spent * 1000 / count
 
 
+def metrics_off() -> None:
+    """Make every metric call of this process a no-op (before anything records)."""
+    from prometheus_client import Counter, Gauge, Histogram
+    from prometheus_client.metrics import MetricWrapperBase
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    from backfiller.daemon import loop
+    from backfiller.observability import api_metrics, daemon_metrics, db_metrics
+
+    def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    def itself(self: Any, *_: Any, **__: Any) -> Any:
+        return self
+
+    MetricWrapperBase.labels = itself  # type: ignore[method-assign]
+    for cls, names in (
+        (Counter, ["inc"]),
+        (Gauge, ["inc", "dec", "set"]),
+        (Histogram, ["observe"]),
+    ):
+        for name in names:
+            setattr(cls, name, nothing)
+    for name, listener in (
+        ("checkout", db_metrics._on_checkout),
+        ("checkin", db_metrics._on_checkin),
+        ("connect", db_metrics._on_connect),
+    ):
+        if event.contains(Pool, name, listener):
+            event.remove(Pool, name, listener)
+    del api_metrics.OperationMetrics.resolve  # the schema then hooks no field for metrics
+    api_metrics.observe_http = nothing
+    loop.observe_task = nothing
+    for name in ("observe_task", "observe_claim", "runs_submitted", "observe_report"):
+        setattr(daemon_metrics, name, nothing)
+    daemon_metrics.observe_launcher_events = nothing
+
+
+def measure(count: int, run_count: int) -> tuple[float, float]:
+    return asyncio.run(launches(count)), asyncio.run(runs(run_count))
+
+
+def alternate(rounds: int) -> None:
+    """Rounds of metrics on and off, alternately, each in a fresh process; the medians."""
+    found: dict[str, tuple[list[float], list[float]]] = {"on": ([], []), "off": ([], [])}
+    for i in range(rounds):
+        for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            command = [sys.executable, "-m", "bench.overhead", "--quiet"]
+            command += ["--metrics-off"] if mode == "off" else []
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            launch, run = (float(x) for x in out.split())
+            found[mode][0].append(launch)
+            found[mode][1].append(run)
+            print(f"round {i + 1} metrics {mode:3}: {launch:.3f} ms/launch  {run:.3f} ms/run")
+    for label, index in (("launch", 0), ("run", 1)):
+        on = statistics.median(found["on"][index])
+        off = statistics.median(found["off"][index])
+        print(
+            f"{label}: metrics on p50 {on:.3f} ms CPU, off p50 {off:.3f} ms CPU: "
+            f"{(on / off - 1) * 100:+.1f}%"
+        )
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--metrics-off", action="store_true", help="metric calls as no-ops")
+    parser.add_argument("--alternate", type=int, metavar="N", help="N rounds, on and off")
+    parser.add_argument("--quiet", action="store_true", help="print the two figures only")
+    args = parser.parse_args()
+    if args.alternate:
+        alternate(args.alternate)
+        return
+    if args.metrics_off:
+        metrics_off()
     count = int(os.environ.get("BENCH_COUNT", "1000"))
     run_count = int(os.environ.get("BENCH_RUNS", "3000"))
+    launch, run = measure(count, run_count)
+    if args.quiet:
+        print(f"{launch:.4f} {run:.4f}")
+        return
     import backfiller
 
     print(f"code: {Path(backfiller.__file__).parent.parent}")
-    print(f"launch: {asyncio.run(launches(count)):.3f} ms CPU per launch (n={count})")
-    print(f"runs: {asyncio.run(runs(run_count)):.3f} ms CPU per run (n={run_count})")
+    print(f"metrics: {'off' if args.metrics_off else 'on'}")
+    print(f"launch: {launch:.3f} ms CPU per launch (n={count})")
+    print(f"runs: {run:.3f} ms CPU per run (n={run_count})")
 
 
 if __name__ == "__main__":
