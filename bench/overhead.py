@@ -10,7 +10,8 @@ with ``python -m bench.overhead``; compare two versions of the code by running i
 
 What the metrics cost: ``python -m bench.overhead --metrics-off`` measures the same code with
 every metric call made a no-op (prometheus-client's record methods, the pool listeners, the
-GraphQL extension's field hook, the daemon's observe functions), and
+GraphQL extension's field hook, the daemon's observe functions) and without the daemon's
+refresh of the database gauges; and
 ``python -m bench.overhead --alternate N`` runs N rounds of each, metrics on and off
 alternately, each in a fresh process, and prints the medians and the overhead.
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import os
 import statistics
 import subprocess
@@ -34,68 +34,21 @@ from bench.launch import launch_body
 
 async def launches(count: int) -> float:
     """CPU ms per in-process launch (1 partition)."""
-    import json
+    from bench._inproc import app_on_database, post
 
-    from backfiller.cli.server import prepare_database
-    from backfiller.config import Settings
-    from backfiller.resolvers.context import Services
-    from backfiller.storage import Database
-    from backfiller.web.app import create_app
-    from bench.defs import definitions
-
-    with tempfile.TemporaryDirectory() as tmp:
-        url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
-        settings = dataclasses.replace(
-            Settings.from_env(), database_url=url, auth_mode="none", launch_rate_limit=0
-        )
-        database = Database(url)
-        app = create_app(Services(database=database, definitions=definitions, settings=settings))
-        body = launch_body(1)
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/graphql/v1",
-            "raw_path": b"/graphql/v1",
-            "query_string": b"",
-            "root_path": "",
-            "headers": [
-                (b"host", b"127.0.0.1"),
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-            "client": ("127.0.0.1", 50000),
-            "server": ("127.0.0.1", 8000),
-        }
+    body = launch_body(1)
+    async with app_on_database() as app:
 
         async def call() -> None:
-            answer: list[bytes] = []
-            messages = [{"type": "http.request", "body": body, "more_body": False}]
+            answer = await post(app, body)
+            assert answer["data"]["launchBackfill"]["userErrors"] == []
 
-            async def receive() -> dict[str, object]:
-                if messages:
-                    return messages.pop()
-                await asyncio.Event().wait()
-                return {}
-
-            async def send(message: dict[str, object]) -> None:
-                if message["type"] == "http.response.body":
-                    answer.append(message.get("body", b""))  # type: ignore[arg-type]
-
-            await app(dict(scope), receive, send)  # type: ignore[arg-type]
-            assert json.loads(b"".join(answer))["data"]["launchBackfill"]["userErrors"] == []
-
-        try:
-            for _ in range(100):
-                await call()
-            began = time.process_time()
-            for _ in range(count):
-                await call()
-            return (time.process_time() - began) * 1000 / count
-        finally:
-            await database.dispose()
+        for _ in range(100):
+            await call()
+        began = time.process_time()
+        for _ in range(count):
+            await call()
+        return (time.process_time() - began) * 1000 / count
 
 
 async def runs(count: int) -> float:
@@ -119,7 +72,8 @@ async def runs(count: int) -> float:
             from backfiller.notify.wiring import install_notifier
             from backfiller.observability.daemon_ops import observe_daemon
 
-            observe_daemon(daemon, None)
+            if not _metrics_are_off:
+                observe_daemon(daemon, None)  # the database gauges' refresh task
             install_notifier(daemon, NotifierSettings())
         except ImportError:
             pass
@@ -168,8 +122,14 @@ async def runs(count: int) -> float:
         return spent * 1000 / count
 
 
+_metrics_are_off = False
+
+
 def metrics_off() -> None:
-    """Make every metric call of this process a no-op (before anything records)."""
+    """Make every metric call of this process a no-op (before anything records), and leave
+    out the daemon's refresh of the database gauges."""
+    global _metrics_are_off
+    _metrics_are_off = True
     from prometheus_client import Counter, Gauge, Histogram
     from prometheus_client.metrics import MetricWrapperBase
     from sqlalchemy import event
