@@ -123,12 +123,15 @@ async def runs(count: int) -> float:
 
 
 _metrics_are_off = False
+_saved: list[tuple[Any, str, Any]] = []
 
 
 def metrics_off() -> None:
-    """Make every metric call of this process a no-op (before anything records), and leave
-    out the daemon's refresh of the database gauges."""
+    """Make every metric call of this process a no-op, and leave out the daemon's refresh of
+    the database gauges, until :func:`metrics_on`."""
     global _metrics_are_off
+    if _metrics_are_off:
+        return
     _metrics_are_off = True
     from prometheus_client import Counter, Gauge, Histogram
     from prometheus_client.metrics import MetricWrapperBase
@@ -144,27 +147,71 @@ def metrics_off() -> None:
     def itself(self: Any, *_: Any, **__: Any) -> Any:
         return self
 
-    MetricWrapperBase.labels = itself  # type: ignore[method-assign]
+    def replace(owner: Any, name: str, value: Any) -> None:
+        _saved.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, value)
+
+    replace(MetricWrapperBase, "labels", itself)
     for cls, names in (
         (Counter, ["inc"]),
         (Gauge, ["inc", "dec", "set"]),
         (Histogram, ["observe"]),
     ):
         for name in names:
-            setattr(cls, name, nothing)
-    for name, listener in (
-        ("checkout", db_metrics._on_checkout),
-        ("checkin", db_metrics._on_checkin),
-        ("connect", db_metrics._on_connect),
-    ):
-        if event.contains(Pool, name, listener):
-            event.remove(Pool, name, listener)
+            replace(cls, name, nothing)
+    for name in ("_on_checkout", "_on_checkin", "_on_connect"):
+        event.remove(Pool, name.removeprefix("_on_"), getattr(db_metrics, name))
+    _saved.append((api_metrics.OperationMetrics, "resolve", api_metrics.OperationMetrics.resolve))
     del api_metrics.OperationMetrics.resolve  # the schema then hooks no field for metrics
-    api_metrics.observe_http = nothing
-    loop.observe_task = nothing
+    replace(api_metrics, "observe_http", nothing)
+    replace(loop, "observe_task", nothing)
     for name in ("observe_task", "observe_claim", "runs_submitted", "observe_report"):
-        setattr(daemon_metrics, name, nothing)
-    daemon_metrics.observe_launcher_events = nothing
+        replace(daemon_metrics, name, nothing)
+    replace(daemon_metrics, "observe_launcher_events", nothing)
+
+
+def metrics_on() -> None:
+    """Undo :func:`metrics_off`."""
+    global _metrics_are_off
+    if not _metrics_are_off:
+        return
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    from backfiller.observability import db_metrics
+
+    while _saved:
+        owner, name, value = _saved.pop()
+        setattr(owner, name, value)
+    for name in ("_on_checkout", "_on_checkin", "_on_connect"):
+        event.listen(Pool, name.removeprefix("_on_"), getattr(db_metrics, name))
+    _metrics_are_off = False
+
+
+async def paired(rounds: int, count: int, run_count: int) -> None:
+    """In one process, metrics on and off in turn (the order flipped every round): each
+    round's on/off ratio compares two measurements taken moments apart."""
+    from backfiller.observability import api_metrics  # noqa: F401  (metrics registered)
+
+    ratios: tuple[list[float], list[float]] = ([], [])
+    for i in range(rounds):
+        found: dict[bool, tuple[float, float]] = {}
+        for off in (False, True) if i % 2 == 0 else (True, False):
+            metrics_off() if off else metrics_on()
+            found[off] = (await launches(count), await runs(run_count))
+        metrics_on()
+        for k in (0, 1):
+            ratios[k].append(found[False][k] / found[True][k])
+        print(
+            f"round {i + 1}: launch on {found[False][0]:.3f} / off {found[True][0]:.3f} ms, "
+            f"run on {found[False][1]:.3f} / off {found[True][1]:.3f} ms"
+        )
+    for label, values in (("launch", ratios[0]), ("run", ratios[1])):
+        print(
+            f"{label}: metrics add {(statistics.median(values) - 1) * 100:+.1f}% (median of "
+            f"{rounds} paired rounds; rounds {(min(values) - 1) * 100:+.1f}% to "
+            f"{(max(values) - 1) * 100:+.1f}%)"
+        )
 
 
 def measure(count: int, run_count: int) -> tuple[float, float]:
@@ -196,15 +243,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--metrics-off", action="store_true", help="metric calls as no-ops")
     parser.add_argument("--alternate", type=int, metavar="N", help="N rounds, on and off")
+    parser.add_argument("--paired", type=int, metavar="N", help="N rounds on/off, one process")
     parser.add_argument("--quiet", action="store_true", help="print the two figures only")
     args = parser.parse_args()
+    count = int(os.environ.get("BENCH_COUNT", "1000"))
+    run_count = int(os.environ.get("BENCH_RUNS", "3000"))
+    if args.paired:
+        asyncio.run(paired(args.paired, count, run_count))
+        return
     if args.alternate:
         alternate(args.alternate)
         return
     if args.metrics_off:
         metrics_off()
-    count = int(os.environ.get("BENCH_COUNT", "1000"))
-    run_count = int(os.environ.get("BENCH_RUNS", "3000"))
     launch, run = measure(count, run_count)
     if args.quiet:
         print(f"{launch:.4f} {run:.4f}")
