@@ -62,42 +62,60 @@ def resolve_selection(
             ``EMPTY_SELECTION``.
     """
     if selection.kind is SelectionKind.ALL:
-        if len(space) == 0:
-            raise SelectionProblem(
-                "EMPTY_SELECTION", "the job has no partitions yet", ["partitions", "all"]
-            )
-        return ResolvedSelection(SelectionKind.ALL, 0, len(space))
+        return _resolve_all(space)
     if selection.kind is SelectionKind.RANGE:
-        assert selection.range_start is not None and selection.range_end is not None
-        indexes: list[int] = []
-        for name, key in (("start", selection.range_start), ("end", selection.range_end)):
-            field = ["partitions", "range", name]
-            index = space.index_of(key)
-            if index is None:
-                # Only a key outside the space is parsed twice, to say why.
-                problem = partitions.validate_key(key)
-                if problem is not None:
-                    raise SelectionProblem("INVALID_PARTITION_RANGE", problem, field)
-                raise SelectionProblem(
-                    "PARTITION_NOT_FOUND", f"{key!r} is not a partition of the job", field
-                )
-            indexes.append(index)
-        start, end = indexes
-        if end < start:
-            raise SelectionProblem(
-                "INVALID_PARTITION_RANGE",
-                f"the range ends ({selection.range_end!r}) before it starts "
-                f"({selection.range_start!r})",
-                ["partitions", "range"],
-            )
-        return ResolvedSelection(SelectionKind.RANGE, start, end - start + 1)
+        return _resolve_range(selection, partitions, space)
+    return _resolve_keys(selection, partitions, space)
+
+
+def _resolve_all(space: KeySpace) -> ResolvedSelection:
+    if len(space) == 0:
+        raise SelectionProblem(
+            "EMPTY_SELECTION", "the job has no partitions yet", ["partitions", "all"]
+        )
+    return ResolvedSelection(SelectionKind.ALL, 0, len(space))
+
+
+def _resolve_range(
+    selection: Selection, partitions: PartitionsDefinition, space: KeySpace
+) -> ResolvedSelection:
+    assert selection.range_start is not None and selection.range_end is not None
+    start = _range_bound_index(partitions, space, "start", selection.range_start)
+    end = _range_bound_index(partitions, space, "end", selection.range_end)
+    if end < start:
+        raise SelectionProblem(
+            "INVALID_PARTITION_RANGE",
+            f"the range ends ({selection.range_end!r}) before it starts "
+            f"({selection.range_start!r})",
+            ["partitions", "range"],
+        )
+    return ResolvedSelection(SelectionKind.RANGE, start, end - start + 1)
+
+
+def _range_bound_index(
+    partitions: PartitionsDefinition, space: KeySpace, bound: str, key: str
+) -> int:
+    """The index of a range's ``start`` or ``end`` key in the space."""
+    index = space.index_of(key)
+    if index is not None:
+        return index
+    field = ["partitions", "range", bound]
+    # Only a key outside the space is parsed twice, to say why.
+    problem = partitions.validate_key(key)
+    if problem is not None:
+        raise SelectionProblem("INVALID_PARTITION_RANGE", problem, field)
+    raise SelectionProblem("PARTITION_NOT_FOUND", f"{key!r} is not a partition of the job", field)
+
+
+def _resolve_keys(
+    selection: Selection, partitions: PartitionsDefinition, space: KeySpace
+) -> ResolvedSelection:
     assert selection.keys is not None
     if not selection.keys:
         raise SelectionProblem("EMPTY_SELECTION", "the key list is empty", ["partitions", "keys"])
     seen: set[str] = set()
     located: list[tuple[int, str]] = []
-    malformed: list[str] = []
-    missing: list[str] = []
+    outside: list[str] = []
     for key in selection.keys:
         if key in seen:
             raise SelectionProblem(
@@ -106,27 +124,30 @@ def resolve_selection(
         seen.add(key)
         index = space.index_of(key)
         if index is None:
-            if partitions.validate_key(key) is not None:
-                malformed.append(key)
-            else:
-                missing.append(key)
-            continue
-        located.append((index, key))
+            outside.append(key)
+        else:
+            located.append((index, key))
+    if outside:
+        _refuse_keys_outside(partitions, outside)
+    located.sort()
+    return ResolvedSelection(
+        SelectionKind.KEYS, located[0][0], len(located), tuple(k for _, k in located)
+    )
+
+
+def _refuse_keys_outside(partitions: PartitionsDefinition, outside: Sequence[str]) -> None:
+    """Raise for keys not in the space: the malformed ones first, else the missing ones."""
+    malformed = [k for k in outside if partitions.validate_key(k) is not None]
     if malformed:
         raise SelectionProblem(
             "INVALID_PARTITION_RANGE",
             f"{len(malformed)} malformed key(s): {_listed(malformed)}",
             ["partitions", "keys"],
         )
-    if missing:
-        raise SelectionProblem(
-            "PARTITION_NOT_FOUND",
-            f"{len(missing)} key(s) are not partitions of the job: {_listed(missing)}",
-            ["partitions", "keys"],
-        )
-    located.sort()
-    return ResolvedSelection(
-        SelectionKind.KEYS, located[0][0], len(located), tuple(k for _, k in located)
+    raise SelectionProblem(
+        "PARTITION_NOT_FOUND",
+        f"{len(outside)} key(s) are not partitions of the job: {_listed(outside)}",
+        ["partitions", "keys"],
     )
 
 

@@ -7,148 +7,85 @@ gate, GraphQL, insert) and for a no-op backfill of ``BENCH_RUNS`` partitions dri
 ``Daemon`` with the in-process launcher, the process CPU time per launch and per run. Run it
 with ``python -m bench.overhead``; compare two versions of the code by running it against each
 (``PYTHONPATH`` pointing at the other tree). Not a test: it asserts nothing.
+
+What the metrics cost: ``python -m bench.overhead --metrics-off`` measures the same code with
+every metric call made a no-op (prometheus-client's record methods, the pool listeners, the
+GraphQL extension's field hook, the daemon's observe functions) and without the daemon's
+refresh of the database gauges; and
+``python -m bench.overhead --alternate N`` runs N rounds of each, metrics on and off
+alternately, each in a fresh process, and prints the medians and the overhead.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import dataclasses
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.launch import launch_body
 
 
 async def launches(count: int) -> float:
     """CPU ms per in-process launch (1 partition)."""
-    import json
+    from bench._inproc import app_on_database, post
 
-    from backfiller.cli.server import prepare_database
-    from backfiller.config import Settings
-    from backfiller.resolvers.context import Services
-    from backfiller.storage import Database
-    from backfiller.web.app import create_app
-    from bench.defs import definitions
-
-    with tempfile.TemporaryDirectory() as tmp:
-        url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
-        settings = dataclasses.replace(
-            Settings.from_env(), database_url=url, auth_mode="none", launch_rate_limit=0
-        )
-        database = Database(url)
-        app = create_app(Services(database=database, definitions=definitions, settings=settings))
-        body = launch_body(1)
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/graphql/v1",
-            "raw_path": b"/graphql/v1",
-            "query_string": b"",
-            "root_path": "",
-            "headers": [
-                (b"host", b"127.0.0.1"),
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-            "client": ("127.0.0.1", 50000),
-            "server": ("127.0.0.1", 8000),
-        }
+    body = launch_body(1)
+    async with app_on_database() as app:
 
         async def call() -> None:
-            answer: list[bytes] = []
-            messages = [{"type": "http.request", "body": body, "more_body": False}]
+            answer = await post(app, body)
+            assert answer["data"]["launchBackfill"]["userErrors"] == []
 
-            async def receive() -> dict[str, object]:
-                if messages:
-                    return messages.pop()
-                await asyncio.Event().wait()
-                return {}
+        for _ in range(100):
+            await call()
+        began = time.process_time()
+        for _ in range(count):
+            await call()
+        return (time.process_time() - began) * 1000 / count
 
-            async def send(message: dict[str, object]) -> None:
-                if message["type"] == "http.response.body":
-                    answer.append(message.get("body", b""))  # type: ignore[arg-type]
 
-            await app(dict(scope), receive, send)  # type: ignore[arg-type]
-            assert json.loads(b"".join(answer))["data"]["launchBackfill"]["userErrors"] == []
-
-        try:
-            for _ in range(100):
-                await call()
-            began = time.process_time()
-            for _ in range(count):
-                await call()
-            return (time.process_time() - began) * 1000 / count
-        finally:
-            await database.dispose()
+WARM_UP_RUNS = 200
 
 
 async def runs(count: int) -> float:
-    """CPU ms per run of a no-op backfill, daemon and in-process launcher together."""
-    from datetime import UTC, datetime
+    """CPU ms per run of a no-op backfill, daemon and in-process launcher together.
 
+    A first backfill of ``WARM_UP_RUNS`` runs warms the daemon up (statement compilation, the
+    first pass of every task), as the launch figure's first 100 launches do; the figure is
+    the CPU from the second backfill's insert to its end."""
     from backfiller.cli.server import prepare_database
     from backfiller.daemon import Daemon
     from backfiller.launchers.inline import InlineLauncher
     from backfiller.storage import Database
-    from backfiller.storage.repositories import BackfillRepository, NewBackfill
     from bench.defs import definitions
 
     with tempfile.TemporaryDirectory() as tmp:
         url = prepare_database(f"sqlite:///{Path(tmp) / 'bench.db'}")
         database = Database(url)
-        launcher = InlineLauncher(definitions, max_active=64)
-        daemon = Daemon(database, definitions, launcher)
+        daemon = Daemon(database, definitions, InlineLauncher(definitions, max_active=64))
         try:  # what `backfiller daemon` adds, in the versions that have it
             from backfiller.notify.notifier import NotifierSettings
             from backfiller.notify.wiring import install_notifier
             from backfiller.observability.daemon_ops import observe_daemon
 
-            observe_daemon(daemon, None)
+            if not _metrics_are_off:
+                observe_daemon(daemon, None)  # the database gauges' refresh task
             install_notifier(daemon, NotifierSettings())
         except ImportError:
             pass
-        job = definitions.get_job("hourly_history")
-        assert job is not None
-        space = job.partitions.key_space(datetime.now(UTC))
-        from backfiller.domain import Order, Reprocess, SelectionKind
-
-        new = NewBackfill(
-            job_name=job.name,
-            selection_kind=SelectionKind.RANGE,
-            range_start=space.key_at(0),
-            range_end=space.key_at(count - 1),
-            keys=None,
-            partitions_fingerprint=job.partitions.fingerprint(),
-            first_index=0,
-            total=count,
-            reprocess=Reprocess.ALL,
-            order=Order.OLDEST_FIRST,
-            max_concurrent_runs=None,
-            run_config=None,
-            tags=[],
-            title=None,
-            description=None,
-            idempotency_key=None,
-            request_fingerprint="bench",
-            creator=None,
-        )
-        async with database.write() as session:
-            record = await BackfillRepository(session).add(new, datetime.now(UTC))
         stop = asyncio.Event()
-        began = time.process_time()
         task = asyncio.create_task(daemon.run(stop))
         try:
-            while True:
-                await asyncio.sleep(0.05)
-                async with database.read() as session:
-                    found = await BackfillRepository(session).get(record.id)
-                if found is not None and found.status.is_terminal:
-                    break
+            await _backfill_to_its_end(database, 0, WARM_UP_RUNS)
+            began = time.process_time()
+            await _backfill_to_its_end(database, WARM_UP_RUNS, count)
             spent = time.process_time() - began
         finally:
             stop.set()
@@ -157,14 +94,192 @@ async def runs(count: int) -> float:
         return spent * 1000 / count
 
 
+async def _backfill_to_its_end(database: Any, first: int, count: int) -> None:
+    """Insert a backfill of ``count`` partitions of the no-op job from index ``first``; wait
+    until it ends."""
+    from datetime import UTC, datetime
+
+    from backfiller.domain import Order, Reprocess, SelectionKind
+    from backfiller.storage.repositories import BackfillRepository, NewBackfill
+    from bench.defs import definitions
+
+    job = definitions.get_job("hourly_history")
+    assert job is not None
+    space = job.partitions.key_space(datetime.now(UTC))
+    new = NewBackfill(
+        job_name=job.name,
+        selection_kind=SelectionKind.RANGE,
+        range_start=space.key_at(first),
+        range_end=space.key_at(first + count - 1),
+        keys=None,
+        partitions_fingerprint=job.partitions.fingerprint(),
+        first_index=first,
+        total=count,
+        reprocess=Reprocess.ALL,
+        order=Order.OLDEST_FIRST,
+        max_concurrent_runs=None,
+        run_config=None,
+        tags=[],
+        title=None,
+        description=None,
+        idempotency_key=None,
+        request_fingerprint=f"bench-{first}",
+        creator=None,
+    )
+    async with database.write() as session:
+        record = await BackfillRepository(session).add(new, datetime.now(UTC))
+    while True:
+        await asyncio.sleep(0.05)
+        async with database.read() as session:
+            found = await BackfillRepository(session).get(record.id)
+        if found is not None and found.status.is_terminal:
+            return
+
+
+_metrics_are_off = False
+_saved: list[tuple[Any, str, Any]] = []
+
+
+def metrics_off() -> None:
+    """Make every metric call of this process a no-op, and leave out the daemon's refresh of
+    the database gauges, until :func:`metrics_on`."""
+    global _metrics_are_off
+    if _metrics_are_off:
+        return
+    _metrics_are_off = True
+    from prometheus_client import Counter, Gauge, Histogram
+    from prometheus_client.metrics import MetricWrapperBase
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    from backfiller.daemon import loop
+    from backfiller.observability import api_metrics, daemon_metrics, db_metrics
+
+    def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    def itself(self: Any, *_: Any, **__: Any) -> Any:
+        return self
+
+    def replace(owner: Any, name: str, value: Any) -> None:
+        _saved.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, value)
+
+    replace(MetricWrapperBase, "labels", itself)
+    for cls, names in (
+        (Counter, ["inc"]),
+        (Gauge, ["inc", "dec", "set"]),
+        (Histogram, ["observe"]),
+    ):
+        for name in names:
+            replace(cls, name, nothing)
+    for name in ("_on_checkout", "_on_checkin", "_on_connect"):
+        event.remove(Pool, name.removeprefix("_on_"), getattr(db_metrics, name))
+    _saved.append((api_metrics.OperationMetrics, "resolve", api_metrics.OperationMetrics.resolve))
+    del api_metrics.OperationMetrics.resolve  # the schema then hooks no field for metrics
+    replace(api_metrics, "observe_http", nothing)
+    replace(loop, "observe_task", nothing)
+    for name in ("observe_task", "observe_claim", "runs_submitted", "observe_report"):
+        replace(daemon_metrics, name, nothing)
+    replace(daemon_metrics, "observe_launcher_events", nothing)
+
+
+def metrics_on() -> None:
+    """Undo :func:`metrics_off`."""
+    global _metrics_are_off
+    if not _metrics_are_off:
+        return
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    from backfiller.observability import db_metrics
+
+    while _saved:
+        owner, name, value = _saved.pop()
+        setattr(owner, name, value)
+    for name in ("_on_checkout", "_on_checkin", "_on_connect"):
+        event.listen(Pool, name.removeprefix("_on_"), getattr(db_metrics, name))
+    _metrics_are_off = False
+
+
+async def paired(rounds: int, count: int, run_count: int) -> None:
+    """In one process, metrics on and off in turn (the order flipped every round): each
+    round's on/off ratio compares two measurements taken moments apart."""
+    from backfiller.observability import api_metrics  # noqa: F401  (metrics registered)
+
+    ratios: tuple[list[float], list[float]] = ([], [])
+    for i in range(rounds):
+        found: dict[bool, tuple[float, float]] = {}
+        for off in (False, True) if i % 2 == 0 else (True, False):
+            metrics_off() if off else metrics_on()
+            found[off] = (await launches(count), await runs(run_count))
+        metrics_on()
+        for k in (0, 1):
+            ratios[k].append(found[False][k] / found[True][k])
+        print(
+            f"round {i + 1}: launch on {found[False][0]:.3f} / off {found[True][0]:.3f} ms, "
+            f"run on {found[False][1]:.3f} / off {found[True][1]:.3f} ms"
+        )
+    for label, values in (("launch", ratios[0]), ("run", ratios[1])):
+        print(
+            f"{label}: metrics add {(statistics.median(values) - 1) * 100:+.1f}% (median of "
+            f"{rounds} paired rounds; rounds {(min(values) - 1) * 100:+.1f}% to "
+            f"{(max(values) - 1) * 100:+.1f}%)"
+        )
+
+
+def measure(count: int, run_count: int) -> tuple[float, float]:
+    return asyncio.run(launches(count)), asyncio.run(runs(run_count))
+
+
+def alternate(rounds: int) -> None:
+    """Rounds of metrics on and off, alternately, each in a fresh process; the medians."""
+    found: dict[str, tuple[list[float], list[float]]] = {"on": ([], []), "off": ([], [])}
+    for i in range(rounds):
+        for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            command = [sys.executable, "-m", "bench.overhead", "--quiet"]
+            command += ["--metrics-off"] if mode == "off" else []
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            launch, run = (float(x) for x in out.split())
+            found[mode][0].append(launch)
+            found[mode][1].append(run)
+            print(f"round {i + 1} metrics {mode:3}: {launch:.3f} ms/launch  {run:.3f} ms/run")
+    for label, index in (("launch", 0), ("run", 1)):
+        on = statistics.median(found["on"][index])
+        off = statistics.median(found["off"][index])
+        print(
+            f"{label}: metrics on p50 {on:.3f} ms CPU, off p50 {off:.3f} ms CPU: "
+            f"{(on / off - 1) * 100:+.1f}%"
+        )
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--metrics-off", action="store_true", help="metric calls as no-ops")
+    parser.add_argument("--alternate", type=int, metavar="N", help="N rounds, on and off")
+    parser.add_argument("--paired", type=int, metavar="N", help="N rounds on/off, one process")
+    parser.add_argument("--quiet", action="store_true", help="print the two figures only")
+    args = parser.parse_args()
     count = int(os.environ.get("BENCH_COUNT", "1000"))
     run_count = int(os.environ.get("BENCH_RUNS", "3000"))
+    if args.paired:
+        asyncio.run(paired(args.paired, count, run_count))
+        return
+    if args.alternate:
+        alternate(args.alternate)
+        return
+    if args.metrics_off:
+        metrics_off()
+    launch, run = measure(count, run_count)
+    if args.quiet:
+        print(f"{launch:.4f} {run:.4f}")
+        return
     import backfiller
 
     print(f"code: {Path(backfiller.__file__).parent.parent}")
-    print(f"launch: {asyncio.run(launches(count)):.3f} ms CPU per launch (n={count})")
-    print(f"runs: {asyncio.run(runs(run_count)):.3f} ms CPU per run (n={run_count})")
+    print(f"metrics: {'off' if args.metrics_off else 'on'}")
+    print(f"launch: {launch:.3f} ms CPU per launch (n={count})")
+    print(f"runs: {run:.3f} ms CPU per run (n={run_count})")
 
 
 if __name__ == "__main__":

@@ -7,11 +7,18 @@ The command's root, and its client commands, belong to the client distribution
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
 
-from backfiller_client.cli.app import _print_version, app, main, register_client_commands
+from backfiller_client.cli.app import (
+    SERVER_COMMANDS,
+    _print_version,
+    app,
+    main,
+    register_client_commands,
+)
 
 db_app = typer.Typer(help="Manage the database.", no_args_is_help=True)
 schema_app = typer.Typer(help="The public GraphQL schema.", no_args_is_help=True)
@@ -58,10 +65,31 @@ def _global_options(
 app.add_typer(schema_app, name="schema")
 
 
-def register_commands() -> None:
-    """Import every command module, the client's and the server's (importing one registers
-    its commands)."""
-    register_client_commands()
+# The root options that take a value: the word after one is not the command's name.
+_ROOT_OPTIONS_WITH_VALUE = frozenset({"--log-format", "--otlp-endpoint"})
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command a command line runs: its first word that is not an option or an option's
+    value (None for ``backfiller --help``)."""
+    words = iter(argv)
+    for word in words:
+        if word in _ROOT_OPTIONS_WITH_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def register_commands(argv: Sequence[str] | None = None) -> None:
+    """Import the command modules (importing one registers its commands): the server's, and
+    the client's unless ``argv`` runs a server command.
+
+    ``serve``, ``daemon`` and ``worker`` never use the client's commands, which bring httpx
+    and rich: leaving them out keeps an idle server process small.
+    """
+    if argv is None or command_of(argv) not in SERVER_COMMANDS:
+        register_client_commands()
     from backfiller.cli import (  # noqa: F401
         daemon,
         server,

@@ -217,15 +217,30 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
     return daemon
 
 
-async def run_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> None:
-    stop = asyncio.Event()
-    _stop_on_signals(stop)
-    daemon = build_daemon(database_url, defs, options)
+def started_line(owner: str, options: DaemonOptions) -> str:
+    """The line a daemon prints once started: where its runs go."""
+    if options.launcher == "celery":
+        # The Celery workers are other processes, started and sized apart from the daemon.
+        from backfiller.launchers.celery.protocol import default_queue
+        from backfiller.observability.logs import redact
+
+        return (
+            f"Backfiller daemon {owner} running with the Celery launcher: broker "
+            f"{redact(options.broker or '')}, runs on queue {default_queue()!r} "
+            "(or their job's queue)"
+        )
     from backfiller.launchers.local import default_worker_count
 
     size = options.workers or default_worker_count()
     noun = "worker" if size == 1 else "workers"
-    typer.echo(f"Backfiller daemon {daemon.owner} running with {size} {noun}", err=True)
+    return f"Backfiller daemon {owner} running with {size} {noun}"
+
+
+async def run_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> None:
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    daemon = build_daemon(database_url, defs, options)
+    typer.echo(started_line(daemon.owner, options), err=True)
     try:
         await daemon.run(stop)
     finally:

@@ -29,9 +29,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from backfiller.client import Client
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
 from backfiller.definitions.triggers import TriggerDefinition
@@ -41,6 +40,9 @@ from backfiller.services.trigger_evaluation import evaluate_trigger_now, trigger
 from backfiller.storage import Database
 from backfiller.storage.trigger_records import TriggerOutcome
 from backfiller.storage.triggers import TriggerStateRepository
+
+if TYPE_CHECKING:
+    from backfiller.client import Client  # httpx: loaded when a trigger asks for its client
 
 logger = logging.getLogger("backfiller.daemon.triggers")
 

@@ -21,9 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from backfiller import ids
 from backfiller.notify import signing
@@ -45,6 +43,9 @@ from backfiller.storage.notifications import (
     NotificationRepository,
     WebhookTarget,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger("backfiller.notify")
 
@@ -203,6 +204,8 @@ class Notifier:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            import httpx  # on the first delivery: an idle daemon does without it
+
             self._client = httpx.AsyncClient(
                 timeout=self.settings.timeout_seconds, follow_redirects=False
             )
@@ -213,6 +216,8 @@ class Notifier:
             await self._attempt(n)
 
     async def _attempt(self, n: NotificationRecord) -> None:
+        import httpx  # loaded by _http already; here for its exceptions
+
         attempt = n.attempts + 1
         body = json.dumps(n.payload, separators=(",", ":")).encode()
         headers = signing.headers(

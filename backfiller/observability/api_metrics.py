@@ -78,9 +78,35 @@ def route_of(path: str) -> str:
     return "other"
 
 
+# The bound children of each label set, looked up once: ``.labels(...)`` costs several times
+# what recording does. The label sets are bounded (see above), and so are these dicts.
+_http_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+_operation_children: dict[str, tuple[Any, Any, Any, Any]] = {}
+
+
 def observe_http(route: str, method: str, status: int, seconds: float) -> None:
-    HTTP_REQUESTS.labels(route, method if method in METHODS else "other", str(status)).inc()
-    HTTP_DURATION.labels(route).observe(seconds)
+    key = (route, method if method in METHODS else "other", status)
+    children = _http_children.get(key)
+    if children is None:
+        children = (HTTP_REQUESTS.labels(route, key[1], str(status)), HTTP_DURATION.labels(route))
+        _http_children[key] = children
+    requests, duration = children
+    requests.inc()
+    duration.observe(seconds)
+
+
+def _operation(operation: str) -> tuple[Any, Any, Any, Any]:
+    """Duration, and counters of the outcomes ok, user_error and error, of a root field."""
+    children = _operation_children.get(operation)
+    if children is None:
+        children = (
+            OPERATION_DURATION.labels(operation),
+            OPERATIONS.labels(operation, "ok"),
+            OPERATIONS.labels(operation, "user_error"),
+            OPERATIONS.labels(operation, "error"),
+        )
+        _operation_children[operation] = children
+    return children
 
 
 def _codes_of(payload: Any) -> list[str]:
@@ -95,12 +121,13 @@ def _codes_of(payload: Any) -> list[str]:
 def observe_operation(operation: str, seconds: float, payload: Any, failed: bool) -> None:
     """Count one resolved root field; its userErrors come from the payload object itself, so
     they are counted whether or not the client selected them."""
-    OPERATION_DURATION.labels(operation).observe(seconds)
+    duration, ok, user_error, error = _operation(operation)
+    duration.observe(seconds)
     if failed:
-        OPERATIONS.labels(operation, "error").inc()
+        error.inc()
         return
     codes = _codes_of(payload)
-    OPERATIONS.labels(operation, "user_error" if codes else "ok").inc()
+    (user_error if codes else ok).inc()
     for code in codes:
         USER_ERRORS.labels(operation, code).inc()
         if code == RATE_LIMITED:

@@ -108,10 +108,24 @@ class _Tracker:
 
 _tracker = _Tracker()
 
+# Bound children, looked up once (``.labels(...)`` costs more than recording): task names,
+# run events, failure reasons and statuses are small fixed sets.
+_task_durations: dict[str, Any] = {}
+_runs: dict[str, Any] = {}
+_failures: dict[str, Any] = {}
+_finished: dict[str, Any] = {}
+
+
+def _child(cache: dict[str, Any], metric: Any, label: str) -> Any:
+    child = cache.get(label)
+    if child is None:
+        child = cache[label] = metric.labels(label)
+    return child
+
 
 def observe_task(name: str, seconds: float, ok: bool) -> None:
     """One pass of a daemon task (called by the loop)."""
-    TASK_DURATION.labels(name).observe(seconds)
+    _child(_task_durations, TASK_DURATION, name).observe(seconds)
     now = time.time()
     LAST_TICK.set(now)
     if ok:
@@ -149,21 +163,29 @@ def observe_launcher_events(events: Iterable[Any]) -> None:
     """What the launcher reported: starts (dispatch latency), ends (failure reasons)."""
     from backfiller.launchers.base import Outcome, RunFinished, RunStarted
 
+    failing = (Outcome.ERROR, Outcome.TIMEOUT, Outcome.WORKER_LOST)
+    started = 0
+    latencies: list[float] = []
     with _tracker.lock:
         for event in events:
             if isinstance(event, RunStarted):
-                RUNS.labels("started").inc()
+                started += 1
                 at = _tracker.submitted.pop(event.run_id, None)
                 if at is not None:
-                    DISPATCH_LATENCY.observe(max(0.0, event.at.timestamp() - at))
+                    latencies.append(event.at.timestamp() - at)
                 if len(_tracker.running) < MAX_TRACKED:
                     _tracker.running.add(event.run_id)
             elif isinstance(event, RunFinished):
                 _tracker.submitted.pop(event.run_id, None)
                 _tracker.running.discard(event.run_id)
                 tracing.end_run(event.run_id, event.outcome.value)
-                if event.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.WORKER_LOST):
-                    RUN_FAILURES.labels(event.outcome.value).inc()
+                if event.outcome in failing:
+                    _child(_failures, RUN_FAILURES, event.outcome.value).inc()
+    # Recorded once for the batch, outside the tracker's lock.
+    if started:
+        _child(_runs, RUNS, "started").inc(started)
+    for seconds in latencies:
+        DISPATCH_LATENCY.observe(max(0.0, seconds))
 
 
 def observe_report(report: Any) -> None:
@@ -171,11 +193,11 @@ def observe_report(report: Any) -> None:
     for name in _EVENTS:
         n = getattr(report, name, 0)
         if n:
-            RUNS.labels(name).inc(n)
+            _child(_runs, RUNS, name).inc(n)
     for name, status in _TASK_EVENTS:
         n = getattr(report, name, 0)
         if n:
-            BACKFILLS_FINISHED.labels(status).inc(n)
+            _child(_finished, BACKFILLS_FINISHED, status).inc(n)
 
 
 class _LauncherView(Protocol):

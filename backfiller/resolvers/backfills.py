@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import strawberry
@@ -60,6 +61,7 @@ from backfiller.services.launching import (
     validate_launch,
 )
 from backfiller.services.selections import Unpinnable, pin_backfill
+from backfiller.storage.notifications import NotificationRepository
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillQuery,
@@ -341,6 +343,10 @@ def _retry_fingerprint(parent: BackfillRecord, include: list[RetryInclude]) -> s
 async def _create_child(
     ctx: Context, parent: BackfillRecord, new: NewBackfill
 ) -> RetryBackfillPayload:
+    # A retry notifies the receivers its parent notified (the parent's `notify`).
+    async with ctx.database.read() as session:
+        hooks = await NotificationRepository(session).webhooks_of([parent.id])
+    new = dataclasses.replace(new, notify=tuple(hooks.get(parent.id, ())))
     launched = await create_backfill(ctx.services, new)
     if not isinstance(launched, Launched):
         return RetryBackfillPayload(backfill=None, user_errors=[user_error_of(launched)])

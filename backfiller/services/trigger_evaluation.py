@@ -26,10 +26,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from backfiller import domain
-from backfiller.client import Client
 from backfiller.definitions.requests import (
     AllPartitions,
     BackfillRequest,
@@ -61,6 +60,9 @@ from backfiller.services.trigger_requests import EvaluatedRequest, to_json
 from backfiller.services.trigger_runner import MAX_MESSAGE, Ran, run_with_time_limit
 from backfiller.storage.trigger_records import TriggerEvaluationRecord, TriggerOutcome
 from backfiller.storage.triggers import TriggerEvaluationRepository, TriggerStateRepository
+
+if TYPE_CHECKING:
+    from backfiller.client import Client  # httpx: loaded when a trigger asks for its client
 
 logger = logging.getLogger("backfiller.triggers")
 
@@ -307,31 +309,7 @@ async def evaluate_trigger_now(
         client_factory: Builds the client of ``context.client``; None when this process
             does not know where the service is (the function then gets a clear error).
     """
-    name = definition.name
-    async with backend.database.read() as session:
-        state = await TriggerStateRepository(session).get(name)
-        previous = await TriggerEvaluationRepository(session).page(name, PREVIOUS_EVALUATIONS, None)
-    started = _Started(
-        at=backend.clock(),
-        monotonic=time.monotonic(),
-        cursor=state.cursor if state else None,
-        cursor_version=state.cursor_version if state else 0,
-    )
-    loop = asyncio.get_running_loop()
-
-    def partition_reader(job: str) -> PartitionStatuses:
-        found = asyncio.run_coroutine_threadsafe(read_partition_statuses(backend, job), loop)
-        return found.result(timeout=definition.timeout_seconds)
-
-    context = TriggerContext(
-        trigger_name=name,
-        now=started.at,
-        cursor=started.cursor,
-        previous_evaluations=[previous_evaluation(r) for r in previous],
-        dry_run=dry_run,
-        partition_reader=partition_reader,
-        client_factory=client_factory,
-    )
+    started, context = await _context_of(backend, definition, dry_run, client_factory)
     ran = await run_with_time_limit(definition, context, definition.timeout_seconds)
     cursor = context.cursor
     evaluation = await _judge(backend, definition, ran, cursor, dry_run)
@@ -346,12 +324,48 @@ async def evaluate_trigger_now(
     )
     logger.info(
         "trigger %s evaluated by %s: %s%s",
-        name,
+        definition.name,
         actor or "anonymous",
         evaluation.outcome.value,
         " (dry run)" if dry_run else "",
     )
     return record
+
+
+async def _context_of(
+    backend: Backend,
+    definition: TriggerDefinition,
+    dry_run: bool,
+    client_factory: Callable[[], Client] | None,
+) -> tuple[_Started, TriggerContext]:
+    """Read the trigger's cursor and previous evaluations; the context its function gets."""
+    name = definition.name
+    async with backend.database.read() as session:
+        state = await TriggerStateRepository(session).get(name)
+        previous = await TriggerEvaluationRepository(session).page(name, PREVIOUS_EVALUATIONS, None)
+    started = _Started(
+        at=backend.clock(),
+        monotonic=time.monotonic(),
+        cursor=state.cursor if state else None,
+        cursor_version=state.cursor_version if state else 0,
+    )
+    loop = asyncio.get_running_loop()
+
+    def partition_reader(job: str) -> PartitionStatuses:
+        # Called from the trigger's thread: the read runs on this event loop.
+        found = asyncio.run_coroutine_threadsafe(read_partition_statuses(backend, job), loop)
+        return found.result(timeout=definition.timeout_seconds)
+
+    context = TriggerContext(
+        trigger_name=name,
+        now=started.at,
+        cursor=started.cursor,
+        previous_evaluations=[previous_evaluation(r) for r in previous],
+        dry_run=dry_run,
+        partition_reader=partition_reader,
+        client_factory=client_factory,
+    )
+    return started, context
 
 
 __all__ = [

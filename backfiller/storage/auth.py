@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.auth_records import ApiTokenRecord, AuditOutcome, AuditRecord, Role
 from backfiller.storage.records import table_of
+from backfiller.storage.rows import changed
 
 TOKEN_PREFIX = "bft_"
 
@@ -125,7 +126,7 @@ class TokenRepository:
             .values(revoked_at=now)
             .execution_options(synchronize_session=False)
         )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(changed(result))
 
     async def mark_used(self, pk: int, now: datetime) -> None:
         await self.session.execute(

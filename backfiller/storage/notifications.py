@@ -18,6 +18,7 @@ from backfiller.storage.notification_records import (
     NotifierCursorRecord,
 )
 from backfiller.storage.records import BackfillEventRecord, BackfillRecord, table_of
+from backfiller.storage.rows import changed
 
 CURSOR = "events"
 PENDING = "pending"
@@ -167,7 +168,7 @@ class NotificationRepository:
             .values(last_event_id=to)
             .execution_options(synchronize_session=False)
         )
-        if moved.rowcount:  # type: ignore[attr-defined]
+        if changed(moved):
             return True
         # The migration creates the row; a table emptied since (by hand, by tests) gets it back.
         table = table_of(NotifierCursorRecord)
@@ -175,7 +176,7 @@ class NotificationRepository:
         made = await self.session.execute(
             ins.values(name=CURSOR, last_event_id=to).on_conflict_do_nothing()
         )
-        return bool(made.rowcount) and seen == 0  # type: ignore[attr-defined]
+        return bool(changed(made)) and seen == 0
 
     # -- delivery --------------------------------------------------------------------------
 
@@ -215,7 +216,7 @@ class NotificationRepository:
                 .values(lease_until=lease_until)
                 .execution_options(synchronize_session=False)
             )
-            if moved.rowcount:  # type: ignore[attr-defined]
+            if changed(moved):
                 claimed.append(pk)
         if not claimed:
             return []

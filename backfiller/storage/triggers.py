@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backfiller.storage.rows import changed
 from backfiller.storage.trigger_records import (
     TriggerEvaluationRecord,
     TriggerOutcome,
@@ -96,7 +97,7 @@ class TriggerStateRepository:
             .values(next_evaluation_at=next_at, updated_at=now)
             .execution_options(synchronize_session=False)
         )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(changed(result))
 
     async def save_cursor(
         self, name: str, expected_version: int, cursor: str | None, now: datetime
@@ -115,7 +116,7 @@ class TriggerStateRepository:
             )
             .execution_options(synchronize_session=False)
         )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(changed(result))
 
     async def mark_evaluated(self, name: str, at: datetime) -> None:
         await self.session.execute(

@@ -28,12 +28,12 @@ from starlette.routing import Mount, Route
 from strawberry.asgi import GraphQL
 from strawberry.types.execution import ExecutionResult
 
-from backfiller.operations import split_operations
 from backfiller.resolvers.authorize_early import refusals_before_coercion
 from backfiller.resolvers.context import Context
 from backfiller.schema.common import UserErrorCode
 from backfiller.web.rest_openapi import MAX_ASSET_PAGE, PREFIX, REST_ONLY_CODES, build_openapi
 from backfiller.web.rest_variables import VariableProblem, variable_problems
+from backfiller_client._operations import split_operations
 
 OPERATIONS_NAME = "rest.graphql"
 
@@ -76,8 +76,8 @@ class Operations:
 
 
 def load_operations(path: Path | None = None) -> Operations:
-    document = parse((path or operations_path()).read_text())
-    return Operations(document=document, texts=split_operations(document))
+    text = (path or operations_path()).read_text()
+    return Operations(document=parse(text), texts=split_operations(text))
 
 
 # -- error bodies ----------------------------------------------------------------------------

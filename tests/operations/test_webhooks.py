@@ -148,3 +148,28 @@ def test_a_stuck_receiver_neither_slows_the_backfill_nor_doubles_after_kill_9(
     # Every attempt, before and after the kill, carried the same idempotency id.
     assert {r.delivery for r in received} == {completed[0]["idempotencyKey"]}
     assert sum(r.answered == 200 for r in received) >= 1
+
+
+def test_the_retry_of_a_failed_backfill_notifies_the_parents_receiver(
+    server: LiveServer, database_url: str, receiver: Receiver
+) -> None:
+    retry = """mutation($id: ID!) { retryBackfill(input: {id: $id}) {
+      backfill { id } userErrors { code message } } }"""
+    daemon = Daemon(database_url, workers=2)
+    try:
+        notify = [{"url": f"{receiver.url}/own", "events": ["COMPLETED_FAILED"]}]
+        parent = launch(server, "broken", "2001-01-01", "2001-01-01", notify=notify)
+        wait_status(server, parent, {"COMPLETED_FAILED"})
+        retried = gql(server, retry, {"id": parent})["retryBackfill"]
+        assert retried["userErrors"] == []
+        child = retried["backfill"]["id"]
+        wait_status(server, child, {"COMPLETED_FAILED"})
+
+        def completions() -> set[str] | None:
+            found = {r.json["backfill"]["id"] for r in receiver.snapshot() if r.path == "/own"}
+            return found if found == {parent, child} else None
+
+        # The child was launched by the retry with the parent's webhook: its end is delivered.
+        assert wait_for("both completions delivered", completions, timeout=30)
+    finally:
+        daemon.stop()

@@ -7,6 +7,8 @@ installed (the ``backfiller`` distribution), and otherwise answer with how to in
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -75,20 +77,21 @@ def _not_installed(name: str) -> None:
         raise typer.Exit(EXIT_NOT_INSTALLED)
 
 
-def register_server_commands() -> None:
-    """The server's commands when it is installed, else a clear message for each."""
+def register_server_commands(argv: Sequence[str] | None = None) -> None:
+    """The server's commands when it is installed, else a clear message for each; and the
+    client's (the server leaves them out when ``argv`` runs one of its commands)."""
     try:
         from backfiller.cli.app import register_commands
     except ModuleNotFoundError as exc:
         if exc.name not in ("backfiller", "backfiller.cli", "backfiller.cli.app"):
             raise  # the server is there but broken: say so
+        register_client_commands()
         for name in SERVER_COMMANDS:
             _not_installed(name)
         return
-    register_commands()
+    register_commands(argv)
 
 
 def main() -> None:
-    register_client_commands()
-    register_server_commands()
+    register_server_commands(sys.argv[1:])
     app()
