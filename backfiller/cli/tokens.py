@@ -69,25 +69,45 @@ def token_create(
     from backfiller.storage.auth import NewToken, TokenNameTaken
     from backfiller.storage.auth_records import Role
 
-    if role not in ROLES:
-        raise fail(f"--role must be one of {', '.join(ROLES)}, not {role!r}")
-    name = name.strip()
-    if not name or len(name) > 200 or any(ord(c) < 32 for c in name):
-        raise fail("--name must be 1 to 200 printable characters")
     now = datetime.now(UTC)
-    try:
-        expires_at = parse_expiry(expires, now) if expires else None
-    except ValueError as exc:
-        raise fail(f"--expires: {exc}") from None
+    name, expires_at, jobs = _checked_token_options(name, role, expires, job, now)
     url = prepare_database(database)
-    if job is not None and any(not j.strip() for j in job):
-        raise fail("--job takes a job's name")
-    jobs = frozenset(job) if job else None
     new = NewToken(name, Role(role), expires_at, created_by="cli", jobs=jobs)
     try:
         record_id, secret = asyncio.run(_create(url, new, now))
     except TokenNameTaken:
         raise fail(f"an active token is already named {name!r}; revoke it first") from None
+    _print_created(record_id, secret, name, role, expires_at, jobs, output_json)
+
+
+def _checked_token_options(
+    name: str, role: str, expires: str | None, job: list[str] | None, now: datetime
+) -> tuple[str, datetime | None, frozenset[str] | None]:
+    """The name, expiry and scope of a new token, or a usage error naming the bad option."""
+    if role not in ROLES:
+        raise fail(f"--role must be one of {', '.join(ROLES)}, not {role!r}")
+    name = name.strip()
+    if not name or len(name) > 200 or any(ord(c) < 32 for c in name):
+        raise fail("--name must be 1 to 200 printable characters")
+    try:
+        expires_at = parse_expiry(expires, now) if expires else None
+    except ValueError as exc:
+        raise fail(f"--expires: {exc}") from None
+    if job is not None and any(not j.strip() for j in job):
+        raise fail("--job takes a job's name")
+    return name, expires_at, frozenset(job) if job else None
+
+
+def _print_created(
+    record_id: int,
+    secret: str,
+    name: str,
+    role: str,
+    expires_at: datetime | None,
+    jobs: frozenset[str] | None,
+    output_json: bool,
+) -> None:
+    """The secret on stdout (alone, or in JSON), what was created on stderr."""
     if output_json:
         typer.echo(
             json.dumps(

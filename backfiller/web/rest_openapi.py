@@ -293,6 +293,14 @@ def _components(
         },
         "required": ["backfills", "pageInfo"],
     }
+    _asset_components(builder, doc, page_info)
+    _error_components(builder, gql)
+    return launch_input
+
+
+def _asset_components(builder: SchemaBuilder, doc: DocumentNode, page_info: JsonSchema) -> None:
+    """The asset routes' answers: the graph, and one asset with a page of its partitions."""
+    components = builder.components
     builder.name_fragment("RestAsset", "Asset")
     components["AssetList"] = {
         "type": "object",
@@ -306,6 +314,11 @@ def _components(
             {"type": "object", "properties": {"pageInfo": page_info}, "required": ["pageInfo"]},
         ]
     }
+
+
+def _error_components(builder: SchemaBuilder, gql: graphql.GraphQLSchema) -> None:
+    """The error bodies every route may answer."""
+    components = builder.components
     codes = gql.get_type("UserErrorCode")
     assert isinstance(codes, graphql.GraphQLEnumType)
     components["ErrorCode"] = {
@@ -332,7 +345,6 @@ def _components(
         "properties": {"errors": {"type": "array", "items": {"type": "object"}}},
         "required": ["errors"],
     }
-    return launch_input
 
 
 def build_openapi(sdl: str, document: DocumentNode, max_page_size: int) -> dict[str, Any]:

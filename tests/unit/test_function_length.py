@@ -17,10 +17,7 @@ MAX_LINES = 60
 MIGRATIONS = REPO / "backfiller" / "storage" / "migrations" / "versions"
 
 # (file relative to the repository, function name): exemptions to drop when they are split.
-EXEMPT = {
-    # split on the assetcli branch
-    ("clients/python/backfiller_client/cli/backfills.py", "show"),
-}
+EXEMPT: set[tuple[str, str]] = set()
 
 
 def _python_files() -> Iterator[Path]:
@@ -83,5 +80,3 @@ def test_the_check_sees_long_functions_and_honours_a_written_reason() -> None:
         f"probe.py:1 long_one ({MAX_LINES + 1} lines)",
         f"probe.py:{3 * MAX_LINES + 10} no_reason_given ({MAX_LINES + 1} lines)",
     ]
-    exempt = "clients/python/backfiller_client/cli/backfills.py"
-    assert long_functions(f"def show():\n{body}", exempt) == []
