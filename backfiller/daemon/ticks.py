@@ -23,6 +23,7 @@ from backfiller.daemon.lease import (
     take_over,
     take_over_expired,
 )
+from backfiller.daemon.ranges import claim_ranged_runs
 from backfiller.daemon.report import TickReport
 from backfiller.daemon.selections import PinnedSelection, SelectionVanished
 from backfiller.daemon.state import PLAN_WINDOW, DaemonState, Limits, new_owner
@@ -221,12 +222,15 @@ async def _runnable(
     for record in await state.running_backfills(database):
         if record.pending - (record.total - record.planned) <= 0:
             continue
-        if record.max_concurrent_runs is not None and (
-            record.queued + record.running >= record.max_concurrent_runs
-        ):
-            continue
         job = definitions.get_job(record.job_name)
         if job is None:
+            continue
+        if (
+            record.max_concurrent_runs is not None
+            and job.backfill_policy
+            is None  # a ranged run holds several partitions: the claim counts
+            and record.queued + record.running >= record.max_concurrent_runs
+        ):
             continue
         try:
             pinned = await state.selections.pin(database, job, record)
@@ -246,6 +250,8 @@ async def _claim(
     want: int,
     report: TickReport,
 ) -> list[RunTask]:
+    if job.backfill_policy is not None:
+        return await claim_ranged_runs(database, clock, state, (record, job, pinned), want, report)
     now = clock()
     if not lease_valid(state, now):
         return []

@@ -97,8 +97,13 @@ class ResultsRepository(SessionRepository):
         started_at = {s.run_id: s.at for s in starts}
         start_by_id = {s.run_id: s for s in starts if s.run_id not in end_by_id}
         rows = await self._active_rows(owner, list(end_by_id) + list(start_by_id), skip_locked)
+        # A ranged run's other rows follow their lead (see RunRecord.lead_run_id), never alone.
+        rows = [r for r in rows if r.lead_run_id is None]
         rows = [r for r in rows if _same_attempt(end_by_id.get(int(r.id)), int(r.attempt))]
         outcomes.ignored = len(end_by_id) + len(start_by_id) - len(rows)
+        ranged = [int(r.id) for r in rows if int(r.partition_count) > 1]
+        if ranged:
+            rows += await self._active_rows(owner, ranged, skip_locked, members=True)
         if logs:
             await self.session.execute(
                 insert(logs_t),
@@ -112,7 +117,7 @@ class ResultsRepository(SessionRepository):
         statuses = await self.statuses_of({int(r.backfill_id) for r in rows})
         changes = _Changes()
         for r in rows:
-            run_id = int(r.id)
+            run_id = int(r.lead_run_id or r.id)  # a member's events are its lead's
             end = end_by_id.get(run_id)
             if end is None:
                 _start(changes, r, start_by_id[run_id], owner, now, outcomes)
@@ -123,12 +128,19 @@ class ResultsRepository(SessionRepository):
         await self._write(changes, now)
         return outcomes
 
-    async def _active_rows(self, owner: str, ids: list[int], skip_locked: bool) -> list[Any]:
+    async def _active_rows(
+        self, owner: str, ids: list[int], skip_locked: bool, *, members: bool = False
+    ) -> list[Any]:
+        """The active runs ``ids`` leased to ``owner`` (``members``: the other rows of the
+        ranged runs ``ids``), with their slots."""
         rows: list[Any] = []
+        key = RunRecord.lead_run_id if members else RunRecord.id
         for i in range(0, len(ids), CHUNK):
             stmt = (
                 select(
                     RunRecord.id,
+                    RunRecord.lead_run_id,
+                    RunRecord.partition_count,
                     RunRecord.status,
                     RunRecord.slot_id,
                     RunRecord.backfill_id,
@@ -142,7 +154,7 @@ class ResultsRepository(SessionRepository):
                 )
                 .join(SlotRecord, SlotRecord.id == RunRecord.slot_id)
                 .where(
-                    RunRecord.id.in_(ids[i : i + CHUNK]),
+                    key.in_(ids[i : i + CHUNK]),
                     RunRecord.lease_owner == owner,
                     RunRecord.status.in_(ACTIVE),
                 )
@@ -266,7 +278,8 @@ def _end(
     changes.slots.append(_slot_change(r.slot_id, slot_status, decision, now))
     changes.moves.move(backfill_id, slot_status, decision.slot)
     changes.states.append((r.job_name, r.partition_key, status, run_id))
-    outcomes.written.append(run_id)
+    if r.lead_run_id is None:
+        outcomes.written.append(run_id)
 
 
 def _count(outcomes: Outcomes, status: RunState, decision: Decision) -> None:
