@@ -102,7 +102,8 @@ async def plan_backfills(
                 if await ExecutionRepository(session).start_backfill(record.id, clock()):
                     report.started_backfills += 1
                     state.forget_backfills()
-        report += await _plan_ahead(database, record, pinned, clock, state)
+        ahead = _ranged_window(definitions, record, state)
+        report += await _plan_ahead(database, record, pinned, clock, state, ahead)
     return report
 
 
@@ -121,15 +122,17 @@ async def _plan_ahead(
     pinned: PinnedSelection,
     clock: Clock,
     state: DaemonState,
+    ahead: tuple[int, int] | None = None,
 ) -> TickReport:
     report = TickReport()
     planned, pending = record.planned, record.pending
+    window, enough = ahead or (state.plan_window, state.plan_window // 2)
     for _ in range(PLAN_CHUNKS_PER_TICK):
         unplanned = record.total - planned
         materialized_pending = pending - unplanned
-        if unplanned <= 0 or materialized_pending >= state.plan_window // 2:
+        if unplanned <= 0 or materialized_pending >= enough:
             break
-        stop = min(record.total, planned + state.plan_window)
+        stop = min(record.total, planned + window)
         keys = keys_between(pinned.resolved, record.order, pinned.space, planned, stop)
         reasons: dict[str, object] = {}
         async with database.write() as session:
@@ -153,6 +156,18 @@ async def _plan_ahead(
         planned += len(slots)
         pending -= skipped
     return report
+
+
+def _ranged_window(
+    definitions: Definitions, record: BackfillRecord, state: DaemonState
+) -> tuple[int, int] | None:
+    """For a job with a backfill policy, the window to plan and the pending slots to keep
+    planned: at least one whole chunk, so a claim never cuts a chunk at the planning edge."""
+    job = definitions.get_job(record.job_name)
+    if job is None or job.backfill_policy is None:
+        return None
+    per_run = job.backfill_policy.partitions_per_run
+    return max(state.plan_window, per_run), max(state.plan_window // 2, per_run)
 
 
 # -- launch --------------------------------------------------------------------------------------

@@ -161,6 +161,7 @@ def preview_of(preview: LaunchPreview) -> BackfillPreview:
             if preview.assets is not None
             else None
         ),
+        ranged_runs=preview.ranged_runs,
     )
 
 

@@ -428,3 +428,9 @@ class BackfillPreview:
         default=None,
         description="Per asset of an asset backfill, in dependency order; null for a job.",
     )
+    ranged_runs: int | None = strawberry.field(
+        default=None,
+        description="For a job with a backfill policy, how many runs the `runs` partitions "
+        "form (chunks of consecutive partitions; a skipped partition splits a chunk); null "
+        "for one run per partition.",
+    )

@@ -80,6 +80,8 @@ def _preview_json(preview: LaunchPreview) -> dict[str, Any]:
     }
     if preview.assets is not None:
         out["assets"] = [[a.name, a.level, a.total, a.runs, a.skipped] for a in preview.assets]
+    if preview.ranged_runs is not None:
+        out["ranged_runs"] = preview.ranged_runs
     return out
 
 
@@ -137,6 +139,7 @@ def _preview_of(stored: dict[str, Any]) -> LaunchPreview:
             if "assets" in stored
             else None
         ),
+        ranged_runs=stored.get("ranged_runs"),
     )
 
 

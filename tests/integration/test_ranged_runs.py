@@ -105,6 +105,15 @@ async def test_multi_run_of_four_over_ten_days_runs_four_four_two(
     assert backfill["status"] == "COMPLETED_SUCCESS" and backfill["counts"]["succeeded"] == 10
 
 
+async def test_a_small_planning_window_never_cuts_a_chunk(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    await launch(gql, "fours", "2024-01-01", "2024-01-10")
+    state = DaemonState(plan_window=6)
+    await drive(database, definitions, clock, InlineLauncher(definitions), state)
+    assert ranges_of("fours") == [days(1, 4), days(5, 8), days(9, 10)]
+
+
 async def test_newest_first_chunks_from_the_end_and_gives_keys_oldest_first(
     gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
 ) -> None:

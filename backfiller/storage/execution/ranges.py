@@ -85,9 +85,11 @@ class RangeClaimsRepository(ClaimsRepository):
         if want <= 0:
             return claim
         await self.check_lease(owner, now)
-        allowed, active_rows = await self._range_room(pk, job_name, want, limits)
+        room = await self._range_room(pk, job_name, want, limits)
+        allowed, active_rows = room.allowed, room.active_rows
         if allowed <= 0:
             return claim
+        limit = allowed * limits.per_run + active_rows
         stmt = (
             select(
                 SlotRecord.id, SlotRecord.position, SlotRecord.partition_key, SlotRecord.attempts
@@ -98,7 +100,7 @@ class RangeClaimsRepository(ClaimsRepository):
                 or_(SlotRecord.next_attempt_at.is_(None), SlotRecord.next_attempt_at <= now),
             )
             .order_by(SlotRecord.position)
-            .limit(allowed * limits.per_run + active_rows)
+            .limit(limit)
         )
         if self.dialect == "postgresql":
             stmt = stmt.with_for_update(skip_locked=True)
@@ -111,23 +113,26 @@ class RangeClaimsRepository(ClaimsRepository):
         if reprocess is not Reprocess.ALL and free:
             free, claim.skipped = await self._skip_moot(pk, job_name, reprocess, free, now)
         indexes = [key_index(str(c.partition_key)) for c in free]
-        groups = chunk_consecutive(indexes, limits.per_run)[:allowed]
+        groups = chunk_consecutive(indexes, limits.per_run)
+        if groups and _cut_short(groups[-1], free, candidates, limits.per_run, room, limit):
+            groups.pop()  # its chunk goes on past what this claim sees: the next claim takes it
+        groups = groups[:allowed]
         chunks = [_in_key_order([free[i] for i in g], [indexes[i] for i in g]) for g in groups]
         if chunks:
             claim.ranges = await self._queue_ranges(pk, job_name, chunks, owner, now)
         return claim
 
-    async def _range_room(
-        self, pk: int, job_name: str, want: int, limits: RangeLimits
-    ) -> tuple[int, int]:
-        """How many runs the limits allow now, and how many rows of the job are active."""
+    async def _range_room(self, pk: int, job_name: str, want: int, limits: RangeLimits) -> _Room:
+        """How many runs the limits allow now, how many rows of the job are active, and
+        whether the backfill has slots still to plan."""
         locked = await self.session.execute(
-            select(BackfillRecord.id)
+            select(BackfillRecord.planned, BackfillRecord.total)
             .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
             .with_for_update()
         )
-        if locked.one_or_none() is None:
-            return 0, 0
+        row = locked.one_or_none()
+        if row is None:
+            return _Room(0, 0, None)
         allowed = want
         if limits.backfill_limit is not None:
             runs_of_backfill = await self._active_leads(RunRecord.backfill_id == pk)
@@ -139,7 +144,8 @@ class RangeClaimsRepository(ClaimsRepository):
         active_rows = await self.session.execute(
             select(func.count()).where(RunRecord.job_name == job_name, RunRecord.status.in_(ACTIVE))
         )
-        return allowed, int(active_rows.scalar_one())
+        planned = int(row.planned) if int(row.planned) < int(row.total) else None
+        return _Room(allowed, int(active_rows.scalar_one()), planned)
 
     async def _active_leads(self, where: Any) -> int:
         """Active runs (a ranged run counts once) matching ``where``."""
@@ -223,6 +229,32 @@ class RangeClaimsRepository(ClaimsRepository):
             ],
         )
         return [int(r[0]) for r in inserted.all()]
+
+
+@dataclass(frozen=True, slots=True)
+class _Room:
+    allowed: int
+    active_rows: int
+    planned_until: int | None
+    """The backfill's planning cursor while it has positions still to plan, else None."""
+
+
+def _cut_short(
+    group: list[int],
+    free: list[Any],
+    candidates: Sequence[Any],
+    per_run: int,
+    room: _Room,
+    limit: int,
+) -> bool:
+    """Whether the last chunk is short only because the claim saw no further: it ends at the
+    last candidate, and the query's limit or the planning cursor stopped there. A chunk split
+    by a skipped or busy partition, or at the selection's end, is short for good."""
+    last = free[group[-1]]
+    if len(group) >= per_run or last.id != candidates[-1].id:
+        return False
+    at_plan_edge = room.planned_until is not None and int(last.position) == room.planned_until - 1
+    return len(candidates) == limit or at_plan_edge
 
 
 def _in_key_order(chunk: list[Any], indexes: list[int | None]) -> list[Any]:

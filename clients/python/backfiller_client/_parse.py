@@ -140,6 +140,7 @@ def run(value: Json) -> Run:
         started_at=when(value.get("startedAt")),
         ended_at=when(value.get("endedAt")),
         duration_seconds=value.get("durationSeconds"),
+        partition_keys=tuple(value.get("partitionKeys") or (value["partitionKey"],)),
     )
 
 

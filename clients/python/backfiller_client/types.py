@@ -166,6 +166,10 @@ class Run:
     started_at: datetime | None
     ended_at: datetime | None
     duration_seconds: float | None
+    partition_keys: tuple[str, ...] = ()
+    """Every partition the run covers, in key order: the whole range of a ranged run (a job
+    with a backfill policy), whose ``partition_key`` is the first; ``(partition_key,)``
+    otherwise (also when the server predates ranged runs)."""
 
 
 @dataclass(frozen=True, slots=True)
