@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -59,7 +60,7 @@ def test_chunks_cover_every_candidate_once_in_order_and_hold_consecutive_keys(
         assert 1 <= len(group) <= per_run
         assert keys == list(range(keys[0], keys[0] + len(keys)))
     # Greedy: two neighbouring chunks could not have been one.
-    for left, right in zip(groups, groups[1:], strict=False):
+    for left, right in pairwise(groups):
         joined = ordered[right[0]] == ordered[left[-1]] + 1
         assert not joined or len(left) == per_run
 
