@@ -8,11 +8,18 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills, record_results
+from backfiller.daemon.ticks import (
+    DaemonState,
+    heartbeat_and_recover,
+    launch_runs,
+    plan_backfills,
+    record_results,
+)
 from backfiller.definitions.loading import Definitions
-from backfiller.domain import RunState
+from backfiller.domain import FailureReason, Outcome, RunFinished, RunState
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
+from backfiller.storage.execution import ExecutionRepository, StartGate
 from backfiller.storage.records import PartitionStateRecord, RunRecord
 from tests.integration import ranged_defs
 from tests.integration.test_daemon_ticks import adds_up, drive, launch
@@ -202,3 +209,147 @@ async def test_limits_count_ranged_runs_not_partitions(
     by_job = Counter(t.job_name for t in held.submitted)
     assert by_job == {"one_at_a_time": 1, "fours": 2}
     assert all(len(t.partition_keys) == 4 for t in held.submitted)
+
+
+async def counts_of(gql: GraphQLRunner, backfill_id: str) -> dict[str, int]:
+    counts: dict[str, int] = (await read(gql, backfill_id))["counts"]
+    assert adds_up(counts)
+    return counts
+
+
+async def test_cancel_stops_a_ranged_run_and_cancels_each_of_its_partitions(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    backfill_id = await launch(gql, "fours", "2024-01-01", "2024-01-10")
+    held = InlineLauncher(definitions, max_active=1, hold=True)
+    state = DaemonState()
+    await plan_backfills(database, definitions, clock, state)
+    await launch_runs(database, definitions, clock, held, state)
+    await record_results(database, definitions, clock, held, state)
+    assert (await counts_of(gql, backfill_id))["running"] == 4
+    await steer(gql, "cancel", backfill_id)
+    await drive(database, definitions, clock, held, state)
+    backfill = await read(gql, backfill_id)
+    assert backfill["status"] == "CANCELED"
+    assert backfill["counts"]["canceled"] == 10 and adds_up(backfill["counts"])
+    rows = await run_rows(database)
+    assert len(rows) == 4 and {r.status for r in rows} == {RunState.CANCELED}
+    assert ranged_defs.executions == []
+
+
+async def test_a_lost_ranged_run_retries_every_partition_off_the_error_budget(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    backfill_id = await launch(gql, "fours", "2024-01-01", "2024-01-04")
+    launcher = InlineLauncher(definitions, hold=True)
+    state = DaemonState()
+    await plan_backfills(database, definitions, clock, state)
+    await launch_runs(database, definitions, clock, launcher, state)
+    await record_results(database, definitions, clock, launcher, state)
+    launcher.lose(list(launcher.active()))
+    launcher.release()
+    await drive(database, definitions, clock, launcher, state)
+    assert ranges_of("fours") == [days(1, 4)]
+    assert (await counts_of(gql, backfill_id))["succeeded"] == 4
+    rows = await run_rows(database)
+    assert Counter((r.attempt, r.status, r.failure_reason) for r in rows) == {
+        (1, RunState.FAILED, FailureReason.WORKER_LOST): 4,
+        (2, RunState.SUCCESS, None): 4,
+    }
+
+
+async def test_a_dead_daemons_ranged_run_is_taken_over_whole_and_its_stale_end_refused(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    backfill_id = await launch(gql, "fours", "2024-01-01", "2024-01-06")
+    dead = DaemonState(owner="elsewhere:1:dead")
+    held = InlineLauncher(definitions, hold=True)
+    await plan_backfills(database, definitions, clock, dead)
+    await launch_runs(database, definitions, clock, held, dead)
+    await record_results(database, definitions, clock, held, dead)
+    stale_tasks = list(held.active().values())
+    assert [len(t.partition_keys) for t in stale_tasks] == [4, 2]
+    alive = DaemonState()
+    clock.advance(seconds=31)
+    report = await heartbeat_and_recover(database, definitions, clock, alive)
+    assert report.retried == 6
+    assert (await counts_of(gql, backfill_id))["pending"] == 6
+    # The dead daemon's late end of its first attempt is fenced off, for every partition.
+    async with database.write() as session:
+        late = await ExecutionRepository(session).record_results(
+            "elsewhere:1:dead",
+            clock(),
+            ends=[RunFinished(t.run_id, clock(), Outcome.SUCCESS, attempt=1) for t in stale_tasks],
+        )
+    assert late.ignored == 2 and late.succeeded == 0
+    await drive(database, definitions, clock, InlineLauncher(definitions), alive)
+    assert (await counts_of(gql, backfill_id))["succeeded"] == 6
+    assert ranges_of("fours") == [days(1, 4), days(5, 6)]
+
+
+async def test_the_start_gate_refuses_a_paused_ranged_run_and_its_partitions_wait(
+    gql: GraphQLRunner,
+    database: Database,
+    database_url: str,
+    definitions: Definitions,
+    clock: FrozenClock,
+) -> None:
+    backfill_id = await launch(gql, "whole", "2024-01-01", "2024-01-05")
+    held = InlineLauncher(definitions, hold=True)
+    state = DaemonState()
+    await plan_backfills(database, definitions, clock, state)
+    await launch_runs(database, definitions, clock, held, state)
+    (task,) = held.active().values()
+    gate = StartGate(database_url)
+    try:
+        assert gate.start(state.owner, [(task.run_id, task.attempt)], clock()) == {task.run_id}
+        await steer(gql, "pause", backfill_id)
+        assert gate.start(state.owner, [(task.run_id, task.attempt)], clock()) == set()
+    finally:
+        gate.dispose()
+    refused = RunFinished(task.run_id, clock(), Outcome.NOT_STARTED, attempt=task.attempt)
+    await record_results(database, definitions, clock, held, state, events=[refused])
+    counts = await counts_of(gql, backfill_id)
+    assert counts["pending"] == 5 and counts["queued"] == 0
+    await steer(gql, "resume", backfill_id)
+    held.tasks.clear()
+    held.release()
+    await drive(database, definitions, clock, held, state)
+    assert ranges_of("whole") == [days(1, 5)]
+    assert (await counts_of(gql, backfill_id))["succeeded"] == 5
+
+
+async def test_preview_and_job_tell_the_policy_and_the_runs(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    await launch(gql, "fours", "2024-01-05", "2024-01-05")
+    await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
+    data = await gql(
+        """query {
+          job(name: "fours") { backfillPolicy { singleRun maxPartitionsPerRun } }
+          whole: job(name: "whole") { backfillPolicy { singleRun maxPartitionsPerRun } }
+          plain: job(name: "plain") { backfillPolicy { singleRun } }
+        }"""
+    )
+    assert data["job"]["backfillPolicy"] == {"singleRun": False, "maxPartitionsPerRun": 4}
+    assert data["whole"]["backfillPolicy"] == {"singleRun": True, "maxPartitionsPerRun": 1000}
+    assert data["plain"]["backfillPolicy"] is None
+    preview = await gql(
+        """mutation($input: LaunchBackfillInput!) {
+          previewBackfill(input: $input) { preview { total runs skipped rangedRuns } }
+        }""",
+        {
+            "input": {
+                "target": {"job": "fours"},
+                "partitions": {"range": {"start": "2024-01-01", "end": "2024-01-10"}},
+                "reprocess": "MISSING",
+            }
+        },
+    )
+    # 2024-01-05 succeeded: 1-4 and 6-10 are left, in runs of 4, 4 and 1.
+    assert preview["previewBackfill"]["preview"] == {
+        "total": 10,
+        "runs": 9,
+        "skipped": 1,
+        "rangedRuns": 3,
+    }
