@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from backfiller.config import Settings
 from backfiller.daemon.ticks import (
     DaemonState,
     heartbeat_and_recover,
@@ -17,6 +18,7 @@ from backfiller.daemon.ticks import (
 )
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import FailureReason, Outcome, RunFinished, RunState
+from backfiller.examples import ranged
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository, StartGate
@@ -353,3 +355,15 @@ async def test_preview_and_job_tell_the_policy_and_the_runs(
         "skipped": 1,
         "rangedRuns": 3,
     }
+
+
+async def test_the_example_loads_january_in_five_runs(
+    database: Database, settings: Settings, clock: FrozenClock
+) -> None:
+    launcher = InlineLauncher(ranged.definitions, hold=True)
+    gql = GraphQLRunner(database, ranged.definitions, settings, clock)
+    await launch(gql, "warehouse_load", "2024-01-01", "2024-01-31")
+    state = DaemonState()
+    await plan_backfills(database, ranged.definitions, clock, state)
+    await launch_runs(database, ranged.definitions, clock, launcher, state)
+    assert [len(t.partition_keys) for t in launcher.submitted] == [7, 7, 7, 7, 3]
