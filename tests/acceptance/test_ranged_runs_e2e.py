@@ -65,6 +65,8 @@ def server(database_url: str, marks: Path) -> Iterator[LiveServer]:
         [*args, "--workers", "2", "--grace-seconds", "1"],
         env={"BACKFILLER_TEST_MARKS": str(marks)},
     )
+    # Started once for the module, and ready before the first test's clock starts.
+    assert "running with" in daemon.output_once_it_says("running with", timeout=90)
     yield live
     daemon.stop()
     live.stop()
