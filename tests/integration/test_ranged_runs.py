@@ -144,8 +144,12 @@ async def test_a_failing_range_fails_every_partition_and_its_retry_reruns_them(
         (1, RunState.FAILED): 6,
         (2, RunState.SUCCESS): 6,
     }
-    failures = [e for e in backfill["events"]["nodes"] if e["kind"] == "RUN_FAILED"]
-    assert len(failures) == 6
+    failures = [e["message"] for e in backfill["events"]["nodes"] if e["kind"] == "RUN_FAILED"]
+    assert len(failures) == 2, "one event per failed run"
+    assert sorted(m.split(" attempt")[0] for m in failures) == [
+        "2024-01-01 and the 3 partitions after it",
+        "2024-01-05 and the 1 partition after it",
+    ]
 
 
 async def test_missing_skips_succeeded_partitions_inside_a_chunk(

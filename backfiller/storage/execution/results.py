@@ -51,7 +51,8 @@ class LogEntry:
 
 @dataclass
 class Outcomes:
-    """What a write of run results did, for the tick's report."""
+    """What a write of run results did, for the tick's report: partitions (every row of a
+    ranged run) for the counters but ``taken_back``, runs for ``written``."""
 
     started: int = 0
     succeeded: int = 0
@@ -59,9 +60,10 @@ class Outcomes:
     retried: int = 0
     canceled: int = 0
     taken_back: int = 0
+    """Runs (a ranged run once) given back to their backfill before they started."""
     ignored: int = 0
     written: list[int] = field(default_factory=list)
-    """The ids of the runs whose end was written."""
+    """The ids of the runs whose end was written (a ranged run's lead only)."""
 
 
 @dataclass
@@ -255,10 +257,10 @@ def _end(
     so_far = SoFar(int(r.attempts), int(r.free_attempts), int(r.lost_attempts))
     decision = decide_end(ending, so_far, budget, backfill)
     assert legal(slot_status, decision), (slot_status, decision)
-    _count(outcomes, status, decision)
-    if decision.failure:
+    _count(outcomes, status, decision, lead=r.lead_run_id is None)
+    if decision.failure and r.lead_run_id is None:  # one event per run, ranged or not
         message = (
-            f"{r.partition_key} attempt {r.attempt} failed ({(reason or 'error').upper()}): "
+            f"{_partitions_of(r)} attempt {r.attempt} failed ({(reason or 'error').upper()}): "
             f"{(end.error_message or '')[:300]}; {decision.note}"
         )
         changes.events.append(event_row(backfill_id, EventKind.RUN_FAILED, end.at, None, message))
@@ -282,7 +284,15 @@ def _end(
         outcomes.written.append(run_id)
 
 
-def _count(outcomes: Outcomes, status: RunState, decision: Decision) -> None:
+def _partitions_of(r: Any) -> str:
+    """A run's partitions in an event: its key, or a ranged run's first key and size."""
+    more = int(r.partition_count) - 1
+    if not more:
+        return str(r.partition_key)
+    return f"{r.partition_key} and the {more} partition{'s' if more > 1 else ''} after it"
+
+
+def _count(outcomes: Outcomes, status: RunState, decision: Decision, *, lead: bool) -> None:
     if status is RunState.SUCCESS:
         outcomes.succeeded += 1
     elif status is RunState.FAILED:
@@ -291,7 +301,7 @@ def _count(outcomes: Outcomes, status: RunState, decision: Decision) -> None:
         outcomes.canceled += 1
     if decision.retried:
         outcomes.retried += 1
-    if not decision.failure and decision.slot is SlotState.PENDING:
+    if not decision.failure and decision.slot is SlotState.PENDING and lead:
         outcomes.taken_back += 1
 
 
