@@ -4,7 +4,8 @@ Every execution appends a ``start`` and an ``end`` line (run id, attempt, its pa
 its window, a monotonic nanosecond clock shared by the machine's processes) to a file in
 ``$BACKFILLER_TEST_MARKS``, and holds an exclusive ``flock`` per (job, partition) while it runs:
 an execution that finds one of its partitions locked writes an ``overlap`` line. A job fails
-while the file ``fail-<job>`` exists in that folder.
+while the file ``fail-<job>`` exists in that folder; ``runConfig: {seconds}`` sets how long it
+works (50 ms by default).
 
 Importable as ``tests.acceptance.ranged_defs:definitions`` by worker processes.
 """
@@ -18,8 +19,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from backfiller import DailyPartitions, Definitions, RetryPolicy, RunContext, job
-from backfiller.definitions.policies import multi_run, single_run
+from backfiller import (
+    BackfillPolicy,
+    DailyPartitions,
+    Definitions,
+    JobDefinition,
+    RetryPolicy,
+    RunContext,
+    job,
+    multi_run,
+    single_run,
+)
 
 DAYS = DailyPartitions(start="2024-01-01", end="2025-01-01")
 
@@ -57,17 +67,32 @@ def _work(context: RunContext) -> None:
     folder = Path(os.environ["BACKFILLER_TEST_MARKS"])
     with _held(folder, context):
         _mark(folder, context, "start")
-        time.sleep(0.05)
+        time.sleep(float((context.run_config or {}).get("seconds", 0.05)))
         if (folder / f"fail-{context.job_name}").exists():
             raise RuntimeError(f"{context.job_name} fails while its flag file exists")
         _mark(folder, context, "end")
 
 
-whole = job(name="whole", partitions=DAYS, backfill_policy=single_run())(_work)
-fours = job(name="fours", partitions=DAYS, backfill_policy=multi_run(4))(_work)
-flaky = job(
-    name="flaky", partitions=DAYS, backfill_policy=multi_run(4), retry=RetryPolicy(max_retries=1)
-)(_work)
-missing = job(name="missing", partitions=DAYS, backfill_policy=multi_run(4))(_work)
+CONFIG = {"type": "object", "properties": {"seconds": {"type": "number"}}}
 
-definitions = Definitions(jobs=[whole, fours, flaky, missing])
+
+def _job(name: str, policy: BackfillPolicy, retries: int = 0) -> JobDefinition:
+    return job(
+        name=name,
+        partitions=DAYS,
+        backfill_policy=policy,
+        retry=RetryPolicy(max_retries=retries),
+        config=CONFIG,
+    )(_work)
+
+
+definitions = Definitions(
+    jobs=[
+        _job("whole", single_run()),
+        _job("fours", multi_run(4)),
+        _job("flaky", multi_run(4), retries=1),
+        _job("missing", multi_run(4)),
+        _job("threes", multi_run(3)),
+        _job("slow", multi_run(2)),
+    ]
+)

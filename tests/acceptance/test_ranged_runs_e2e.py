@@ -7,6 +7,9 @@ records: runs with their ``partitionKeys``, per-partition counts and statuses.
 
 from __future__ import annotations
 
+import os
+import signal
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -16,7 +19,7 @@ from typing import Any
 import pytest
 
 from backfiller.storage.migrations import upgrade_database
-from tests.acceptance.daemon_support import adds_up, gql, launch, wait_status
+from tests.acceptance.daemon_support import Daemon, adds_up, gql, launch, wait_for, wait_status
 from tests.conftest import _truncate_postgres
 from tests.support import LiveProcess, LiveServer
 
@@ -25,6 +28,7 @@ pytestmark = pytest.mark.acceptance
 DEFINITIONS = "tests.acceptance.ranged_defs:definitions"
 FINAL = {"COMPLETED_SUCCESS", "COMPLETED_FAILED"}
 TIMEOUT = 120
+LEASE = ["--lease-timeout", "3", "--heartbeat-seconds", "0.2"]
 READ = """
 query($id: ID!) {
   backfill(id: $id) {
@@ -57,18 +61,35 @@ def marks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("ranged-marks")
 
 
+class RangedDaemon(Daemon):
+    def __init__(self, database_url: str, marks: Path) -> None:
+        args = ["daemon", "--database", database_url, "--definitions", DEFINITIONS]
+        args += ["--workers", "2", "--grace-seconds", "1", *LEASE]
+        args += ["--results-dir", str(marks.parent / f"{marks.name}-results")]
+        LiveProcess.__init__(self, args, env={"BACKFILLER_TEST_MARKS": str(marks)})
+
+    def wait_running(self) -> None:
+        assert "running with" in self.output_once_it_says("running with", timeout=90)
+
+
 @pytest.fixture(scope="module")
-def server(database_url: str, marks: Path) -> Iterator[LiveServer]:
+def daemons(database_url: str, marks: Path, pg_template_url: str | None) -> Iterator[list[Daemon]]:
+    """The module's daemons: two on PostgreSQL (they claim side by side), one on SQLite.
+    Started once, and ready before the first test's clock starts; a test may replace one."""
+    running: list[Daemon] = [
+        RangedDaemon(database_url, marks) for _ in range(2 if pg_template_url else 1)
+    ]
+    for d in running:
+        d.wait_running()  # type: ignore[attr-defined]
+    yield running
+    for d in running:
+        d.stop()
+
+
+@pytest.fixture(scope="module")
+def server(database_url: str, daemons: list[Daemon]) -> Iterator[LiveServer]:
     live = LiveServer(database_url, DEFINITIONS)
-    args = ["daemon", "--database", database_url, "--definitions", DEFINITIONS]
-    daemon = LiveProcess(
-        [*args, "--workers", "2", "--grace-seconds", "1"],
-        env={"BACKFILLER_TEST_MARKS": str(marks)},
-    )
-    # Started once for the module, and ready before the first test's clock starts.
-    assert "running with" in daemon.output_once_it_says("running with", timeout=90)
     yield live
-    daemon.stop()
     live.stop()
 
 
@@ -114,13 +135,16 @@ def finish(server: LiveServer, backfill_id: str) -> dict[str, Any]:
     return backfill
 
 
-def same_runs(backfill: dict[str, Any], found: list[Execution]) -> None:
-    """The service's runs are the executions: same ids, attempts and keys."""
-    recorded = {
-        (r["id"], r["attempt"], tuple(r["partitionKeys"])) for r in backfill["runs"]["nodes"]
-    }
-    assert recorded == {(e.run_id, e.attempt, e.keys) for e in found}
-    for run in backfill["runs"]["nodes"]:
+def same_runs(backfill: dict[str, Any], found: list[Execution], strict: bool = True) -> None:
+    """The service's runs are the executions: same ids, attempts and keys; its successes are
+    the executions that ended."""
+    nodes = backfill["runs"]["nodes"]
+    recorded = {(r["id"], r["attempt"], tuple(r["partitionKeys"])) for r in nodes}
+    executed = {(e.run_id, e.attempt, e.keys) for e in found}
+    assert recorded == executed if strict else executed <= recorded
+    succeeded = {(r["id"], r["attempt"]) for r in nodes if r["status"] == "SUCCESS"}
+    assert succeeded == {(e.run_id, e.attempt) for e in found if e.ended}
+    for run in nodes:
         assert run["partitionKey"] == run["partitionKeys"][0]
         assert run["partitionCount"] == len(run["partitionKeys"])
 
@@ -197,3 +221,83 @@ def test_missing_skips_already_succeeded_partitions_inside_a_chunk(
     ]
     same_runs(backfill, found)
     assert backfill["counts"]["succeeded"] == 6 and backfill["counts"]["skipped"] == 2
+
+
+def completed_once(found: list[Execution]) -> Counter[str]:
+    """Each partition's completed executions; none completed twice."""
+    done = Counter(k for e in found if e.ended for k in e.keys)
+    assert [k for k, n in done.items() if n > 1] == [], "a partition completed twice"
+    return done
+
+
+@pytest.mark.parametrize(
+    ("reprocess", "job", "month"), [("ALL", "threes", "05"), ("MISSING", "fours", "06")]
+)
+def test_overlapping_ranged_backfills_never_run_a_partition_twice_at_once(
+    server: LiveServer, marks: Path, reprocess: str, job: str, month: str
+) -> None:
+    """Two backfills whose chunks straddle each other: a partition of one waits for the other's
+    run of it (the flocks of ``executions`` catch any overlap); under ALL it then runs again,
+    under MISSING it is skipped."""
+    extra = {"runConfig": {"seconds": 0.3}, "reprocess": reprocess}
+    first = launch(server, job, f"2024-{month}-01", f"2024-{month}-12", **extra)
+    second = launch(server, job, f"2024-{month}-03", f"2024-{month}-14", **extra)
+    done = [finish(server, b) for b in (first, second)]
+    found = [e for e in executions(marks, job) if e.keys[0].startswith(f"2024-{month}")]
+    per_partition = Counter(k for e in found for k in e.keys)
+    inside = days(f"2024-{month}-01", 14)
+    if reprocess == "ALL":
+        both = days(f"2024-{month}-03", 10)
+        assert per_partition == {k: 2 if k in both else 1 for k in inside}
+        assert [d["counts"]["succeeded"] for d in done] == [12, 12]
+    else:
+        assert per_partition == dict.fromkeys(inside, 1)
+        assert sum(d["counts"]["succeeded"] for d in done) == 14
+        assert all(d["counts"]["skipped"] == 12 - d["counts"]["succeeded"] for d in done)
+    for backfill in done:
+        assert {r["status"] for r in backfill["runs"]["nodes"]} == {"SUCCESS"}
+    same_runs(done[0], [e for e in found if e.run_id in ids_of(done[0])])
+
+
+def ids_of(backfill: dict[str, Any]) -> set[str]:
+    return {r["id"] for r in backfill["runs"]["nodes"]}
+
+
+def test_a_killed_worker_fails_its_whole_range_once_and_the_range_reruns(
+    server: LiveServer, marks: Path, daemons: list[Daemon]
+) -> None:
+    backfill_id = launch(server, "slow", "2024-07-01", "2024-07-04", runConfig={"seconds": 3})
+    wait_for("a slow run to start", lambda: executions(marks, "slow"), timeout=30)
+    for d in daemons:
+        for pid in d.workers():
+            os.kill(pid, signal.SIGKILL)
+    backfill = finish(server, backfill_id)
+    assert backfill["status"] == "COMPLETED_SUCCESS" and backfill["counts"]["succeeded"] == 4
+    found = [e for e in executions(marks, "slow") if e.keys[0].startswith("2024-07")]
+    assert completed_once(found) == dict.fromkeys(days("2024-07-01", 4), 1)
+    lost = [r for r in backfill["runs"]["nodes"] if r["status"] == "FAILED"]
+    assert lost and all(r["partitionCount"] == 2 for r in lost)
+    same_runs(backfill, found)
+
+
+def test_a_killed_daemons_ranged_runs_are_taken_over_after_its_lease(
+    server: LiveServer, database_url: str, marks: Path, daemons: list[Daemon]
+) -> None:
+    backfill_id = launch(server, "slow", "2024-08-01", "2024-08-04", runConfig={"seconds": 1})
+
+    def in_august() -> list[Execution]:
+        return [e for e in executions(marks, "slow") if e.keys[0].startswith("2024-08")]
+
+    wait_for("a slow run to start", in_august, timeout=30)
+    daemons[0].kill()
+    daemons[0] = RangedDaemon(database_url, marks)
+    backfill = finish(server, backfill_id)
+    assert backfill["status"] == "COMPLETED_SUCCESS" and backfill["counts"]["succeeded"] == 4
+    found = in_august()
+    assert completed_once(found) == dict.fromkeys(days("2024-08-01", 4), 1)
+    if len(daemons) == 1:  # it held every run: they were lost with it and ran again
+        lost = [r for r in backfill["runs"]["nodes"] if r["status"] == "FAILED"]
+        assert lost and all(r["partitionCount"] == 2 for r in lost)
+    # A run the dead daemon held but never started, or whose start it never wrote, has no
+    # execution or no start: every execution is a run of the service, every success ended.
+    same_runs(backfill, found, strict=False)
