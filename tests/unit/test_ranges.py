@@ -144,3 +144,45 @@ def test_policies() -> None:
     assert multi_run(max_partitions_per_run=4).partitions_per_run == 4
     with pytest.raises(ValueError, match="between 1 and"):
         BackfillPolicy(0)
+
+
+def test_a_ranged_task_crosses_the_celery_broker_with_its_keys() -> None:
+    from backfiller.launchers.base import RunTask
+    from backfiller.launchers.celery.protocol import task_from_message, task_message
+
+    keys = ("2024-01-01", "2024-01-02", "2024-01-03")
+    task = RunTask(
+        run_id=7,
+        backfill_id=1,
+        job_name="fours",
+        partition_key=keys[0],
+        attempt=1,
+        run_config={},
+        tags={},
+        partition_start=datetime(2024, 1, 1, tzinfo=UTC),
+        partition_end=datetime(2024, 1, 4, tzinfo=UTC),
+        partition_keys=keys,
+    )
+    assert task_from_message(task_message(task, "daemon")) == task
+    single = RunTask(7, 1, "plain", "2024-01-01", 1, {}, {})
+    assert task_from_message(task_message(single, "daemon")).partition_keys == ()
+
+
+def test_a_run_context_of_one_partition_lists_it_as_its_keys() -> None:
+    import logging
+
+    from backfiller.definitions.jobs import RunContext
+
+    context = RunContext(
+        job_name="plain",
+        partition_key="2024-01-01",
+        partition_start=None,
+        partition_end=None,
+        run_id="run_1",
+        attempt=1,
+        run_config={},
+        tags={},
+        backfill_id="bf_1",
+        log=logging.getLogger("test"),
+    )
+    assert context.partition_keys == ("2024-01-01",)
