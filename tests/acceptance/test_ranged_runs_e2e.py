@@ -277,7 +277,8 @@ def test_a_killed_worker_fails_its_whole_range_once_and_the_range_reruns(
     assert completed_once(found) == dict.fromkeys(days("2024-07-01", 4), 1)
     lost = [r for r in backfill["runs"]["nodes"] if r["status"] == "FAILED"]
     assert lost and all(r["partitionCount"] == 2 for r in lost)
-    same_runs(backfill, found)
+    # A worker killed between taking a run and starting its job leaves no execution mark.
+    same_runs(backfill, found, strict=False)
 
 
 def test_a_killed_daemons_ranged_runs_are_taken_over_after_its_lease(
