@@ -18,6 +18,7 @@ from datetime import datetime
 
 from backfiller.asset_graph import AssetGraph
 from backfiller.asset_plan import AssetTarget, split_slot_key, upstream_needs
+from backfiller.daemon.asset_ranges import asset_range_task, ranged_assets
 from backfiller.daemon.lease import lease_valid, lose_lease
 from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState
@@ -187,6 +188,7 @@ async def _claim(
         for name in pinned.target.assets
         if (a := definitions.get_asset(name)) is not None
     }
+    ranged = ranged_assets(definitions, pinned.spaces)
     try:
         async with conflicts_translated(), database.write() as session:
             claim = await AssetClaimsRepository(session).claim_asset_slots(
@@ -198,6 +200,7 @@ async def _claim(
                 reprocess=record.reprocess,
                 backfill_limit=record.max_concurrent_runs,
                 asset_limits=limits,
+                ranged=ranged,
             )
     except Conflict as exc:
         logger.info("claim of asset backfill %s lost a race, retrying later: %s", record.id, exc)
@@ -207,7 +210,7 @@ async def _claim(
         lose_lease(state, None, str(exc))
         return []
     report.skipped += claim.skipped
-    tasks: list[RunTask] = []
+    tasks = [asset_range_task(definitions, record, pinned.spaces, r) for r in claim.ranges]
     for c in claim.runs:
         asset_name, key = split_slot_key(c.partition_key)
         asset = definitions.get_asset(asset_name)

@@ -29,6 +29,9 @@ from backfiller.storage.execution.claims import ClaimConflict, ClaimedRun, Claim
 from backfiller.storage.execution.common import ACTIVE, changed, runs_t, slots_t
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
 
+Namer = Callable[[str], tuple[str, str]]
+"""A slot key -> the (job or asset, partition key) of its runs."""
+
 KeyIndex = Callable[[str], int | None]
 """A partition key's index in its key space (None: not in it); consecutive keys differ by 1."""
 
@@ -46,6 +49,17 @@ class ClaimedRange:
     @property
     def partition_keys(self) -> tuple[str, ...]:
         return tuple(r.partition_key for r in self.runs)
+
+
+@dataclass(frozen=True, slots=True)
+class RangedAsset:
+    """How an asset with a backfill policy is claimed in an asset backfill."""
+
+    per_run: int
+    key_index: KeyIndex
+    """A partition key of the asset -> its index in the asset's key space."""
+    neighbours: Callable[[str], tuple[str, ...]]
+    """A partition key -> the keys just before and after it in the asset's key space."""
 
 
 @dataclass
@@ -157,10 +171,12 @@ class RangeClaimsRepository(ClaimsRepository):
         return int(counted.scalar_one())
 
     async def _queue_ranges(
-        self, pk: int, job_name: str, chunks: list[list[Any]], owner: str, now: datetime
+        self, pk: int, job_name: str | Namer, chunks: list[list[Any]], owner: str, now: datetime
     ) -> list[ClaimedRange]:
         """PENDING -> QUEUED for every slot of ``chunks``; one lead run per chunk, then the
-        other rows of each range naming their lead."""
+        other rows of each range naming their lead. ``job_name``: the job, or what splits an
+        asset backfill's slot key into the asset and its partition key."""
+        namer = job_name if callable(job_name) else _of_job(job_name)
         chosen = [c for chunk in chunks for c in chunk]
         moved = await self.session.execute(
             update(slots_t)
@@ -176,12 +192,12 @@ class RangeClaimsRepository(ClaimsRepository):
         if changed(moved) != len(chosen):
             raise ClaimConflict(f"backfill {pk}: slots changed while claiming")
         lead_ids = await self._insert_runs(
-            pk, job_name, [(chunk[0], None, len(chunk)) for chunk in chunks], owner, now
+            pk, namer, [(chunk[0], None, len(chunk)) for chunk in chunks], owner, now
         )
         members = [
             (c, lead, 1) for lead, chunk in zip(lead_ids, chunks, strict=True) for c in chunk[1:]
         ]
-        member_ids = iter(await self._insert_runs(pk, job_name, members, owner, now))
+        member_ids = iter(await self._insert_runs(pk, namer, members, owner, now))
         ranges: list[ClaimedRange] = []
         for lead_id, chunk in zip(lead_ids, chunks, strict=True):
             ids = [lead_id] + [next(member_ids) for _ in chunk[1:]]
@@ -189,11 +205,7 @@ class RangeClaimsRepository(ClaimsRepository):
                 ClaimedRange(tuple(_claimed(i, c) for i, c in zip(ids, chunk, strict=True)))
             )
         await self.record_partition_states(
-            [
-                (job_name, r.partition_key, RunState.QUEUED, r.run_id)
-                for g in ranges
-                for r in g.runs
-            ],
+            [(*namer(r.partition_key), RunState.QUEUED, r.run_id) for g in ranges for r in g.runs],
             now,
         )
         await self._count(pk, len(chosen), now, to="queued")
@@ -202,7 +214,7 @@ class RangeClaimsRepository(ClaimsRepository):
     async def _insert_runs(
         self,
         pk: int,
-        job_name: str,
+        namer: Namer,
         rows: Sequence[tuple[Any, int | None, int]],
         owner: str,
         now: datetime,
@@ -216,8 +228,8 @@ class RangeClaimsRepository(ClaimsRepository):
                 {
                     "backfill_id": pk,
                     "slot_id": c.id,
-                    "job_name": job_name,
-                    "partition_key": c.partition_key,
+                    "job_name": namer(str(c.partition_key))[0],
+                    "partition_key": namer(str(c.partition_key))[1],
                     "attempt": int(c.attempts) + 1,
                     "status": RunState.QUEUED,
                     "queued_at": now,
@@ -255,6 +267,13 @@ def _cut_short(
         return False
     at_plan_edge = room.planned_until is not None and int(last.position) == room.planned_until - 1
     return len(candidates) == limit or at_plan_edge
+
+
+def _of_job(job_name: str) -> Namer:
+    def name(slot_key: str) -> tuple[str, str]:
+        return job_name, slot_key
+
+    return name
 
 
 def _in_key_order(chunk: list[Any], indexes: list[int | None]) -> list[Any]:

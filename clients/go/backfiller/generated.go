@@ -64,6 +64,8 @@ type Asset struct {
 	Downstream []string `json:"downstream"`
 	// Its dependency level in the whole graph.
 	Level int32 `json:"level"`
+	// How an asset backfill groups its partitions into runs; null for one run per partition.
+	BackfillPolicy *BackfillPolicy `json:"backfillPolicy,omitempty"`
 	// Its partitions that ran, with their latest run's status (any backfill), by key; `after` is the last key of the previous page. `first` is at most 1000.
 	LatestStatuses []AssetPartition `json:"latestStatuses"`
 }
