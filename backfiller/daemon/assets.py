@@ -188,7 +188,6 @@ async def _claim(
         for name in pinned.target.assets
         if (a := definitions.get_asset(name)) is not None
     }
-    ranged = ranged_assets(definitions, pinned.spaces)
     try:
         async with conflicts_translated(), database.write() as session:
             claim = await AssetClaimsRepository(session).claim_asset_slots(
@@ -200,7 +199,7 @@ async def _claim(
                 reprocess=record.reprocess,
                 backfill_limit=record.max_concurrent_runs,
                 asset_limits=limits,
-                ranged=ranged,
+                ranged=ranged_assets(definitions, pinned.spaces),
             )
     except Conflict as exc:
         logger.info("claim of asset backfill %s lost a race, retrying later: %s", record.id, exc)
@@ -216,7 +215,6 @@ async def _claim(
         asset = definitions.get_asset(asset_name)
         assert asset is not None
         window = pinned.spaces[asset_name].window(key)
-        tags = {**dict(asset.job.tags), **{str(k): str(v) for k, v in record.tags}}
         tasks.append(
             RunTask(
                 run_id=c.run_id,
@@ -225,7 +223,7 @@ async def _claim(
                 partition_key=key,
                 attempt=c.attempt,
                 run_config=record.run_config or {},
-                tags=tags,
+                tags={**dict(asset.job.tags), **{str(k): str(v) for k, v in record.tags}},
                 partition_start=window[0] if window else None,
                 partition_end=window[1] if window else None,
                 timeout_seconds=asset.job.timeout_seconds,
