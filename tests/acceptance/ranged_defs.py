@@ -20,12 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from backfiller import (
+    AssetDefinition,
     BackfillPolicy,
     DailyPartitions,
     Definitions,
     JobDefinition,
     RetryPolicy,
     RunContext,
+    asset,
     job,
     multi_run,
     single_run,
@@ -86,7 +88,18 @@ def _job(name: str, policy: BackfillPolicy, retries: int = 0) -> JobDefinition:
     )(_work)
 
 
+def _asset(name: str, deps: list[str], policy: BackfillPolicy | None = None) -> AssetDefinition:
+    return asset(name=name, partitions=DAYS, deps=deps, backfill_policy=policy, config=CONFIG)(
+        _work
+    )
+
+
 definitions = Definitions(
+    assets=[
+        _asset("raw_days", []),
+        _asset("weekly", ["raw_days"], multi_run(4)),
+        _asset("after_weekly", ["weekly"]),
+    ],
     jobs=[
         _job("whole", single_run()),
         _job("fours", multi_run(4)),
@@ -94,5 +107,5 @@ definitions = Definitions(
         _job("missing", multi_run(4)),
         _job("threes", multi_run(3)),
         _job("slow", multi_run(2)),
-    ]
+    ],
 )

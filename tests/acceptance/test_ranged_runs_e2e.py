@@ -35,7 +35,9 @@ query($id: ID!) {
     id status
     counts { total pending queued running succeeded failed canceled skipped }
     partitionStatusRanges { status startKey endKey count }
-    runs(first: 100) { nodes { id partitionKey partitionKeys partitionCount attempt status } }
+    runs(first: 100) {
+      nodes { id asset partitionKey partitionKeys partitionCount attempt status }
+    }
   }
 }
 """
@@ -302,3 +304,54 @@ def test_a_killed_daemons_ranged_runs_are_taken_over_after_its_lease(
     # A run the dead daemon held but never started, or whose start it never wrote, has no
     # execution or no start: every execution is a run of the service, every success ended.
     same_runs(backfill, found, strict=False)
+
+
+def test_a_ranged_asset_runs_whole_chunks_after_their_upstream_partitions(
+    server: LiveServer, marks: Path
+) -> None:
+    """``raw_days`` runs a partition per run (two workers: two at a time), ``weekly`` chunks of
+    4 once the 4 upstream days ended, ``after_weekly`` each day once its chunk ended."""
+    data = gql(
+        server,
+        """mutation($input: LaunchBackfillInput!) {
+          launchBackfill(input: $input) { backfill { id } userErrors { code message } }
+        }""",
+        {
+            "input": {
+                "target": {"assets": {"names": ["raw_days"], "downstream": True}},
+                "partitions": {"range": {"start": "2024-09-01", "end": "2024-09-08"}},
+            }
+        },
+    )["launchBackfill"]
+    assert data["userErrors"] == []
+    backfill = finish(server, data["backfill"]["id"])
+    assert backfill["status"] == "COMPLETED_SUCCESS" and backfill["counts"]["succeeded"] == 24
+    weekly = executions(marks, "weekly")
+    assert sorted(e.keys for e in weekly) == [days("2024-09-01", 4), days("2024-09-05", 4)]
+    times = marked_times(marks)
+    for e in weekly:
+        started = times[("start", "weekly", e.run_id)]
+        for key in e.keys:
+            (raw,) = [r for r in executions(marks, "raw_days") if r.keys == (key,)]
+            (down,) = [d for d in executions(marks, "after_weekly") if d.keys == (key,)]
+            assert times[("end", "raw_days", raw.run_id)] < started
+            assert (
+                times[("end", "weekly", e.run_id)] < times[("start", "after_weekly", down.run_id)]
+            )
+    found = [
+        e
+        for name in ("raw_days", "weekly", "after_weekly")
+        for e in executions(marks, name)
+        if e.keys[0].startswith("2024-09")
+    ]
+    same_runs(backfill, found)
+
+
+def marked_times(marks: Path) -> dict[tuple[str, str, str], int]:
+    """(start or end, asset or job, run id) -> its monotonic time."""
+    found: dict[tuple[str, str, str], int] = {}
+    for path in marks.glob("*.log"):
+        for line in path.read_text().splitlines():
+            what, name, run_id, _, _, _, at = line.split()
+            found[(what, name, run_id)] = int(at)
+    return found
