@@ -105,7 +105,8 @@ class ResultsRepository(SessionRepository):
         outcomes.ignored = len(end_by_id) + len(start_by_id) - len(rows)
         ranged = [int(r.id) for r in rows if int(r.partition_count) > 1]
         if ranged:
-            rows += await self._active_rows(owner, ranged, skip_locked, members=True)
+            # Never skipped when locked: a range is written whole (its lead is locked already).
+            rows += await self._active_rows(owner, ranged, False, members=True)
         if logs:
             await self.session.execute(
                 insert(logs_t),
