@@ -225,6 +225,8 @@ class Run(Node):
     _backfill_pk: strawberry.Private[int]
     _lead_pk: strawberry.Private[int | None] = None
     """The ranged run this row belongs to (its own pk when it leads one); None otherwise."""
+    _range_size: strawberry.Private[int | None] = None
+    """A ranged run's size when this row leads it (known without a read)."""
 
     @strawberry.field(
         description="Every partition this run covers, in key order: `[partitionKey]` for a "
@@ -241,6 +243,8 @@ class Run(Node):
     async def partition_count(self, info: strawberry.Info[Any, Any]) -> int:
         if self._lead_pk is None:
             return 1
+        if self._range_size is not None:
+            return self._range_size
         return len(await source_of(info).run_partition_keys(self._lead_pk))
 
     @strawberry.field(description="The asset this run materializes; null for a job's run.")
