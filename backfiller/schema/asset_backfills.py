@@ -34,6 +34,11 @@ class AssetPreview:
     total: int = strawberry.field(description="Its partitions in the backfill.")
     runs: int = strawberry.field(description="Partitions that would run (total - skipped).")
     skipped: int
+    ranged_runs: int | None = strawberry.field(
+        default=None,
+        description="For an asset with a backfill policy, how many runs its `runs` partitions "
+        "form (chunks of consecutive partitions); null for one run per partition.",
+    )
 
 
 @strawberry.type(description="A partition of an asset and the status of its latest run.")

@@ -435,6 +435,7 @@ class BackfillPreview:
     ranged_runs: int | None = strawberry.field(
         default=None,
         description="For a job with a backfill policy, how many runs the `runs` partitions "
-        "form (chunks of consecutive partitions; a skipped partition splits a chunk); null "
-        "for one run per partition.",
+        "form (chunks of consecutive partitions; a skipped partition splits a chunk); for an "
+        "asset backfill with such an asset, the runs of all its assets; null for one run per "
+        "partition.",
     )

@@ -161,6 +161,8 @@ class AssetPreviewLine:
     total: int
     runs: int
     skipped: int
+    ranged_runs: int | None = None
+    """For an asset with a backfill policy, the runs that its ``runs`` partitions form."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +178,8 @@ class LaunchPreview:
     assets: tuple[AssetPreviewLine, ...] | None = None
     """Per asset of an asset launch, in dependency order; None for a job."""
     ranged_runs: int | None = None
-    """For a job with a backfill policy, the runs that ``runs`` partitions form; else None."""
+    """For a job with a backfill policy, the runs that ``runs`` partitions form (for an asset
+    backfill with such an asset, the runs of every asset); else None."""
 
 
 def _problem(code: ProblemCode, message: str, *path: str) -> LaunchProblem:

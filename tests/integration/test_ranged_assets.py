@@ -123,3 +123,33 @@ async def test_asset_shows_its_policy(gql: GraphQLRunner) -> None:
     )
     assert data["loaded"]["backfillPolicy"] == {"singleRun": False, "maxPartitionsPerRun": 4}
     assert data["raw"]["backfillPolicy"] is None
+
+
+async def test_the_preview_counts_a_ranged_assets_runs(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    await launch(gql, "raw", "2024-01-05", "2024-01-05")
+    await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
+    data = await gql(
+        """mutation($input: LaunchBackfillInput!) {
+          previewBackfill(input: $input) {
+            preview { runs rangedRuns assets { name runs skipped rangedRuns } }
+            userErrors { message }
+          }
+        }""",
+        {
+            "input": {
+                "target": {"assets": {"names": ["raw"], "downstream": True}},
+                "partitions": {"range": {"start": "2024-01-01", "end": "2024-01-10"}},
+                "reprocess": "MISSING",
+            }
+        },
+    )
+    preview = data["previewBackfill"]["preview"]
+    # 2024-01-05 ran for every asset: 1-4 and 6-10 are left, `loaded` in runs of 4, 4 and 1.
+    assert preview["assets"] == [
+        {"name": "raw", "runs": 9, "skipped": 1, "rangedRuns": None},
+        {"name": "loaded", "runs": 9, "skipped": 1, "rangedRuns": 3},
+        {"name": "report", "runs": 9, "skipped": 1, "rangedRuns": None},
+    ]
+    assert preview["runs"] == 27 and preview["rangedRuns"] == 9 + 3 + 9

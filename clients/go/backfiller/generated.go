@@ -86,6 +86,8 @@ type AssetPreview struct {
 	// Partitions that would run (total - skipped).
 	Runs    int32 `json:"runs"`
 	Skipped int32 `json:"skipped"`
+	// For an asset with a backfill policy, how many runs its `runs` partitions form (chunks of consecutive partitions); null for one run per partition.
+	RangedRuns *int32 `json:"rangedRuns,omitempty"`
 }
 
 // The assets of an asset backfill, as asked and as resolved.
@@ -322,7 +324,7 @@ type BackfillPreview struct {
 	SkippedPartitions []SkippedPartition `json:"skippedPartitions"`
 	// Per asset of an asset backfill, in dependency order; null for a job.
 	Assets []AssetPreview `json:"assets,omitempty"`
-	// For a job with a backfill policy, how many runs the `runs` partitions form (chunks of consecutive partitions; a skipped partition splits a chunk); null for one run per partition.
+	// For a job with a backfill policy, how many runs the `runs` partitions form (chunks of consecutive partitions; a skipped partition splits a chunk); for an asset backfill with such an asset, the runs of all its assets; null for one run per partition.
 	RangedRuns *int32 `json:"rangedRuns,omitempty"`
 }
 
