@@ -26,6 +26,7 @@ from backfiller.definitions.partitions import (
     TimePartitions,
     WeeklyPartitions,
 )
+from backfiller.definitions.policies import BackfillPolicy, multi_run, single_run
 from backfiller.definitions.triggers import (
     PartitionStatuses,
     SkipReason,
@@ -84,6 +85,7 @@ __all__ = [
     "AssetDefinition",
     "AssetSelection",
     "AsyncClient",
+    "BackfillPolicy",
     "BackfillRequest",
     "BackfillerAPIError",
     "BackfillerAuthError",
@@ -121,5 +123,7 @@ __all__ = [
     "asset",
     "job",
     "load_definitions",
+    "multi_run",
+    "single_run",
     "trigger",
 ]

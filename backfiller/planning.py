@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from backfiller.definitions.partitions import KeySpace, PartitionsDefinition
 from backfiller.domain import Order, SelectionKind
+from backfiller.ranges import chunk_consecutive, runs_needed
 
 MAX_KEYS_LISTED = 5
 
@@ -278,3 +279,28 @@ def pin_stored_selection(
             ["partitions"],
         )
     return resolved
+
+
+def ranged_run_count(
+    resolved: ResolvedSelection,
+    order: Order,
+    space: KeySpace,
+    skipped: Collection[int],
+    per_run: int,
+) -> int:
+    """How many ranged runs of at most ``per_run`` consecutive partitions the selection's
+    partitions form once the positions ``skipped`` are left out (a skipped one splits a chunk).
+
+    A range's positions are consecutive partitions, so only the skipped positions are walked;
+    a key list is chunked by the keys' indexes in the key space.
+    """
+    if resolved.keys is None:
+        count, previous = 0, -1
+        for position in [*sorted(skipped), resolved.total]:
+            count += runs_needed(position - previous - 1, per_run)
+            previous = position
+        return count
+    last = resolved.total - 1
+    left_out = {p if order is Order.OLDEST_FIRST else last - p for p in skipped}
+    indexes = [space.index_of(k) for i, k in enumerate(resolved.keys) if i not in left_out]
+    return len(chunk_consecutive(indexes, per_run))

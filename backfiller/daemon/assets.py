@@ -18,6 +18,7 @@ from datetime import datetime
 
 from backfiller.asset_graph import AssetGraph
 from backfiller.asset_plan import AssetTarget, split_slot_key, upstream_needs
+from backfiller.daemon.asset_ranges import asset_range_task, ranged_assets
 from backfiller.daemon.lease import lease_valid, lose_lease
 from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState
@@ -198,6 +199,7 @@ async def _claim(
                 reprocess=record.reprocess,
                 backfill_limit=record.max_concurrent_runs,
                 asset_limits=limits,
+                ranged=ranged_assets(definitions, pinned.spaces),
             )
     except Conflict as exc:
         logger.info("claim of asset backfill %s lost a race, retrying later: %s", record.id, exc)
@@ -207,13 +209,12 @@ async def _claim(
         lose_lease(state, None, str(exc))
         return []
     report.skipped += claim.skipped
-    tasks: list[RunTask] = []
+    tasks = [asset_range_task(definitions, record, pinned.spaces, r) for r in claim.ranges]
     for c in claim.runs:
         asset_name, key = split_slot_key(c.partition_key)
         asset = definitions.get_asset(asset_name)
         assert asset is not None
         window = pinned.spaces[asset_name].window(key)
-        tags = {**dict(asset.job.tags), **{str(k): str(v) for k, v in record.tags}}
         tasks.append(
             RunTask(
                 run_id=c.run_id,
@@ -222,7 +223,7 @@ async def _claim(
                 partition_key=key,
                 attempt=c.attempt,
                 run_config=record.run_config or {},
-                tags=tags,
+                tags={**dict(asset.job.tags), **{str(k): str(v) for k, v in record.tags}},
                 partition_start=window[0] if window else None,
                 partition_end=window[1] if window else None,
                 timeout_seconds=asset.job.timeout_seconds,

@@ -23,6 +23,7 @@ from backfiller.daemon.lease import (
     take_over,
     take_over_expired,
 )
+from backfiller.daemon.ranges import claim_ranged_runs
 from backfiller.daemon.report import TickReport
 from backfiller.daemon.selections import PinnedSelection, SelectionVanished
 from backfiller.daemon.state import PLAN_WINDOW, DaemonState, Limits, new_owner
@@ -101,7 +102,8 @@ async def plan_backfills(
                 if await ExecutionRepository(session).start_backfill(record.id, clock()):
                     report.started_backfills += 1
                     state.forget_backfills()
-        report += await _plan_ahead(database, record, pinned, clock, state)
+        ahead = _ranged_window(definitions, record, state)
+        report += await _plan_ahead(database, record, pinned, clock, state, ahead)
     return report
 
 
@@ -120,15 +122,17 @@ async def _plan_ahead(
     pinned: PinnedSelection,
     clock: Clock,
     state: DaemonState,
+    ahead: tuple[int, int] | None = None,
 ) -> TickReport:
     report = TickReport()
     planned, pending = record.planned, record.pending
+    window, enough = ahead or (state.plan_window, state.plan_window // 2)
     for _ in range(PLAN_CHUNKS_PER_TICK):
         unplanned = record.total - planned
         materialized_pending = pending - unplanned
-        if unplanned <= 0 or materialized_pending >= state.plan_window // 2:
+        if unplanned <= 0 or materialized_pending >= enough:
             break
-        stop = min(record.total, planned + state.plan_window)
+        stop = min(record.total, planned + window)
         keys = keys_between(pinned.resolved, record.order, pinned.space, planned, stop)
         reasons: dict[str, object] = {}
         async with database.write() as session:
@@ -152,6 +156,18 @@ async def _plan_ahead(
         planned += len(slots)
         pending -= skipped
     return report
+
+
+def _ranged_window(
+    definitions: Definitions, record: BackfillRecord, state: DaemonState
+) -> tuple[int, int] | None:
+    """For a job with a backfill policy, the window to plan and the pending slots to keep
+    planned: at least one whole chunk, so a claim never cuts a chunk at the planning edge."""
+    job = definitions.get_job(record.job_name)
+    if job is None or job.backfill_policy is None:
+        return None
+    per_run = job.backfill_policy.partitions_per_run
+    return max(state.plan_window, per_run), max(state.plan_window // 2, per_run)
 
 
 # -- launch --------------------------------------------------------------------------------------
@@ -221,12 +237,15 @@ async def _runnable(
     for record in await state.running_backfills(database):
         if record.pending - (record.total - record.planned) <= 0:
             continue
-        if record.max_concurrent_runs is not None and (
-            record.queued + record.running >= record.max_concurrent_runs
-        ):
-            continue
         job = definitions.get_job(record.job_name)
         if job is None:
+            continue
+        if (
+            record.max_concurrent_runs is not None
+            and job.backfill_policy
+            is None  # a ranged run holds several partitions: the claim counts
+            and record.queued + record.running >= record.max_concurrent_runs
+        ):
             continue
         try:
             pinned = await state.selections.pin(database, job, record)
@@ -246,6 +265,8 @@ async def _claim(
     want: int,
     report: TickReport,
 ) -> list[RunTask]:
+    if job.backfill_policy is not None:
+        return await claim_ranged_runs(database, clock, state, (record, job, pinned), want, report)
     now = clock()
     if not lease_valid(state, now):
         return []

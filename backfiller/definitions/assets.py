@@ -26,6 +26,7 @@ from backfiller.definitions.jobs import (
 )
 from backfiller.definitions.mappings import PartitionMapping
 from backfiller.definitions.partitions import PartitionsDefinition, StaticPartitions
+from backfiller.definitions.policies import BackfillPolicy
 from backfiller.domain import DEFAULT_LOST_WORKER_RETRIES
 
 UNPARTITIONED_KEY = "default"
@@ -86,6 +87,7 @@ def asset(
     config: Mapping[str, Any] | type | None = None,
     tags: Mapping[str, str] | None = None,
     description: str | None = None,
+    backfill_policy: BackfillPolicy | None = None,
 ) -> Callable[[JobFunction], AssetDefinition]:
     """Declare an asset over a function that takes a :class:`RunContext`.
 
@@ -93,6 +95,9 @@ def asset(
         partitions: its partitions definition; None for an unpartitioned asset.
         deps: upstream assets, by name, definition or :class:`Dep` (with a mapping).
         queue: the launcher queue its runs go to (launchers that have queues).
+        backfill_policy: ``single_run()`` or ``multi_run(N)``: an asset backfill runs chunks
+            of its consecutive partitions, one run each, once their upstream partitions are
+            done (see docs/ranged-runs.md).
 
     The other arguments are those of :func:`backfiller.job`.
     """
@@ -111,6 +116,7 @@ def asset(
             config=config,
             tags=tags,
             description=description,
+            backfill_policy=backfill_policy,
         )(fn)
         return AssetDefinition(
             name=asset_name,

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from backfiller.definitions.partitions import PartitionsDefinition
+from backfiller.definitions.policies import BackfillPolicy
 from backfiller.domain import DEFAULT_LOST_WORKER_RETRIES
 
 if TYPE_CHECKING:
@@ -39,7 +40,12 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class RunContext:
-    """What a job function receives for one run of one partition."""
+    """What a job function receives for one run of one partition (or of a range).
+
+    A ranged run (a job with a ``backfill_policy``) covers ``partition_keys``, consecutive
+    partitions in key order; ``partition_key`` is the first of them and
+    ``partition_start``/``partition_end`` span the whole range.
+    """
 
     job_name: str
     partition_key: str
@@ -52,6 +58,12 @@ class RunContext:
     backfill_id: str
     log: logging.Logger
     client_factory: Callable[[], Client] | None = None
+    partition_keys: tuple[str, ...] = ()
+    """Every partition this run covers (just ``partition_key`` unless the run is ranged)."""
+
+    def __post_init__(self) -> None:
+        if not self.partition_keys:
+            object.__setattr__(self, "partition_keys", (self.partition_key,))
 
     @property
     def client(self) -> Client:
@@ -140,6 +152,8 @@ class JobDefinition:
     description: str | None = None
     queue: str | None = None
     """The Celery queue its runs go to (the Celery launcher only; None: the default queue)."""
+    backfill_policy: BackfillPolicy | None = None
+    """Ranged runs (``single_run()``, ``multi_run(N)``); None: one run per partition."""
 
     def __call__(self, context: RunContext) -> object:
         return self.fn(context)
@@ -157,11 +171,14 @@ def job(
     tags: Mapping[str, str] | None = None,
     description: str | None = None,
     queue: str | None = None,
+    backfill_policy: BackfillPolicy | None = None,
 ) -> Callable[[JobFunction], JobDefinition]:
     """Declare a partitioned job over a function that takes a :class:`RunContext`.
 
     ``queue`` names the Celery queue its runs go to with the Celery launcher, so that heavy
     jobs run on the workers that listen on it (``backfiller worker --queues gpu``).
+    ``backfill_policy`` (``single_run()`` or ``multi_run(N)``) makes a backfill run chunks of
+    consecutive partitions, one run each (see docs/ranged-runs.md).
 
     Example:
         >>> @job(partitions=DailyPartitions(start="2024-01-01"))
@@ -193,6 +210,7 @@ def job(
             tags=dict(tags or {}),
             description=doc,
             queue=queue,
+            backfill_policy=backfill_policy,
         )
 
     return decorate

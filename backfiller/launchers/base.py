@@ -75,6 +75,9 @@ class RunTask:
     """The run's own bearer token for ``context.client`` (see storage.run_credentials)."""
     trace_parent: str | None = None
     """The W3C ``traceparent`` of the run's span, when tracing is on."""
+    partition_keys: tuple[str, ...] = ()
+    """A ranged run's partitions, in key order (``partition_key`` is the first); empty for a
+    run of one partition. ``partition_start``/``partition_end`` then span the range."""
 
 
 @dataclass(frozen=True, slots=True)

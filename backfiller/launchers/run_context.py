@@ -45,6 +45,7 @@ def prepare_run(
     context = RunContext(
         job_name=task.job_name,
         partition_key=task.partition_key,
+        partition_keys=task.partition_keys,
         partition_start=task.partition_start,
         partition_end=task.partition_end,
         run_id=ids.run_id(task.run_id),

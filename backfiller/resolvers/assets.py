@@ -53,6 +53,7 @@ def asset_from_definition(services: Services, asset: AssetDefinition) -> Asset:
         upstream=graph.upstream_of(asset.name),
         downstream=graph.downstream_of(asset.name),
         level=graph.level[asset.name],
+        backfill_policy=job_from_definition(asset.job).backfill_policy,
     )
 
 

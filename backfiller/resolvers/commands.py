@@ -154,13 +154,19 @@ def preview_of(preview: LaunchPreview) -> BackfillPreview:
         assets=(
             [
                 AssetPreview(
-                    name=a.name, level=a.level, total=a.total, runs=a.runs, skipped=a.skipped
+                    name=a.name,
+                    level=a.level,
+                    total=a.total,
+                    runs=a.runs,
+                    skipped=a.skipped,
+                    ranged_runs=a.ranged_runs,
                 )
                 for a in preview.assets
             ]
             if preview.assets is not None
             else None
         ),
+        ranged_runs=preview.ranged_runs,
     )
 
 

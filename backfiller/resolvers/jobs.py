@@ -15,7 +15,7 @@ from backfiller.schema.backfills import Run, RunConnection, RunEdge
 from backfiller.schema.common import JSON, Tag, UserError, UserErrorCode
 from backfiller.schema.enums import PartitionsKind, RunStatus
 from backfiller.schema.inputs import DynamicPartitionsInput
-from backfiller.schema.jobs import Job, PartitionsDefinition, RetryPolicy
+from backfiller.schema.jobs import BackfillPolicy, Job, PartitionsDefinition, RetryPolicy
 from backfiller.schema.payloads import DynamicPartitionsPayload
 from backfiller.storage.repositories import DynamicPartitionRepository, RunReads
 
@@ -55,6 +55,14 @@ def job_from_definition(job: JobDefinition) -> Job:
         timeout_seconds=job.timeout_seconds,
         config_schema=JSON(job.config.json_schema) if job.config.json_schema else None,
         tags=[Tag(key=k, value=v) for k, v in job.tags.items()],
+        backfill_policy=(
+            BackfillPolicy(
+                single_run=job.backfill_policy.max_partitions_per_run is None,
+                max_partitions_per_run=job.backfill_policy.partitions_per_run,
+            )
+            if job.backfill_policy is not None
+            else None
+        ),
     )
 
 

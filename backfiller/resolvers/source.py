@@ -273,6 +273,10 @@ class StorageSource:
     ) -> NotificationConnection:
         return await notifications_page(self.database, pk, self._limit(first), after)
 
+    async def run_partition_keys(self, lead_pk: int) -> list[str]:
+        async with self.database.read() as session:
+            return await RunReads(session).range_keys(lead_pk)
+
     async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection:
         limit = self._limit(first)
         after_id = cursor_value("log", after)

@@ -359,6 +359,10 @@ def run_from_record(record: RunRecord) -> Run:
         worker=run_worker(record.worker),
         _pk=record.id,
         _backfill_pk=record.backfill_id,
+        _lead_pk=record.lead_run_id
+        if record.lead_run_id is not None
+        else (record.id if record.partition_count > 1 else None),
+        _range_size=record.partition_count if record.lead_run_id is None else None,
     )
 
 

@@ -12,7 +12,7 @@ import strawberry
 
 from backfiller.schema.backfills import BackfillCounts, PartitionStatusRange
 from backfiller.schema.enums import RunStatus
-from backfiller.schema.jobs import PartitionsDefinition
+from backfiller.schema.jobs import BackfillPolicy, PartitionsDefinition
 
 
 @strawberry.type(description="One asset of an asset backfill: its counts and statuses there.")
@@ -34,6 +34,11 @@ class AssetPreview:
     total: int = strawberry.field(description="Its partitions in the backfill.")
     runs: int = strawberry.field(description="Partitions that would run (total - skipped).")
     skipped: int
+    ranged_runs: int | None = strawberry.field(
+        default=None,
+        description="For an asset with a backfill policy, how many runs its `runs` partitions "
+        "form (chunks of consecutive partitions); null for one run per partition.",
+    )
 
 
 @strawberry.type(description="A partition of an asset and the status of its latest run.")
@@ -52,6 +57,11 @@ class Asset:
     upstream: list[str] = strawberry.field(description="The assets it depends on directly.")
     downstream: list[str] = strawberry.field(description="The assets that depend on it directly.")
     level: int = strawberry.field(description="Its dependency level in the whole graph.")
+    backfill_policy: BackfillPolicy | None = strawberry.field(
+        default=None,
+        description="How an asset backfill groups its partitions into runs; null for one run "
+        "per partition.",
+    )
 
     @strawberry.field(
         description="Its partitions that ran, with their latest run's status (any backfill), "

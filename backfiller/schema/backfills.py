@@ -223,6 +223,29 @@ class Run(Node):
     )
     _pk: strawberry.Private[int]
     _backfill_pk: strawberry.Private[int]
+    _lead_pk: strawberry.Private[int | None] = None
+    """The ranged run this row belongs to (its own pk when it leads one); None otherwise."""
+    _range_size: strawberry.Private[int | None] = None
+    """A ranged run's size when this row leads it (known without a read)."""
+
+    @strawberry.field(
+        description="Every partition this run covers, in key order: `[partitionKey]` for a "
+        "run of one partition, the whole range for a ranged run (a job with a backfill "
+        "policy), whose `partitionKey` is its first key. Counts and partition statuses stay "
+        "per partition."
+    )
+    async def partition_keys(self, info: strawberry.Info[Any, Any]) -> list[str]:
+        if self._lead_pk is None:
+            return [self.partition_key]
+        return await source_of(info).run_partition_keys(self._lead_pk)
+
+    @strawberry.field(description="How many partitions this run covers (1 unless ranged).")
+    async def partition_count(self, info: strawberry.Info[Any, Any]) -> int:
+        if self._lead_pk is None:
+            return 1
+        if self._range_size is not None:
+            return self._range_size
+        return len(await source_of(info).run_partition_keys(self._lead_pk))
 
     @strawberry.field(description="The asset this run materializes; null for a job's run.")
     def asset(self, info: strawberry.Info[Any, Any]) -> str | None:
@@ -249,7 +272,8 @@ class Run(Node):
     async def logs(
         self, info: strawberry.Info[Any, Any], first: int = 100, after: str | None = None
     ) -> RunLogConnection:
-        return await source_of(info).run_logs(self._pk, first, after)
+        # A ranged run's lines are kept on the run that leads it.
+        return await source_of(info).run_logs(self._lead_pk or self._pk, first, after)
 
 
 @strawberry.type
@@ -407,4 +431,11 @@ class BackfillPreview:
     ) = strawberry.field(
         default=None,
         description="Per asset of an asset backfill, in dependency order; null for a job.",
+    )
+    ranged_runs: int | None = strawberry.field(
+        default=None,
+        description="For a job with a backfill policy, how many runs the `runs` partitions "
+        "form (chunks of consecutive partitions; a skipped partition splits a chunk); for an "
+        "asset backfill with such an asset, the runs of all its assets; null for one run per "
+        "partition.",
     )

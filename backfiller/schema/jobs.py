@@ -58,6 +58,20 @@ class PartitionsDefinition:
         return await source_of(info).job_partition_keys(self._job, first, after)
 
 
+@strawberry.type(
+    description="Ranged runs: a backfill runs chunks of consecutive partitions, one run each "
+    "(`Run.partitionKeys`). Counts and partition statuses stay per partition."
+)
+class BackfillPolicy:
+    single_run: bool = strawberry.field(
+        description="One run over the whole selection (in chunks of `maxPartitionsPerRun` "
+        "beyond that many partitions)."
+    )
+    max_partitions_per_run: int = strawberry.field(
+        description="The most partitions one run covers."
+    )
+
+
 @strawberry.type
 class RetryPolicy:
     max_retries: int
@@ -76,6 +90,11 @@ class Job:
         description="JSON schema that `runConfig` must match; null when the job takes none."
     )
     tags: list[Tag]
+    backfill_policy: BackfillPolicy | None = strawberry.field(
+        default=None,
+        description="How a backfill of this job groups its partitions into runs; null for "
+        "one run per partition.",
+    )
 
     @strawberry.field(
         description="Every partition of the job folded into ranges of its latest status "

@@ -27,7 +27,12 @@ from backfiller.asset_plan import (
 from backfiller.definitions.assets import AssetDefinition
 from backfiller.ids import backfill_id
 from backfiller.observability import tracing
-from backfiller.planning import ResolvedSelection, SelectionProblem, resolve_selection
+from backfiller.planning import (
+    ResolvedSelection,
+    SelectionProblem,
+    ranged_run_count,
+    resolve_selection,
+)
 from backfiller.services.backend import Backend
 from backfiller.services.launching import (
     _SELECTION_CODES,
@@ -198,13 +203,11 @@ async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPrev
     launch = plan.assets
     assert launch is not None
     reprocess, order = plan.new.reprocess, plan.new.order
-    lines: list[AssetPreviewLine] = []
-    for part in launch.target.parts:
-        skipped = 0
-        if reprocess is not domain.Reprocess.ALL:
-            skipped = await _skipped_within(backend, part, reprocess)
-        level = launch.levels.get(part.name, 0)
-        lines.append(AssetPreviewLine(part.name, level, part.count, part.count - skipped, skipped))
+    lines = [
+        await _preview_line(backend, part, launch.levels.get(part.name, 0), reprocess)
+        for part in launch.target.parts
+    ]
+    ranged = any(line.ranged_runs is not None for line in lines)
     total = launch.target.total
     skipped_total = sum(line.skipped for line in lines)
     first = tuple(
@@ -218,29 +221,54 @@ async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPrev
         skipped=skipped_total,
         first_partitions=first,
         assets=tuple(lines),
+        ranged_runs=(
+            sum(line.runs if line.ranged_runs is None else line.ranged_runs for line in lines)
+            if ranged
+            else None
+        ),
     )
 
 
-async def _skipped_within(backend: Backend, part: AssetPart, reprocess: domain.Reprocess) -> int:
+async def _preview_line(
+    backend: Backend, part: AssetPart, level: int, reprocess: domain.Reprocess
+) -> AssetPreviewLine:
+    """One asset's preview: partitions that would run or be skipped, and for an asset with a
+    backfill policy the runs they form."""
     asset = backend.definitions.get_asset(part.name)
-    if asset is None:
-        return 0
+    skipped: set[int] = set()
+    if asset is not None and reprocess is not domain.Reprocess.ALL:
+        skipped = await _skipped_within(backend, asset, part, reprocess)
+    ranged: int | None = None
+    if asset is not None and (policy := asset.job.backfill_policy) is not None:
+        space = await key_space_of(asset.key_partitions, backend.clock(), backend.database)
+        kind = domain.SelectionKind.RANGE if part.keys is None else domain.SelectionKind.KEYS
+        resolved = ResolvedSelection(kind, part.start, part.count, part.keys)
+        oldest = domain.Order.OLDEST_FIRST  # offsets count from the oldest partition
+        ranged = ranged_run_count(resolved, oldest, space, skipped, policy.partitions_per_run)
+    runs = part.count - len(skipped)
+    return AssetPreviewLine(part.name, level, part.count, runs, len(skipped), ranged)
+
+
+async def _skipped_within(
+    backend: Backend, asset: AssetDefinition, part: AssetPart, reprocess: domain.Reprocess
+) -> set[int]:
+    """The offsets (oldest first) of ``part``'s partitions that ``reprocess`` skips."""
     async with backend.database.read() as session:
         history = await PartitionStateRepository(session).all_of_job(
             part.name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
         )
     space = await key_space_of(asset.key_partitions, backend.clock(), backend.database)
-    keys = set(part.keys) if part.keys is not None else None
-    n = 0
+    offset_of = {k: i for i, k in enumerate(part.keys)} if part.keys is not None else None
+    found: set[int] = set()
     for key, state in history.items():
         if domain.skip_reason_for(reprocess, state) is None:
             continue
-        if keys is not None:
-            n += key in keys
-        else:
-            index = space.index_of(key)
-            n += index is not None and part.start <= index < part.start + part.count
-    return n
+        if offset_of is not None:
+            if key in offset_of:
+                found.add(offset_of[key])
+        elif (index := space.index_of(key)) is not None and 0 <= index - part.start < part.count:
+            found.add(index - part.start)
+    return found
 
 
 async def asset_retry_of(

@@ -30,6 +30,7 @@ from backfiller.planning import (
     SelectionProblem,
     key_at,
     position_of,
+    ranged_run_count,
     request_fingerprint,
     resolve_selection,
 )
@@ -160,6 +161,8 @@ class AssetPreviewLine:
     total: int
     runs: int
     skipped: int
+    ranged_runs: int | None = None
+    """For an asset with a backfill policy, the runs that its ``runs`` partitions form."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +177,9 @@ class LaunchPreview:
     skipped_partitions: tuple[tuple[str, domain.SkipReason], ...] = field(default=())
     assets: tuple[AssetPreviewLine, ...] | None = None
     """Per asset of an asset launch, in dependency order; None for a job."""
+    ranged_runs: int | None = None
+    """For a job with a backfill policy, the runs that ``runs`` partitions form (for an asset
+    backfill with such an asset, the runs of every asset); else None."""
 
 
 def _problem(code: ProblemCode, message: str, *path: str) -> LaunchProblem:
@@ -402,6 +408,11 @@ async def preview_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
         skipped=len(skipped),
         first_partitions=tuple(first),
         skipped_partitions=tuple((key_at(resolved, new.order, space, p), r) for p, r in listed),
+        ranged_runs=(
+            ranged_run_count(resolved, new.order, space, skipped, policy.partitions_per_run)
+            if (policy := plan.job.backfill_policy) is not None
+            else None
+        ),
     )
 
 

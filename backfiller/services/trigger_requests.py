@@ -79,7 +79,11 @@ def _preview_json(preview: LaunchPreview) -> dict[str, Any]:
         "skipped_partitions": [[k, r.value] for k, r in preview.skipped_partitions],
     }
     if preview.assets is not None:
-        out["assets"] = [[a.name, a.level, a.total, a.runs, a.skipped] for a in preview.assets]
+        out["assets"] = [
+            [a.name, a.level, a.total, a.runs, a.skipped, a.ranged_runs] for a in preview.assets
+        ]
+    if preview.ranged_runs is not None:
+        out["ranged_runs"] = preview.ranged_runs
     return out
 
 
@@ -137,6 +141,7 @@ def _preview_of(stored: dict[str, Any]) -> LaunchPreview:
             if "assets" in stored
             else None
         ),
+        ranged_runs=stored.get("ranged_runs"),
     )
 
 

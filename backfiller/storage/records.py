@@ -150,9 +150,16 @@ class RunRecord(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(200))
     heartbeat_at: Mapped[datetime | None]
     worker: Mapped[str | None] = mapped_column(String(200))
+    # A ranged run (a job's backfill policy) is one row per partition, all claimed, started and
+    # ended together: the first partition's row leads (``partition_count`` partitions, its id is
+    # the run's id), the others name it in ``lead_run_id``. Each row holds its partition's
+    # place in ``uq_runs_active_partition``.
+    lead_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    partition_count: Mapped[int] = mapped_column(Integer, default=1, server_default=text("1"))
 
     __table_args__ = (
         UniqueConstraint("slot_id", "attempt"),
+        Index("ix_runs_lead_run_id", "lead_run_id"),
         Index("ix_runs_backfill_id_id", "backfill_id", "id"),
         Index("ix_runs_status_id", "status", "id"),
         Index("ix_runs_lease_owner_status", "lease_owner", "status"),

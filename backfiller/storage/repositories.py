@@ -13,6 +13,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    or_,
     select,
     text,
     update,
@@ -390,8 +391,11 @@ class RunReads:
         job_name: str | None = None,
         partition_key: str | None = None,
     ) -> list[RunRecord]:
-        """Newest first."""
+        """Newest first. A ranged run is listed once (by its lead row), unless the runs of
+        one partition are asked for: then the row of that partition."""
         stmt = select(RunRecord).order_by(RunRecord.id.desc()).limit(limit)
+        if partition_key is None:
+            stmt = stmt.where(RunRecord.lead_run_id.is_(None))
         if backfill_id is not None:
             stmt = stmt.where(RunRecord.backfill_id == backfill_id)
         if before_id is not None:
@@ -403,6 +407,16 @@ class RunReads:
         if partition_key is not None:
             stmt = stmt.where(RunRecord.partition_key == partition_key)
         return list((await self.session.execute(stmt)).scalars())
+
+    async def range_keys(self, lead_pk: int) -> list[str]:
+        """The partitions of the ranged run led by ``lead_pk``, in key order (the lead's
+        first, then its other rows in the order the claim inserted them)."""
+        result = await self.session.execute(
+            select(RunRecord.partition_key)
+            .where(or_(RunRecord.id == lead_pk, RunRecord.lead_run_id == lead_pk))
+            .order_by(RunRecord.id)
+        )
+        return [str(k) for k in result.scalars()]
 
     async def logs(self, run_id: int, limit: int, after_id: int | None) -> list[RunLogRecord]:
         stmt = (

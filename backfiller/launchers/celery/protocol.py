@@ -99,6 +99,7 @@ def task_message(task: RunTask, owner: str) -> dict[str, Any]:
         # The run's own bearer token for context.client (the broker is trusted: docs/security.md)
         "credential": task.credential,
         "trace_parent": task.trace_parent,
+        "partitions": list(task.partition_keys),
     }
 
 
@@ -117,6 +118,7 @@ def task_from_message(message: Mapping[str, Any]) -> RunTask:
         timeout_seconds=None if message.get("timeout") is None else float(message["timeout"]),
         credential=message.get("credential"),
         trace_parent=message.get("trace_parent"),
+        partition_keys=tuple(str(k) for k in message.get("partitions") or ()),
     )
 
 

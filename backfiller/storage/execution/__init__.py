@@ -1,7 +1,8 @@
 """The daemon's data functions: plan, claim, start, finish, requeue, complete. Never commits.
 
 One concept per module: ``planning`` (slots a window at a time), ``claims`` (pending slots to
-leased runs, at most one active run per partition), ``starts`` (the start gate's check), ``results``
+leased runs, at most one active run per partition), ``ranges`` (chunks of them as ranged
+runs), ``starts`` (the start gate's check), ``results``
 (ends with fencing, and retries), ``leases`` (daemon leases and takeovers), ``completion`` (a
 backfill's own status). :class:`ExecutionRepository` gathers them over one session.
 
@@ -20,11 +21,18 @@ transaction locks runs and slots first and backfill rows last, in id order.
 from __future__ import annotations
 
 from backfiller.domain import ACTIVE_RUN_STATES, RunFinished
-from backfiller.storage.execution.claims import Claim, ClaimConflict, ClaimedRun, ClaimsRepository
+from backfiller.storage.execution.claims import Claim, ClaimConflict, ClaimedRun
 from backfiller.storage.execution.common import ACTIVE, CHUNK
 from backfiller.storage.execution.completion import CompletionRepository
 from backfiller.storage.execution.leases import LeasesRepository
 from backfiller.storage.execution.planning import PlannedSlot, PlanningRepository
+from backfiller.storage.execution.ranges import (
+    ClaimedRange,
+    KeyIndex,
+    RangeClaim,
+    RangeClaimsRepository,
+    RangeLimits,
+)
 from backfiller.storage.execution.results import (
     LogEntry,
     Outcomes,
@@ -37,7 +45,7 @@ from backfiller.storage.execution.starts import StartGate, may_start
 
 class ExecutionRepository(
     PlanningRepository,
-    ClaimsRepository,
+    RangeClaimsRepository,
     ResultsRepository,
     LeasesRepository,
     CompletionRepository,
@@ -51,11 +59,15 @@ __all__ = [
     "CHUNK",
     "Claim",
     "ClaimConflict",
+    "ClaimedRange",
     "ClaimedRun",
     "ExecutionRepository",
+    "KeyIndex",
     "LogEntry",
     "Outcomes",
     "PlannedSlot",
+    "RangeClaim",
+    "RangeLimits",
     "RetryRule",
     "RunFinished",
     "RunStart",

@@ -37,14 +37,11 @@ from backfiller.domain import (
     SlotState,
     skip_reason_at_claim,
 )
-from backfiller.storage.execution.claims import (
-    Claim,
-    ClaimConflict,
-    ClaimedRun,
-    ClaimsRepository,
-)
+from backfiller.ranges import chunk_consecutive
+from backfiller.storage.execution.claims import Claim, ClaimConflict, ClaimedRun
 from backfiller.storage.execution.common import ACTIVE, CHUNK, changed, runs_t, slots_t
 from backfiller.storage.execution.planning import PlanningRepository
+from backfiller.storage.execution.ranges import RangeClaimsRepository, RangedAsset
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
 
 Needs = Callable[[str], Sequence[tuple[str, Sequence[str] | None]]]
@@ -75,7 +72,7 @@ def verdict_of(status: SlotState, skip_reason: str | None) -> str:
     return WAITING
 
 
-class AssetClaimsRepository(ClaimsRepository):
+class AssetClaimsRepository(RangeClaimsRepository):
     async def claim_asset_slots(
         self,
         pk: int,
@@ -87,17 +84,25 @@ class AssetClaimsRepository(ClaimsRepository):
         reprocess: Reprocess = Reprocess.ALL,
         backfill_limit: int | None = None,
         asset_limits: Mapping[str, int | None] | None = None,
+        ranged: Mapping[str, RangedAsset] | None = None,
     ) -> Claim:
         """Claim up to ``want`` ready slots of a RUNNING asset backfill, in position order,
-        and skip the blocked ones met on the way (see the module's docstring)."""
+        and skip the blocked ones met on the way (see the module's docstring). The slots of
+        the ``ranged`` assets (a backfill policy) are claimed as ranged runs (``want`` counts
+        runs), see :meth:`_claim_ranges_of_assets`."""
         claim = Claim()
         if want <= 0:
             return claim
         await self.check_lease(owner, now)
-        allowed = await self._asset_room(pk, want, backfill_limit)
+        if ranged:
+            allowed = await self._asset_range_room(pk, want, backfill_limit)
+        else:
+            allowed = await self._asset_room(pk, want, backfill_limit)
         if allowed <= 0:
             return claim
-        ready, blocked = await self._scan(pk, now, needs, allowed)
+        per_run = max((r.per_run for r in (ranged or {}).values()), default=1)
+        ready, blocked = await self._scan(pk, now, needs, allowed * per_run)
+        scanned = {str(s.partition_key) for s in ready}
         if blocked:
             await self._skip(pk, blocked, SkipReason.UPSTREAM_FAILED, now)
             claim.skipped += len(blocked)
@@ -107,6 +112,12 @@ class AssetClaimsRepository(ClaimsRepository):
             for reason, slots in moot.items():
                 await self._skip(pk, slots, reason, now)
                 claim.skipped += len(slots)
+        if ranged:
+            limits = (asset_limits or {}, ranged)
+            await self._claim_ranges_of_assets(
+                claim, pk, ready, scanned, limits, allowed, now, owner
+            )
+            return claim
         chosen = await self._within_asset_limits(ready, asset_limits or {})
         chosen = chosen[:allowed]
         if chosen:
@@ -125,6 +136,107 @@ class AssetClaimsRepository(ClaimsRepository):
         if backfill_limit is None:
             return want
         return min(want, backfill_limit - int(row.queued) - int(row.running))
+
+    async def _asset_range_room(self, pk: int, want: int, backfill_limit: int | None) -> int:
+        """How many runs the backfill's limit allows now (a ranged run counts once)."""
+        locked = await self.session.execute(
+            select(BackfillRecord.id)
+            .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
+            .with_for_update()
+        )
+        if locked.one_or_none() is None:
+            return 0
+        if backfill_limit is None:
+            return want
+        return min(want, backfill_limit - await self._active_leads(RunRecord.backfill_id == pk))
+
+    async def _claim_ranges_of_assets(
+        self,
+        claim: Claim,
+        pk: int,
+        ready: list[Any],
+        scanned: set[str],
+        limits: tuple[Mapping[str, int | None], Mapping[str, RangedAsset]],
+        allowed: int,
+        now: datetime,
+        owner: str,
+    ) -> None:
+        """Claim ``ready`` slots as runs: one each for assets without a policy, chunks of
+        consecutive partitions for the ``ranged`` ones, up to ``allowed`` runs in position order.
+
+        A chunk shorter than its policy allows waits while a partition next to it in the
+        backfill is still pending and was not ready (its upstream is not done), so a ranged
+        asset downstream of single runs is not run one partition at a time.
+        """
+        asset_limits, ranged = limits
+        plain = [s for s in ready if _split(str(s.partition_key))[0] not in ranged]
+        units = [
+            (int(s.position), [s], False)
+            for s in await self._within_asset_limits(plain, asset_limits)
+        ]
+        for asset, spec in ranged.items():
+            mine = [s for s in ready if _split(str(s.partition_key))[0] == asset]
+            if mine:
+                units += await self._asset_chunks(
+                    pk, asset, mine, scanned, spec, asset_limits.get(asset)
+                )
+        units = sorted(units, key=lambda u: u[0])[:allowed]
+        singles = [u[1][0] for u in units if not u[2]]
+        if singles:
+            claim.runs = await self._queue_assets(pk, singles, owner, now)
+        chunks = [u[1] for u in units if u[2]]
+        if chunks:
+            claim.ranges = await self._queue_ranges(pk, _split, chunks, owner, now)
+
+    async def _asset_chunks(
+        self,
+        pk: int,
+        asset: str,
+        mine: list[Any],
+        scanned: set[str],
+        spec: RangedAsset,
+        limit: int | None,
+    ) -> list[tuple[int, list[Any], bool]]:
+        """The ranged runs of ``asset`` to claim now: ``(position, slots in key order, True)``."""
+        keys = [_split(str(s.partition_key))[1] for s in mine]
+        indexes = [spec.key_index(k) for k in keys]
+        groups = chunk_consecutive(indexes, spec.per_run)
+        edges = {
+            f"{asset}/{n}"
+            for g in groups
+            if len(g) < spec.per_run
+            for i in (g[0], g[-1])
+            for n in spec.neighbours(keys[i])
+        }
+        waiting = await self._pending_among(pk, sorted(edges - scanned))
+        room = len(groups)
+        if limit is not None:
+            await self._serialize_job(asset)
+            room = limit - await self._active_leads(RunRecord.job_name == asset)
+        out: list[tuple[int, list[Any], bool]] = []
+        for g in groups:
+            around = {f"{asset}/{n}" for i in (g[0], g[-1]) for n in spec.neighbours(keys[i])}
+            if len(g) < spec.per_run and around & waiting:
+                continue
+            if len(out) >= room:
+                break
+            ordered = sorted(g, key=lambda i: indexes[i] or 0)
+            out.append((int(mine[g[0]].position), [mine[i] for i in ordered], True))
+        return out
+
+    async def _pending_among(self, pk: int, slot_keys: list[str]) -> set[str]:
+        """Which of ``slot_keys`` are slots of the backfill still PENDING."""
+        found: set[str] = set()
+        for i in range(0, len(slot_keys), CHUNK):
+            result = await self.session.execute(
+                select(SlotRecord.partition_key).where(
+                    SlotRecord.backfill_id == pk,
+                    SlotRecord.status == SlotState.PENDING,
+                    SlotRecord.partition_key.in_(slot_keys[i : i + CHUNK]),
+                )
+            )
+            found.update(str(k) for k in result.scalars())
+        return found
 
     async def _scan(
         self, pk: int, now: datetime, needs: Needs, allowed: int

@@ -60,6 +60,8 @@ class Claim:
 
     runs: list[ClaimedRun] = field(default_factory=list)
     skipped: int = 0
+    ranges: list[Any] = field(default_factory=list)
+    """An asset claim's ranged runs (``ranges.ClaimedRange``), for assets with a policy."""
 
 
 class ClaimsRepository(SessionRepository):

@@ -51,7 +51,8 @@ class LogEntry:
 
 @dataclass
 class Outcomes:
-    """What a write of run results did, for the tick's report."""
+    """What a write of run results did, for the tick's report: partitions (every row of a
+    ranged run) for the counters but ``taken_back``, runs for ``written``."""
 
     started: int = 0
     succeeded: int = 0
@@ -59,9 +60,10 @@ class Outcomes:
     retried: int = 0
     canceled: int = 0
     taken_back: int = 0
+    """Runs (a ranged run once) given back to their backfill before they started."""
     ignored: int = 0
     written: list[int] = field(default_factory=list)
-    """The ids of the runs whose end was written."""
+    """The ids of the runs whose end was written (a ranged run's lead only)."""
 
 
 @dataclass
@@ -97,8 +99,14 @@ class ResultsRepository(SessionRepository):
         started_at = {s.run_id: s.at for s in starts}
         start_by_id = {s.run_id: s for s in starts if s.run_id not in end_by_id}
         rows = await self._active_rows(owner, list(end_by_id) + list(start_by_id), skip_locked)
+        # A ranged run's other rows follow their lead (see RunRecord.lead_run_id), never alone.
+        rows = [r for r in rows if r.lead_run_id is None]
         rows = [r for r in rows if _same_attempt(end_by_id.get(int(r.id)), int(r.attempt))]
         outcomes.ignored = len(end_by_id) + len(start_by_id) - len(rows)
+        ranged = [int(r.id) for r in rows if int(r.partition_count) > 1]
+        if ranged:
+            # Never skipped when locked: a range is written whole (its lead is locked already).
+            rows += await self._active_rows(owner, ranged, False, members=True)
         if logs:
             await self.session.execute(
                 insert(logs_t),
@@ -112,7 +120,7 @@ class ResultsRepository(SessionRepository):
         statuses = await self.statuses_of({int(r.backfill_id) for r in rows})
         changes = _Changes()
         for r in rows:
-            run_id = int(r.id)
+            run_id = int(r.lead_run_id or r.id)  # a member's events are its lead's
             end = end_by_id.get(run_id)
             if end is None:
                 _start(changes, r, start_by_id[run_id], owner, now, outcomes)
@@ -123,12 +131,19 @@ class ResultsRepository(SessionRepository):
         await self._write(changes, now)
         return outcomes
 
-    async def _active_rows(self, owner: str, ids: list[int], skip_locked: bool) -> list[Any]:
+    async def _active_rows(
+        self, owner: str, ids: list[int], skip_locked: bool, *, members: bool = False
+    ) -> list[Any]:
+        """The active runs ``ids`` leased to ``owner`` (``members``: the other rows of the
+        ranged runs ``ids``), with their slots."""
         rows: list[Any] = []
+        key = RunRecord.lead_run_id if members else RunRecord.id
         for i in range(0, len(ids), CHUNK):
             stmt = (
                 select(
                     RunRecord.id,
+                    RunRecord.lead_run_id,
+                    RunRecord.partition_count,
                     RunRecord.status,
                     RunRecord.slot_id,
                     RunRecord.backfill_id,
@@ -142,7 +157,7 @@ class ResultsRepository(SessionRepository):
                 )
                 .join(SlotRecord, SlotRecord.id == RunRecord.slot_id)
                 .where(
-                    RunRecord.id.in_(ids[i : i + CHUNK]),
+                    key.in_(ids[i : i + CHUNK]),
                     RunRecord.lease_owner == owner,
                     RunRecord.status.in_(ACTIVE),
                 )
@@ -243,10 +258,10 @@ def _end(
     so_far = SoFar(int(r.attempts), int(r.free_attempts), int(r.lost_attempts))
     decision = decide_end(ending, so_far, budget, backfill)
     assert legal(slot_status, decision), (slot_status, decision)
-    _count(outcomes, status, decision)
-    if decision.failure:
+    _count(outcomes, status, decision, lead=r.lead_run_id is None)
+    if decision.failure and r.lead_run_id is None:  # one event per run, ranged or not
         message = (
-            f"{r.partition_key} attempt {r.attempt} failed ({(reason or 'error').upper()}): "
+            f"{_partitions_of(r)} attempt {r.attempt} failed ({(reason or 'error').upper()}): "
             f"{(end.error_message or '')[:300]}; {decision.note}"
         )
         changes.events.append(event_row(backfill_id, EventKind.RUN_FAILED, end.at, None, message))
@@ -266,10 +281,19 @@ def _end(
     changes.slots.append(_slot_change(r.slot_id, slot_status, decision, now))
     changes.moves.move(backfill_id, slot_status, decision.slot)
     changes.states.append((r.job_name, r.partition_key, status, run_id))
-    outcomes.written.append(run_id)
+    if r.lead_run_id is None:
+        outcomes.written.append(run_id)
 
 
-def _count(outcomes: Outcomes, status: RunState, decision: Decision) -> None:
+def _partitions_of(r: Any) -> str:
+    """A run's partitions in an event: its key, or a ranged run's first key and size."""
+    more = int(r.partition_count) - 1
+    if not more:
+        return str(r.partition_key)
+    return f"{r.partition_key} and the {more} partition{'s' if more > 1 else ''} after it"
+
+
+def _count(outcomes: Outcomes, status: RunState, decision: Decision, *, lead: bool) -> None:
     if status is RunState.SUCCESS:
         outcomes.succeeded += 1
     elif status is RunState.FAILED:
@@ -278,7 +302,7 @@ def _count(outcomes: Outcomes, status: RunState, decision: Decision) -> None:
         outcomes.canceled += 1
     if decision.retried:
         outcomes.retried += 1
-    if not decision.failure and decision.slot is SlotState.PENDING:
+    if not decision.failure and decision.slot is SlotState.PENDING and lead:
         outcomes.taken_back += 1
 
 

@@ -64,6 +64,8 @@ type Asset struct {
 	Downstream []string `json:"downstream"`
 	// Its dependency level in the whole graph.
 	Level int32 `json:"level"`
+	// How an asset backfill groups its partitions into runs; null for one run per partition.
+	BackfillPolicy *BackfillPolicy `json:"backfillPolicy,omitempty"`
 	// Its partitions that ran, with their latest run's status (any backfill), by key; `after` is the last key of the previous page. `first` is at most 1000.
 	LatestStatuses []AssetPartition `json:"latestStatuses"`
 }
@@ -84,6 +86,8 @@ type AssetPreview struct {
 	// Partitions that would run (total - skipped).
 	Runs    int32 `json:"runs"`
 	Skipped int32 `json:"skipped"`
+	// For an asset with a backfill policy, how many runs its `runs` partitions form (chunks of consecutive partitions); null for one run per partition.
+	RangedRuns *int32 `json:"rangedRuns,omitempty"`
 }
 
 // The assets of an asset backfill, as asked and as resolved.
@@ -298,6 +302,14 @@ type BackfillPartitionEdge struct {
 	Node   *BackfillPartition `json:"node"`
 }
 
+// Ranged runs: a backfill runs chunks of consecutive partitions, one run each (`Run.partitionKeys`). Counts and partition statuses stay per partition.
+type BackfillPolicy struct {
+	// One run over the whole selection (in chunks of `maxPartitionsPerRun` beyond that many partitions).
+	SingleRun bool `json:"singleRun"`
+	// The most partitions one run covers.
+	MaxPartitionsPerRun int32 `json:"maxPartitionsPerRun"`
+}
+
 // What launching a backfill would do. Nothing was written.
 type BackfillPreview struct {
 	Job string `json:"job"`
@@ -312,6 +324,8 @@ type BackfillPreview struct {
 	SkippedPartitions []SkippedPartition `json:"skippedPartitions"`
 	// Per asset of an asset backfill, in dependency order; null for a job.
 	Assets []AssetPreview `json:"assets,omitempty"`
+	// For a job with a backfill policy, how many runs the `runs` partitions form (chunks of consecutive partitions; a skipped partition splits a chunk); for an asset backfill with such an asset, the runs of all its assets; null for one run per partition.
+	RangedRuns *int32 `json:"rangedRuns,omitempty"`
 }
 
 // A backfill's status and counts, pushed by `backfillProgress` each time they change.
@@ -439,6 +453,8 @@ type Job struct {
 	// JSON schema that `runConfig` must match; null when the job takes none.
 	ConfigSchema *JSON `json:"configSchema,omitempty"`
 	Tags         []Tag `json:"tags"`
+	// How a backfill of this job groups its partitions into runs; null for one run per partition.
+	BackfillPolicy *BackfillPolicy `json:"backfillPolicy,omitempty"`
 	// Every partition of the job folded into ranges of its latest status across all backfills (PENDING where it never ran).
 	PartitionStatusRanges []PartitionStatusRange `json:"partitionStatusRanges"`
 }
@@ -752,6 +768,10 @@ type Run struct {
 	BackfillId   string    `json:"backfillId"`
 	// Where the run executed: a process of the daemon's local pool, or a Celery worker's process. Null until the run starts.
 	Worker *RunWorker `json:"worker,omitempty"`
+	// Every partition this run covers, in key order: `[partitionKey]` for a run of one partition, the whole range for a ranged run (a job with a backfill policy), whose `partitionKey` is its first key. Counts and partition statuses stay per partition.
+	PartitionKeys []string `json:"partitionKeys"`
+	// How many partitions this run covers (1 unless ranged).
+	PartitionCount int32 `json:"partitionCount"`
 	// The asset this run materializes; null for a job's run.
 	Asset *string `json:"asset,omitempty"`
 	// Seconds from start to end (or to now while running).

@@ -175,6 +175,7 @@ def run(value: Json) -> Run:
         duration_seconds=value.get("durationSeconds"),
         worker=RunWorker(host=worker["host"], pid=worker.get("pid")) if worker else None,
         asset=value.get("asset"),
+        partition_keys=tuple(value.get("partitionKeys") or (value["partitionKey"],)),
     )
 
 

@@ -221,6 +221,10 @@ class Run:
     """Where it executed (the local pool's process or a Celery worker); None until it starts."""
     asset: str | None = None
     """The asset it materializes; None for a job's run."""
+    partition_keys: tuple[str, ...] = ()
+    """Every partition the run covers, in key order: the whole range of a ranged run (a job
+    with a backfill policy), whose ``partition_key`` is the first; ``(partition_key,)``
+    otherwise (also when the server predates ranged runs)."""
 
 
 @dataclass(frozen=True, slots=True)

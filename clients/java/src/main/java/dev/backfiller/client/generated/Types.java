@@ -213,6 +213,7 @@ public class Types {
   
   
   
+  
   /** Where a backfill is in its life. */
   public enum BackfillStatus {
     CANCELED,
