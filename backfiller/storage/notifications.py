@@ -173,10 +173,13 @@ class NotificationRepository:
         # The migration creates the row; a table emptied since (by hand, by tests) gets it back.
         table = table_of(NotifierCursorRecord)
         ins = postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
+        # RETURNING says whether the row was made (psycopg reports rowcount -1 for this insert).
         made = await self.session.execute(
-            ins.values(name=CURSOR, last_event_id=to).on_conflict_do_nothing()
+            ins.values(name=CURSOR, last_event_id=to)
+            .on_conflict_do_nothing()
+            .returning(table.c.name)
         )
-        return bool(changed(made)) and seen == 0
+        return made.first() is not None and seen == 0
 
     # -- delivery --------------------------------------------------------------------------
 
