@@ -118,11 +118,27 @@ class StorageAssetReads:
                         .order_by(SlotRecord.position)
                     )
                 ).all()
-                out.append(_backfill_asset(part, levels.get(part.name, 0), rows))
+                tail = await self._unplanned_keys(record, part, len(rows))
+                out.append(_backfill_asset(part, levels.get(part.name, 0), rows, tail))
         return out
 
+    async def _unplanned_keys(
+        self, record: BackfillRecord, part: AssetPart, planned: int
+    ) -> tuple[str, str] | None:
+        """The first and last keys of the partitions of ``part`` the daemon has not planned yet
+        (the planning cursor runs through an asset's partitions in order), or None."""
+        asset = self.services.definitions.get_asset(part.name)
+        if planned >= part.count or asset is None:
+            return None
+        space = await key_space_of(asset.key_partitions, record.created_at, self.services.database)
+        return part.key_at(planned, space), part.key_at(part.count - 1, space)
 
-def _backfill_asset(part: AssetPart, level: int, rows: Sequence[Any]) -> BackfillAsset:
+
+def _backfill_asset(
+    part: AssetPart, level: int, rows: Sequence[Any], unplanned: tuple[str, str] | None
+) -> BackfillAsset:
+    """An asset's counts and status ranges: its slots in position order, then a PENDING range
+    of the partitions not planned yet (``unplanned``: their first and last keys)."""
     counted: Counter[str] = Counter()
     ranges: list[PartitionStatusRange] = []
     for i, (stored_key, status) in enumerate(rows):
@@ -141,6 +157,16 @@ def _backfill_asset(part: AssetPart, level: int, rows: Sequence[Any]) -> Backfil
                 )
             )
     counted["pending"] += part.count - len(rows)
+    if unplanned is not None:
+        ranges.append(
+            PartitionStatusRange(
+                status=partition_status(domain.SlotState.PENDING),
+                start_key=unplanned[0],
+                end_key=unplanned[1],
+                start_index=len(rows),
+                count=part.count - len(rows),
+            )
+        )
     counts = BackfillCounts.of(
         total=part.count,
         pending=counted["pending"],
@@ -160,50 +186,18 @@ async def asset_status_ranges(services: Services, pk: int) -> list[PartitionStat
     ranges: list[PartitionStatusRange] = []
     offset = 0
     for asset in await StorageAssetReads(services).backfill_assets(pk):
-        planned = 0
-        for r in asset.partition_status_ranges:
-            ranges.append(
-                PartitionStatusRange(
-                    status=r.status,
-                    start_key=slot_key(asset.name, r.start_key),
-                    end_key=slot_key(asset.name, r.end_key),
-                    start_index=offset + r.start_index,
-                    count=r.count,
-                )
+        ranges += [
+            PartitionStatusRange(
+                status=r.status,
+                start_key=slot_key(asset.name, r.start_key),
+                end_key=slot_key(asset.name, r.end_key),
+                start_index=offset + r.start_index,
+                count=r.count,
             )
-            planned += r.count
-        unplanned = asset.counts.total - planned
-        if unplanned > 0:
-            first, last = await _keys_at(services, pk, asset.name, planned, asset.counts.total)
-            ranges.append(
-                PartitionStatusRange(
-                    status=partition_status(domain.SlotState.PENDING),
-                    start_key=slot_key(asset.name, first),
-                    end_key=slot_key(asset.name, last),
-                    start_index=offset + planned,
-                    count=unplanned,
-                )
-            )
+            for r in asset.partition_status_ranges
+        ]
         offset += asset.counts.total
     return ranges
-
-
-async def _keys_at(
-    services: Services, pk: int, name: str, first: int, stop: int
-) -> tuple[str, str]:
-    """The keys of the ``first``-th and last (``stop - 1``) partitions of asset ``name``."""
-    async with services.database.read() as session:
-        record = await session.get(BackfillRecord, pk)
-    asset = services.definitions.get_asset(name)
-    part = (
-        AssetTarget.from_json(record.asset_target).part(name)
-        if record and record.asset_target
-        else None
-    )
-    if asset is None or part is None or record is None:
-        return "", ""
-    space = await key_space_of(asset.key_partitions, record.created_at, services.database)
-    return part.key_at(first, space), part.key_at(stop - 1, space)
 
 
 __all__ = [
