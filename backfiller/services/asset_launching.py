@@ -25,6 +25,7 @@ from backfiller.asset_plan import (
     split_slot_key,
 )
 from backfiller.definitions.assets import AssetDefinition
+from backfiller.definitions.partitions import KeySpace
 from backfiller.ids import backfill_id
 from backfiller.observability import tracing
 from backfiller.planning import ResolvedSelection, SelectionProblem, resolve_selection
@@ -191,56 +192,91 @@ def _new_backfill(
 
 
 async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
-    """Per asset: its level and how many partitions would run or be skipped.
+    """Per asset: its level and how many partitions would run or be skipped; the first
+    partitions that would run and the first skipped, in launch (claim position) order.
 
-    Reads each asset's partition history once; never lists the partitions.
+    Reads each asset's partition history once; lists partitions only up to the preview's
+    lists (a mostly skipped selection walks its slots in order until the lists are full).
     """
     launch = plan.assets
     assert launch is not None
-    reprocess, order = plan.new.reprocess, plan.new.order
+    target, reprocess, order = launch.target, plan.new.reprocess, plan.new.order
+    skips: list[dict[int, domain.SkipReason]] = []
     lines: list[AssetPreviewLine] = []
-    for part in launch.target.parts:
-        skipped = 0
+    for part in target.parts:
+        found: dict[int, domain.SkipReason] = {}
         if reprocess is not domain.Reprocess.ALL:
-            skipped = await _skipped_within(backend, part, reprocess)
+            found = await _skipped_within(backend, part, launch.spaces[part.name], reprocess)
+        skips.append(found)
         level = launch.levels.get(part.name, 0)
-        lines.append(AssetPreviewLine(part.name, level, part.count, part.count - skipped, skipped))
-    total = launch.target.total
+        lines.append(
+            AssetPreviewLine(part.name, level, part.count, part.count - len(found), len(found))
+        )
     skipped_total = sum(line.skipped for line in lines)
-    first = tuple(
-        launch.target.at_cursor(g, launch.spaces, order)[1]
-        for g in range(min(PREVIEW_LISTED, total))
-    )
     return LaunchPreview(
         job=plan.new.job_name,
-        total=total,
-        runs=total - skipped_total,
+        total=target.total,
+        runs=target.total - skipped_total,
         skipped=skipped_total,
-        first_partitions=first,
+        first_partitions=_first_to_run(launch, skips, order),
+        skipped_partitions=_first_skipped(launch, skips, order),
         assets=tuple(lines),
     )
 
 
-async def _skipped_within(backend: Backend, part: AssetPart, reprocess: domain.Reprocess) -> int:
-    asset = backend.definitions.get_asset(part.name)
-    if asset is None:
-        return 0
+def _slot_at(launch: AssetLaunch, i: int, k: int) -> str:
+    part = launch.target.parts[i]
+    return slot_key(part.name, part.key_at(k, launch.spaces[part.name]))
+
+
+def _first_to_run(
+    launch: AssetLaunch, skips: list[dict[int, domain.SkipReason]], order: domain.Order
+) -> tuple[str, ...]:
+    first: list[str] = []
+    for i, k in launch.target.in_launch_order(order):
+        if len(first) >= PREVIEW_LISTED:
+            break
+        if k not in skips[i]:
+            first.append(_slot_at(launch, i, k))
+    return tuple(first)
+
+
+def _first_skipped(
+    launch: AssetLaunch, skips: list[dict[int, domain.SkipReason]], order: domain.Order
+) -> tuple[tuple[str, domain.SkipReason], ...]:
+    target = launch.target
+    by_position = sorted(
+        (target.position_of(i, k, order), i, k, reason)
+        for i, found in enumerate(skips)
+        for k, reason in found.items()
+    )
+    return tuple(
+        (_slot_at(launch, i, k), reason) for _, i, k, reason in by_position[:PREVIEW_LISTED]
+    )
+
+
+async def _skipped_within(
+    backend: Backend, part: AssetPart, space: KeySpace, reprocess: domain.Reprocess
+) -> dict[int, domain.SkipReason]:
+    """The partitions of ``part`` (by their number ``k`` in it) that would be skipped."""
     async with backend.database.read() as session:
         history = await PartitionStateRepository(session).all_of_job(
             part.name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
         )
-    space = await key_space_of(asset.key_partitions, backend.clock(), backend.database)
-    keys = set(part.keys) if part.keys is not None else None
-    n = 0
+    numbers = {key: k for k, key in enumerate(part.keys)} if part.keys is not None else None
+    found: dict[int, domain.SkipReason] = {}
     for key, state in history.items():
-        if domain.skip_reason_for(reprocess, state) is None:
+        reason = domain.skip_reason_for(reprocess, state)
+        if reason is None:
             continue
-        if keys is not None:
-            n += key in keys
+        if numbers is not None:
+            k = numbers.get(key)
         else:
             index = space.index_of(key)
-            n += index is not None and part.start <= index < part.start + part.count
-    return n
+            k = index - part.start if index is not None else None
+        if k is not None and 0 <= k < part.count:
+            found[k] = reason
+    return found
 
 
 async def asset_retry_of(
