@@ -5,6 +5,7 @@ start: raw_events -> daily_visits -> monthly_report -> visits_summary)."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from sqlalchemy import func, select
@@ -192,6 +193,52 @@ async def test_the_preview_lists_agree_with_its_counts(
         assert (
             await session.execute(select(func.count()).select_from(BackfillRecord))
         ).scalar_one() == 0
+
+
+async def test_an_asset_folds_its_latest_statuses_into_ranges(
+    gql: GraphQLRunner, database: Database
+) -> None:
+    async with database.write() as session:
+        for job, key, state in [
+            ("raw_events", "2024-01-02", RunState.SUCCESS),
+            ("raw_events", "2024-01-03", RunState.SUCCESS),
+            ("raw_events", "2024-01-05", RunState.FAILED),
+            ("raw_events", "not-a-day", RunState.SUCCESS),  # no longer a partition: left out
+            ("visits_summary", "default", RunState.RUNNING),
+        ]:
+            session.add(
+                PartitionStateRecord(
+                    job_name=job,
+                    partition_key=key,
+                    status=state,
+                    run_id=None,
+                    updated_at=gql.clock.now,
+                )
+            )
+    fields = "partitionStatusRanges { status startKey endKey startIndex count }"
+    data = await gql(
+        f"""{{ raw: asset(name: "raw_events") {{ {fields} }}
+               summary: asset(name: "visits_summary") {{ {fields} }} }}"""
+    )
+    ranges = data["raw"]["partitionStatusRanges"]
+    assert [(r["status"], r["startKey"], r["endKey"], r["startIndex"]) for r in ranges[:4]] == [
+        ("PENDING", "2024-01-01", "2024-01-01", 0),
+        ("SUCCEEDED", "2024-01-02", "2024-01-03", 1),
+        ("PENDING", "2024-01-04", "2024-01-04", 3),
+        ("FAILED", "2024-01-05", "2024-01-05", 4),
+    ]
+    assert (ranges[4]["status"], ranges[4]["startKey"], len(ranges)) == ("PENDING", "2024-01-06", 5)
+    last = date.fromisoformat(ranges[4]["endKey"])
+    assert sum(r["count"] for r in ranges) == (last - date(2024, 1, 1)).days + 1
+    assert data["summary"]["partitionStatusRanges"] == [
+        {
+            "status": "RUNNING",
+            "startKey": "default",
+            "endKey": "default",
+            "startIndex": 0,
+            "count": 1,
+        }
+    ]
 
 
 async def test_an_asset_backfill_runs_and_reports_per_asset(
