@@ -133,3 +133,20 @@ async def test_planning_a_big_graph_yields_to_claims_between_chunks(
     assert data["backfills"]["nodes"] == [
         {"status": "COMPLETED_SUCCESS", "counts": {"total": 12, "succeeded": 12}}
     ]
+
+
+async def test_a_claim_of_one_run_finds_the_first_ready_slot_past_many_waiting(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    # 11 roots held: the 33 pending slots below them (left, right, bottom of each day) wait,
+    # more than one slice of verdicts; the next ready slot is the 12th day's root.
+    await launch_diamond(gql, "2024-01-01", "2024-01-20")
+    state = DaemonState()
+    await plan_backfills(database, definitions, clock, state)
+    held = InlineLauncher(definitions, max_active=11, hold=True)
+    await launch_runs(database, definitions, clock, held, state)
+    one = InlineLauncher(definitions, max_active=1, hold=True)
+    await launch_runs(database, definitions, clock, one, state)
+    runs = await active_runs(database)
+    assert runs[:11] == [("top", f"2024-01-{d:02d}") for d in range(1, 12)]
+    assert runs[11:] == [("top", "2024-01-12")]
