@@ -20,7 +20,7 @@ A slot's key is ``asset/partition`` (asset names never hold ``/``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,18 +120,34 @@ class AssetTarget:
 
     def at_cursor(self, g: int, spaces: Mapping[str, KeySpace], order: Order) -> tuple[int, str]:
         """The claim position and slot key of planning cursor ``g``."""
-        widest = max(p.count for p in self.parts)
         offset = 0
         for i, p in enumerate(self.parts):
             if g < offset + p.count:
                 k = g - offset
-                rank = k if order is Order.OLDEST_FIRST else p.count - 1 - k
-                # ceil((rank + 1) * widest / count) - 1: the last "column" this partition spans
-                column = -(-(rank + 1) * widest // p.count) - 1
-                position = column * len(self.parts) + i
-                return position, slot_key(p.name, p.key_at(k, spaces[p.name]))
+                return self.position_of(i, k, order), slot_key(p.name, p.key_at(k, spaces[p.name]))
             offset += p.count
         raise IndexError(g)
+
+    def position_of(self, i: int, k: int, order: Order) -> int:
+        """The claim position of the ``k``-th partition of the ``i``-th asset."""
+        widest = max(p.count for p in self.parts)
+        count = self.parts[i].count
+        rank = k if order is Order.OLDEST_FIRST else count - 1 - k
+        # ceil((rank + 1) * widest / count) - 1: the last "column" this partition spans
+        column = -(-(rank + 1) * widest // count) - 1
+        return column * len(self.parts) + i
+
+    def in_launch_order(self, order: Order) -> Iterator[tuple[int, int]]:
+        """``(i, k)`` of every slot (the ``k``-th partition of the ``i``-th asset) by claim
+        position, lazily: each column holds at most one partition of each asset."""
+        widest = max((p.count for p in self.parts), default=0)
+        for column in range(widest):
+            for i, p in enumerate(self.parts):
+                # the one rank r, if any, with ceil((r + 1) * widest / count) - 1 == column
+                rank = (column + 1) * p.count // widest - 1
+                if rank < 0 or -(-(rank + 1) * widest // p.count) - 1 != column:
+                    continue
+                yield i, rank if order is Order.OLDEST_FIRST else p.count - 1 - rank
 
 
 def map_parts(

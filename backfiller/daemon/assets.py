@@ -11,6 +11,7 @@ per backfill, so a claim costs one transaction whatever the graph.
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,10 @@ logger = logging.getLogger("backfiller.daemon")
 Clock = Callable[[], datetime]
 
 PLAN_CHUNKS_PER_TICK = 20
+PLAN_SECONDS_PER_TICK = 0.1
+"""Planning stops taking chunks after this long in one tick (one chunk at least), so that a
+100,000-partition graph is materialized over many ticks with claims in between, not in a few
+ticks of seconds each that hold up every run's start."""
 MAX_CACHED = 200
 
 
@@ -103,6 +108,7 @@ async def plan_asset_backfill(
                 report.started_backfills += 1
                 state.forget_backfills()
     planned = record.planned
+    began = time.monotonic()
     for _ in range(PLAN_CHUNKS_PER_TICK):
         if planned >= record.total:
             break
@@ -118,6 +124,8 @@ async def plan_asset_backfill(
         report.planned += len(slots)
         report.skipped += len(reasons)
         planned = stop
+        if time.monotonic() - began >= PLAN_SECONDS_PER_TICK:
+            break
     return report
 
 

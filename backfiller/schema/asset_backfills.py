@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import strawberry
 
-from backfiller.schema.backfills import BackfillCounts, PartitionStatusRange
+from backfiller.schema.backfills import BackfillCounts, PartitionStatusRange, source_of
 from backfiller.schema.enums import RunStatus
 from backfiller.schema.jobs import BackfillPolicy, PartitionsDefinition
 
@@ -71,6 +71,16 @@ class Asset:
         self, info: strawberry.Info[Any, Any], first: int = 100, after: str | None = None
     ) -> list[AssetPartition]:
         return await asset_reads_of(info).asset_partitions(self.name, first, after)
+
+    @strawberry.field(
+        description="Every partition of the asset folded into ranges of its latest run's "
+        "status across all backfills (PENDING where it never ran), as for a job; an "
+        "unpartitioned asset has one partition."
+    )
+    async def partition_status_ranges(
+        self, info: strawberry.Info[Any, Any]
+    ) -> list[PartitionStatusRange]:
+        return await source_of(info).job_partition_status_ranges(self.name)
 
 
 class AssetReads(Protocol):

@@ -25,6 +25,7 @@ from backfiller.asset_plan import (
     split_slot_key,
 )
 from backfiller.definitions.assets import AssetDefinition
+from backfiller.definitions.partitions import KeySpace
 from backfiller.ids import backfill_id
 from backfiller.observability import tracing
 from backfiller.planning import (
@@ -196,30 +197,33 @@ def _new_backfill(
 
 
 async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
-    """Per asset: its level and how many partitions would run or be skipped.
+    """Per asset: its level and how many partitions would run or be skipped; the first
+    partitions that would run and the first skipped, in launch (claim position) order.
 
-    Reads each asset's partition history once; never lists the partitions.
+    Reads each asset's partition history once; lists partitions only up to the preview's
+    lists (a mostly skipped selection walks its slots in order until the lists are full).
     """
     launch = plan.assets
     assert launch is not None
-    reprocess, order = plan.new.reprocess, plan.new.order
-    lines = [
-        await _preview_line(backend, part, launch.levels.get(part.name, 0), reprocess)
-        for part in launch.target.parts
-    ]
+    target, reprocess, order = launch.target, plan.new.reprocess, plan.new.order
+    skips: list[dict[int, domain.SkipReason]] = []
+    lines: list[AssetPreviewLine] = []
+    for part in target.parts:
+        found: dict[int, domain.SkipReason] = {}
+        if reprocess is not domain.Reprocess.ALL:
+            found = await _skipped_within(backend, part, launch.spaces[part.name], reprocess)
+        skips.append(found)
+        level = launch.levels.get(part.name, 0)
+        lines.append(_preview_line(backend, part, level, launch.spaces[part.name], found))
     ranged = any(line.ranged_runs is not None for line in lines)
-    total = launch.target.total
     skipped_total = sum(line.skipped for line in lines)
-    first = tuple(
-        launch.target.at_cursor(g, launch.spaces, order)[1]
-        for g in range(min(PREVIEW_LISTED, total))
-    )
     return LaunchPreview(
         job=plan.new.job_name,
-        total=total,
-        runs=total - skipped_total,
+        total=target.total,
+        runs=target.total - skipped_total,
         skipped=skipped_total,
-        first_partitions=first,
+        first_partitions=_first_to_run(launch, skips, order),
+        skipped_partitions=_first_skipped(launch, skips, order),
         assets=tuple(lines),
         ranged_runs=(
             sum(line.runs if line.ranged_runs is None else line.ranged_runs for line in lines)
@@ -229,45 +233,78 @@ async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPrev
     )
 
 
-async def _preview_line(
-    backend: Backend, part: AssetPart, level: int, reprocess: domain.Reprocess
+def _preview_line(
+    backend: Backend,
+    part: AssetPart,
+    level: int,
+    space: KeySpace,
+    skipped: dict[int, domain.SkipReason],
 ) -> AssetPreviewLine:
     """One asset's preview: partitions that would run or be skipped, and for an asset with a
     backfill policy the runs they form."""
     asset = backend.definitions.get_asset(part.name)
-    skipped: set[int] = set()
-    if asset is not None and reprocess is not domain.Reprocess.ALL:
-        skipped = await _skipped_within(backend, asset, part, reprocess)
     ranged: int | None = None
     if asset is not None and (policy := asset.job.backfill_policy) is not None:
-        space = await key_space_of(asset.key_partitions, backend.clock(), backend.database)
         kind = domain.SelectionKind.RANGE if part.keys is None else domain.SelectionKind.KEYS
         resolved = ResolvedSelection(kind, part.start, part.count, part.keys)
         oldest = domain.Order.OLDEST_FIRST  # offsets count from the oldest partition
-        ranged = ranged_run_count(resolved, oldest, space, skipped, policy.partitions_per_run)
+        ranged = ranged_run_count(resolved, oldest, space, set(skipped), policy.partitions_per_run)
     runs = part.count - len(skipped)
     return AssetPreviewLine(part.name, level, part.count, runs, len(skipped), ranged)
 
 
+def _slot_at(launch: AssetLaunch, i: int, k: int) -> str:
+    part = launch.target.parts[i]
+    return slot_key(part.name, part.key_at(k, launch.spaces[part.name]))
+
+
+def _first_to_run(
+    launch: AssetLaunch, skips: list[dict[int, domain.SkipReason]], order: domain.Order
+) -> tuple[str, ...]:
+    first: list[str] = []
+    for i, k in launch.target.in_launch_order(order):
+        if len(first) >= PREVIEW_LISTED:
+            break
+        if k not in skips[i]:
+            first.append(_slot_at(launch, i, k))
+    return tuple(first)
+
+
+def _first_skipped(
+    launch: AssetLaunch, skips: list[dict[int, domain.SkipReason]], order: domain.Order
+) -> tuple[tuple[str, domain.SkipReason], ...]:
+    target = launch.target
+    by_position = sorted(
+        (target.position_of(i, k, order), i, k, reason)
+        for i, found in enumerate(skips)
+        for k, reason in found.items()
+    )
+    return tuple(
+        (_slot_at(launch, i, k), reason) for _, i, k, reason in by_position[:PREVIEW_LISTED]
+    )
+
+
 async def _skipped_within(
-    backend: Backend, asset: AssetDefinition, part: AssetPart, reprocess: domain.Reprocess
-) -> set[int]:
-    """The offsets (oldest first) of ``part``'s partitions that ``reprocess`` skips."""
+    backend: Backend, part: AssetPart, space: KeySpace, reprocess: domain.Reprocess
+) -> dict[int, domain.SkipReason]:
+    """The partitions of ``part`` (by their number ``k`` in it) that would be skipped."""
     async with backend.database.read() as session:
         history = await PartitionStateRepository(session).all_of_job(
             part.name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
         )
-    space = await key_space_of(asset.key_partitions, backend.clock(), backend.database)
-    offset_of = {k: i for i, k in enumerate(part.keys)} if part.keys is not None else None
-    found: set[int] = set()
+    numbers = {key: k for k, key in enumerate(part.keys)} if part.keys is not None else None
+    found: dict[int, domain.SkipReason] = {}
     for key, state in history.items():
-        if domain.skip_reason_for(reprocess, state) is None:
+        reason = domain.skip_reason_for(reprocess, state)
+        if reason is None:
             continue
-        if offset_of is not None:
-            if key in offset_of:
-                found.add(offset_of[key])
-        elif (index := space.index_of(key)) is not None and 0 <= index - part.start < part.count:
-            found.add(index - part.start)
+        if numbers is not None:
+            k = numbers.get(key)
+        else:
+            index = space.index_of(key)
+            k = index - part.start if index is not None else None
+        if k is not None and 0 <= k < part.count:
+            found[k] = reason
     return found
 
 

@@ -5,15 +5,17 @@ start: raw_events -> daily_visits -> monthly_report -> visits_summary)."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from sqlalchemy import func, select
 
 from backfiller.daemon.ticks import DaemonState
 from backfiller.definitions.loading import Definitions
+from backfiller.domain import RunState
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
-from backfiller.storage.records import BackfillRecord
+from backfiller.storage.records import BackfillRecord, PartitionStateRecord
 from tests.integration.test_daemon_ticks import drive
 from tests.support import FrozenClock, GraphQLRunner
 
@@ -29,6 +31,15 @@ PREVIEW = """
 mutation($input: LaunchBackfillInput!) {
   previewBackfill(input: $input) {
     preview { total runs skipped firstPartitions assets { name level total runs skipped } }
+    userErrors { code message field }
+  }
+}
+"""
+LISTED = """
+mutation($input: LaunchBackfillInput!) {
+  previewBackfill(input: $input) {
+    preview { total runs skipped firstPartitions skippedPartitions { key reason }
+              assets { name skipped } }
     userErrors { code message field }
   }
 }
@@ -119,6 +130,115 @@ async def test_preview_shows_each_asset_and_its_level(gql: GraphQLRunner) -> Non
     ]
     assert (preview["total"], preview["runs"]) == (33, 33)
     assert preview["firstPartitions"][:2] == ["daily_visits/2024-03-01", "daily_visits/2024-03-02"]
+
+
+async def test_the_preview_lists_agree_with_its_counts(
+    gql: GraphQLRunner, database: Database
+) -> None:
+    async with database.write() as session:
+        for job, key, state in [
+            ("raw_events", "2024-05-01", RunState.SUCCESS),
+            ("daily_visits", "2024-05-02", RunState.FAILED),
+            ("raw_events", "2024-04-30", RunState.SUCCESS),  # outside the selection
+        ]:
+            session.add(
+                PartitionStateRecord(
+                    job_name=job,
+                    partition_key=key,
+                    status=state,
+                    run_id=None,
+                    updated_at=gql.clock.now,
+                )
+            )
+    may = {"range": {"start": "2024-05-01", "end": "2024-05-03"}}
+    asked = {"target": target(["raw_events"], downstream=True), "partitions": may}
+    preview = (await gql(LISTED, {"input": asked}))["previewBackfill"]["preview"]
+    assert (preview["total"], preview["runs"], preview["skipped"]) == (8, 6, 2)
+    # launch order: each day's raw events, then its visits, then the month, then the summary
+    assert preview["firstPartitions"] == [
+        "daily_visits/2024-05-01",
+        "raw_events/2024-05-02",
+        "raw_events/2024-05-03",
+        "daily_visits/2024-05-03",
+        "monthly_report/2024-05-01",
+        "visits_summary/default",
+    ]
+    assert preview["skippedPartitions"] == [
+        {"key": "raw_events/2024-05-01", "reason": "ALREADY_SUCCEEDED"},
+        {"key": "daily_visits/2024-05-02", "reason": "ALREADY_FAILED"},
+    ]
+    assert [(a["name"], a["skipped"]) for a in preview["assets"]] == [
+        ("raw_events", 1),
+        ("daily_visits", 1),
+        ("monthly_report", 0),
+        ("visits_summary", 0),
+    ]
+    newest = {**asked, "reprocess": "FAILED_AND_MISSING", "order": "NEWEST_FIRST"}
+    preview = (await gql(LISTED, {"input": newest}))["previewBackfill"]["preview"]
+    assert (preview["runs"], preview["skipped"]) == (7, 1)
+    assert preview["firstPartitions"][:3] == [
+        "raw_events/2024-05-03",
+        "daily_visits/2024-05-03",
+        "raw_events/2024-05-02",
+    ]
+    assert preview["skippedPartitions"] == [
+        {"key": "raw_events/2024-05-01", "reason": "ALREADY_SUCCEEDED"}
+    ]
+    everything = (await gql(LISTED, {"input": {**asked, "reprocess": "ALL"}}))["previewBackfill"][
+        "preview"
+    ]
+    assert (everything["runs"], everything["skippedPartitions"]) == (8, [])
+    assert everything["firstPartitions"][0] == "raw_events/2024-05-01"
+    async with database.read() as session:
+        assert (
+            await session.execute(select(func.count()).select_from(BackfillRecord))
+        ).scalar_one() == 0
+
+
+async def test_an_asset_folds_its_latest_statuses_into_ranges(
+    gql: GraphQLRunner, database: Database
+) -> None:
+    async with database.write() as session:
+        for job, key, state in [
+            ("raw_events", "2024-01-02", RunState.SUCCESS),
+            ("raw_events", "2024-01-03", RunState.SUCCESS),
+            ("raw_events", "2024-01-05", RunState.FAILED),
+            ("raw_events", "not-a-day", RunState.SUCCESS),  # no longer a partition: left out
+            ("visits_summary", "default", RunState.RUNNING),
+        ]:
+            session.add(
+                PartitionStateRecord(
+                    job_name=job,
+                    partition_key=key,
+                    status=state,
+                    run_id=None,
+                    updated_at=gql.clock.now,
+                )
+            )
+    fields = "partitionStatusRanges { status startKey endKey startIndex count }"
+    data = await gql(
+        f"""{{ raw: asset(name: "raw_events") {{ {fields} }}
+               summary: asset(name: "visits_summary") {{ {fields} }} }}"""
+    )
+    ranges = data["raw"]["partitionStatusRanges"]
+    assert [(r["status"], r["startKey"], r["endKey"], r["startIndex"]) for r in ranges[:4]] == [
+        ("PENDING", "2024-01-01", "2024-01-01", 0),
+        ("SUCCEEDED", "2024-01-02", "2024-01-03", 1),
+        ("PENDING", "2024-01-04", "2024-01-04", 3),
+        ("FAILED", "2024-01-05", "2024-01-05", 4),
+    ]
+    assert (ranges[4]["status"], ranges[4]["startKey"], len(ranges)) == ("PENDING", "2024-01-06", 5)
+    last = date.fromisoformat(ranges[4]["endKey"])
+    assert sum(r["count"] for r in ranges) == (last - date(2024, 1, 1)).days + 1
+    assert data["summary"]["partitionStatusRanges"] == [
+        {
+            "status": "RUNNING",
+            "startKey": "default",
+            "endKey": "default",
+            "startIndex": 0,
+            "count": 1,
+        }
+    ]
 
 
 async def test_an_asset_backfill_runs_and_reports_per_asset(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from backfiller.daemon import assets as daemon_assets
 from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers import InlineLauncher
@@ -109,3 +110,43 @@ async def test_an_upstream_failure_skips_exactly_its_downstream(
         ).all()
     assert [tuple(r) for r in skipped] == [("bottom/2024-01-02", "upstream_failed")]
     assert ("bottom", "2024-01-02") not in await active_runs(database)
+
+
+async def test_planning_a_big_graph_yields_to_claims_between_chunks(
+    gql: GraphQLRunner,
+    database: Database,
+    definitions: Definitions,
+    clock: FrozenClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Out of time after every chunk: one chunk per tick, and the graph still completes.
+    monkeypatch.setattr(daemon_assets, "PLAN_SECONDS_PER_TICK", 0.0)
+    await launch_diamond(gql, "2024-01-01", "2024-01-03")
+    state = DaemonState(plan_window=2)
+    report = await plan_backfills(database, definitions, clock, state)
+    assert report.planned == 2
+    report = await plan_backfills(database, definitions, clock, state)
+    assert report.planned == 2
+    launcher = InlineLauncher(definitions, max_active=16)
+    await drive(database, definitions, clock, launcher, state)
+    data = await gql("{ backfills(first: 1) { nodes { status counts { total succeeded } } } }")
+    assert data["backfills"]["nodes"] == [
+        {"status": "COMPLETED_SUCCESS", "counts": {"total": 12, "succeeded": 12}}
+    ]
+
+
+async def test_a_claim_of_one_run_finds_the_first_ready_slot_past_many_waiting(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    # 11 roots held: the 33 pending slots below them (left, right, bottom of each day) wait,
+    # more than one slice of verdicts; the next ready slot is the 12th day's root.
+    await launch_diamond(gql, "2024-01-01", "2024-01-20")
+    state = DaemonState()
+    await plan_backfills(database, definitions, clock, state)
+    held = InlineLauncher(definitions, max_active=11, hold=True)
+    await launch_runs(database, definitions, clock, held, state)
+    one = InlineLauncher(definitions, max_active=1, hold=True)
+    await launch_runs(database, definitions, clock, one, state)
+    runs = await active_runs(database)
+    assert runs[:11] == [("top", f"2024-01-{d:02d}") for d in range(1, 12)]
+    assert runs[11:] == [("top", "2024-01-12")]

@@ -49,6 +49,7 @@ Needs = Callable[[str], Sequence[tuple[str, Sequence[str] | None]]]
 
 PAGE = 256
 MAX_SCAN = 4_096
+VERDICT_SLICE = 32
 
 _SATISFIED_SKIPS = {SkipReason.ALREADY_SUCCEEDED.value}
 _FAILED_SKIPS = {SkipReason.UPSTREAM_FAILED.value, SkipReason.ALREADY_FAILED.value}
@@ -101,7 +102,11 @@ class AssetClaimsRepository(RangeClaimsRepository):
         if allowed <= 0:
             return claim
         per_run = max((r.per_run for r in (ranged or {}).values()), default=1)
-        ready, blocked = await self._scan(pk, now, needs, allowed * per_run)
+        # With asset limits or ranged assets, ready slots may be dropped or regrouped below:
+        # read whole pages then; otherwise stop the scan once ``allowed`` slots are ready.
+        limited = any(v is not None for v in (asset_limits or {}).values())
+        enough = None if limited or ranged else allowed
+        ready, blocked = await self._scan(pk, now, needs, allowed * per_run, enough)
         scanned = {str(s.partition_key) for s in ready}
         if blocked:
             await self._skip(pk, blocked, SkipReason.UPSTREAM_FAILED, now)
@@ -239,9 +244,12 @@ class AssetClaimsRepository(RangeClaimsRepository):
         return found
 
     async def _scan(
-        self, pk: int, now: datetime, needs: Needs, allowed: int
+        self, pk: int, now: datetime, needs: Needs, allowed: int, enough: int | None
     ) -> tuple[list[Any], list[Any]]:
-        """Pending slots in position order, a page at a time: the ready and the blocked."""
+        """Pending slots in position order, a page at a time: the ready and the blocked.
+
+        With ``enough``, verdicts are read a slice of the page at a time and the scan stops
+        once that many slots are ready (a claim of one run reads one slice, not a page)."""
         ready: list[Any] = []
         blocked: list[Any] = []
         after = -1
@@ -270,13 +278,17 @@ class AssetClaimsRepository(RangeClaimsRepository):
                 break
             scanned += len(page)
             after = int(page[-1].position)
-            verdicts = await self._verdicts(pk, [str(s.partition_key) for s in page], needs)
-            for s in page:
-                v = verdicts[str(s.partition_key)]
-                if v == READY:
-                    ready.append(s)
-                elif v == BLOCKED:
-                    blocked.append(s)
+            for lo in range(0, len(page), VERDICT_SLICE):
+                part = page[lo : lo + VERDICT_SLICE]
+                verdicts = await self._verdicts(pk, [str(s.partition_key) for s in part], needs)
+                for s in part:
+                    v = verdicts[str(s.partition_key)]
+                    if v == READY:
+                        ready.append(s)
+                    elif v == BLOCKED:
+                        blocked.append(s)
+                if enough is not None and len(ready) >= enough:
+                    break
         return ready, blocked
 
     async def _verdicts(self, pk: int, keys: Sequence[str], needs: Needs) -> dict[str, str]:

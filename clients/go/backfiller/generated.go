@@ -68,6 +68,8 @@ type Asset struct {
 	BackfillPolicy *BackfillPolicy `json:"backfillPolicy,omitempty"`
 	// Its partitions that ran, with their latest run's status (any backfill), by key; `after` is the last key of the previous page. `first` is at most 1000.
 	LatestStatuses []AssetPartition `json:"latestStatuses"`
+	// Every partition of the asset folded into ranges of its latest run's status across all backfills (PENDING where it never ran), as for a job; an unpartitioned asset has one partition.
+	PartitionStatusRanges []PartitionStatusRange `json:"partitionStatusRanges"`
 }
 
 // A partition of an asset and the status of its latest run.
