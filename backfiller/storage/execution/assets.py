@@ -419,19 +419,7 @@ class AssetClaimsRepository(RangeClaimsRepository):
         self, pk: int, chosen: list[Any], owner: str, now: datetime
     ) -> list[ClaimedRun]:
         """PENDING -> QUEUED for ``chosen``, each with a new QUEUED run of its asset."""
-        moved = await self.session.execute(
-            update(slots_t)
-            .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
-            .values(
-                status=SlotState.QUEUED,
-                attempts=slots_t.c.attempts + 1,
-                next_attempt_at=None,
-                updated_at=now,
-            ),
-            [{"b_id": c.id} for c in chosen],
-        )
-        if changed(moved) != len(chosen):
-            raise ClaimConflict(f"backfill {pk}: slots changed while claiming")
+        await self._mark_queued(pk, chosen, now)
         split = [_split(str(c.partition_key)) for c in chosen]
         inserted = await self.session.execute(
             insert(runs_t).returning(runs_t.c.id, sort_by_parameter_order=True),

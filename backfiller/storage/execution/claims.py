@@ -231,10 +231,9 @@ class ClaimsRepository(SessionRepository):
         if not changed(counted):
             raise ClaimConflict(f"backfill {pk} changed while claiming")
 
-    async def _queue(
-        self, pk: int, job_name: str, chosen: list[Any], owner: str, now: datetime
-    ) -> list[ClaimedRun]:
-        """PENDING -> QUEUED for ``chosen``, each with a new QUEUED run leased to ``owner``."""
+    async def _mark_queued(self, pk: int, chosen: Sequence[Any], now: datetime) -> None:
+        """PENDING -> QUEUED for every slot of ``chosen`` (one attempt more each), or
+        ``ClaimConflict`` when any of them is no longer PENDING."""
         moved = await self.session.execute(
             update(slots_t)
             .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
@@ -248,6 +247,12 @@ class ClaimsRepository(SessionRepository):
         )
         if changed(moved) != len(chosen):
             raise ClaimConflict(f"backfill {pk}: slots changed while claiming")
+
+    async def _queue(
+        self, pk: int, job_name: str, chosen: list[Any], owner: str, now: datetime
+    ) -> list[ClaimedRun]:
+        """PENDING -> QUEUED for ``chosen``, each with a new QUEUED run leased to ``owner``."""
+        await self._mark_queued(pk, chosen, now)
         inserted = await self.session.execute(
             insert(runs_t).returning(runs_t.c.id, sort_by_parameter_order=True),
             [

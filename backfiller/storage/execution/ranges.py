@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy import func, insert, or_, select
 
 from backfiller.domain import BackfillState, Reprocess, RunState, SlotState
 from backfiller.ranges import chunk_consecutive
-from backfiller.storage.execution.claims import ClaimConflict, ClaimedRun, ClaimsRepository
-from backfiller.storage.execution.common import ACTIVE, changed, runs_t, slots_t
+from backfiller.storage.execution.claims import ClaimedRun, ClaimsRepository
+from backfiller.storage.execution.common import ACTIVE, runs_t
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
 
 Namer = Callable[[str], tuple[str, str]]
@@ -178,19 +178,7 @@ class RangeClaimsRepository(ClaimsRepository):
         asset backfill's slot key into the asset and its partition key."""
         namer = job_name if callable(job_name) else _of_job(job_name)
         chosen = [c for chunk in chunks for c in chunk]
-        moved = await self.session.execute(
-            update(slots_t)
-            .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
-            .values(
-                status=SlotState.QUEUED,
-                attempts=slots_t.c.attempts + 1,
-                next_attempt_at=None,
-                updated_at=now,
-            ),
-            [{"b_id": c.id} for c in chosen],
-        )
-        if changed(moved) != len(chosen):
-            raise ClaimConflict(f"backfill {pk}: slots changed while claiming")
+        await self._mark_queued(pk, chosen, now)
         lead_ids = await self._insert_runs(
             pk, namer, [(chunk[0], None, len(chunk)) for chunk in chunks], owner, now
         )
