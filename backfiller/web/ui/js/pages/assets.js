@@ -5,15 +5,12 @@ import { figures, loadAssetGraph } from "../assets.js";
 import { buildHash, errorBox, formatNumber, h, replace } from "../dom.js";
 import { AssetGraph } from "../graph.js";
 import { watch } from "../live.js";
-import { RUN_LABELS } from "../status.js";
 import { partitionsSummary } from "./launch.js";
 
 export const title = "Assets";
 
-// The API lists the partitions that ran one by one: the summary reads at most 3,000 of them per
-// asset and says "at least" beyond, so that a large graph stays cheap to keep fresh.
-const PAGE = 1000;
-const MAX_PAGES = 3;
+// The latest status of a partition (across all backfills) -> the run status it stands for.
+const FROM_PARTITION = { SUCCEEDED: "SUCCESS", FAILED: "FAILED", RUNNING: "RUNNING", QUEUED: "QUEUED", CANCELED: "CANCELED" };
 
 // The latest run status of a partition -> the colour of the partition status it leads to.
 const SHOWN = [
@@ -25,32 +22,27 @@ const SHOWN = [
   ["UNKNOWN", "UNKNOWN", "unknown"],
 ];
 
-/** Count an asset's partitions by the status of their latest run. */
+/** Count an asset's partitions by the status of their latest run: one request, whatever the
+ * number of partitions (the API folds them into ranges; PENDING ones never ran). */
 async function latestSummary(asset) {
+  const data = await graphql("UiAssetStatuses", { name: asset.name });
   const sums = {};
-  let after = null;
-  let ran = 0;
-  let complete = false;
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const data = await graphql("UiAssetStatuses", { name: asset.name, first: PAGE, after });
-    const rows = data.asset?.latestStatuses ?? [];
-    for (const row of rows) {
-      const status = row.status in RUN_LABELS ? row.status : "UNKNOWN";
-      sums[status] = (sums[status] || 0) + 1;
+  let total = 0;
+  let never = 0;
+  for (const range of data.asset?.partitionStatusRanges ?? []) {
+    total += range.count;
+    if (range.status === "PENDING" || range.status === "SKIPPED") {
+      never += range.count;
+      continue;
     }
-    ran += rows.length;
-    if (rows.length < PAGE) {
-      complete = true;
-      break;
-    }
-    after = rows[rows.length - 1].key;
+    const status = FROM_PARTITION[range.status] ?? "UNKNOWN";
+    sums[status] = (sums[status] || 0) + range.count;
   }
-  const total = asset.partitions ? asset.partitions.count : 1;
-  return { sums, ran, complete, total, never: complete ? Math.max(0, total - ran) : null };
+  return { sums, total, never };
 }
 
 function statusBar(summary) {
-  const { sums, total, never, complete } = summary;
+  const { sums, total, never } = summary;
   const track = h("div", { class: "progress-track", "aria-hidden": "true" });
   for (const [status, colour] of SHOWN) {
     if (!sums[status] || !total) continue;
@@ -58,16 +50,16 @@ function statusBar(summary) {
   }
   const succeeded = sums.SUCCESS || 0;
   const percent = total ? Math.round((100 * succeeded) / total) : 0;
-  const text = `${complete ? "" : "at least "}${formatNumber(succeeded)} of ${formatNumber(total)} partitions succeeded last`;
-  const neverText = never === null ? "" : `; ${formatNumber(never)} never ran`;
+  const text = `${formatNumber(succeeded)} of ${formatNumber(total)} partitions succeeded last`;
+  const neverText = `; ${formatNumber(never)} never ran`;
   return h(
     "div",
     { class: "progress progress-compact", role: "img", "aria-label": `${text}${neverText}` },
     h(
       "div",
       { class: "progress-label" },
-      h("span", { class: "progress-percent" }, `${complete ? "" : "≥ "}${percent}%`),
-      h("span", { class: "progress-counts" }, `${complete ? "" : "≥ "}${formatNumber(succeeded)} / ${formatNumber(total)}`),
+      h("span", { class: "progress-percent" }, `${percent}%`),
+      h("span", { class: "progress-counts" }, `${formatNumber(succeeded)} / ${formatNumber(total)}`),
     ),
     track,
   );
