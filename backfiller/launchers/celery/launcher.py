@@ -58,7 +58,7 @@ from backfiller.launchers.celery.protocol import (
 logger = logging.getLogger("backfiller.launcher")
 
 POLL_SECONDS = 0.02
-PUBLISH_BATCH = 64
+PUBLISH_BATCH = 256
 MAX_BATCH = 1_000
 FENCE_MARGIN_SECONDS = 1.0
 """Waited past a run's ``stop_by`` before it is taken for stopped (clock skew, kill time)."""
@@ -138,6 +138,7 @@ class CeleryLauncher:
         self._closing = False
         self._thread: threading.Thread | None = None
         self._starts_waiting = threading.Event()
+        self._replier = _Replier(self)
 
     # -- the daemon's side ---------------------------------------------------------------------
 
@@ -279,9 +280,10 @@ class CeleryLauncher:
         delay = 0.5
         while not self._closing:
             try:
-                with Connection(
-                    self.broker_url, transport_options={"confirm_publish": True}, heartbeat=10
-                ) as conn:
+                # No publisher confirms (each would wait one broker round trip): a task lost
+                # with a broken connection is published again after reconnecting (it never
+                # started: the daemon saw no start request), and a lost answer is asked again.
+                with Connection(self.broker_url, heartbeat=10) as conn:
                     conn.ensure_connection(max_retries=1)
                     self._serve(conn)
                     return
@@ -341,27 +343,38 @@ class CeleryLauncher:
         for run in todo[:PUBLISH_BATCH]:
             message = task_message(run.task, self.owner)
             message["grace"] = self.grace_seconds
+            name = task_id(run.task)
             self.app.send_task(
                 TASK_NAME,
                 args=[message],
                 queue=run.queue,
-                task_id=task_id(run.task),
+                task_id=name,
                 producer=producer,
                 retry=False,
+                ignore_result=True,
+                # Celery's own repr of the arguments costs more than the rest of the message.
+                argsrepr=f"[{name}]",
+                kwargsrepr="{}",
             )
             with self._lock:
                 run.published = True
         return len(todo) > PUBLISH_BATCH
 
     def _send_replies(self, producer: Any) -> None:
+        """Send the answers and cancels waiting (from this thread or the gate's)."""
         while True:
             with self._lock:
                 if not self._replies:
                     return
-                reply, body = self._replies[0]
-            producer.publish(body, routing_key=reply, serializer="json", retry=False, expiration=60)
-            with self._lock:
-                self._replies.popleft()
+                reply, body = self._replies.popleft()
+            try:
+                producer.publish(
+                    body, routing_key=reply, serializer="json", retry=False, expiration=60
+                )
+            except BaseException:
+                with self._lock:
+                    self._replies.appendleft((reply, body))
+                raise
 
     def _announce(self, producer: Any) -> None:
         now = time.monotonic()
@@ -486,6 +499,8 @@ class CeleryLauncher:
                     self._starts = starts + self._starts
                 time.sleep(0.5)
                 self._starts_waiting.set()
+            self._replier.send()
+        self._replier.close()
 
     def _answer_starts(self, starts: list[_Start]) -> None:
         with self._lock:
@@ -496,6 +511,11 @@ class CeleryLauncher:
                     continue  # the worker no longer waits for this answer
                 if run is None or run.task.attempt != start.attempt:
                     self._refuse(start, "stale attempt")
+                elif run.reply is not None and run.reply == start.reply:
+                    if run.dropped is None and run.cancel_at is None:
+                        self._grant(start, run.fence)  # asked again: the answer was lost
+                elif any(w.run_id == start.run_id and w.reply == start.reply for w in wanted):
+                    continue  # asked again while the first request waits for the gate
                 elif run.reply is not None or any(w.run_id == start.run_id for w in wanted):
                     self._refuse(start, "this attempt already started")
                 else:
@@ -522,19 +542,7 @@ class CeleryLauncher:
                     self._events.append(
                         RunStarted(start.run_id, start.at, start.worker, start.attempt)
                     )
-                self._replies.append(
-                    (
-                        start.reply,
-                        {
-                            "t": "grant",
-                            "run": start.run_id,
-                            "attempt": start.attempt,
-                            "ok": True,
-                            "stop_by": stop_by,
-                            "owner": self.owner,
-                        },
-                    )
-                )
+                self._grant(start, stop_by)
 
     def _through_gate(self, wanted: list[_Start]) -> set[int] | None:
         gate = self._gate
@@ -542,10 +550,54 @@ class CeleryLauncher:
             return None
         return gate([StartRequest(s.run_id, s.attempt, s.at, s.worker) for s in wanted])
 
+    def _grant(self, start: _Start, stop_by: float) -> None:
+        body = {"t": "grant", "run": start.run_id, "attempt": start.attempt, "ok": True}
+        body.update(stop_by=stop_by, owner=self.owner)
+        self._replies.append((start.reply, body))
+
     def _refuse(self, start: _Start, why: str) -> None:
         body = {"t": "grant", "run": start.run_id, "attempt": start.attempt, "ok": False}
         body["why"] = why
         self._replies.append((start.reply, body))
+
+
+class _Replier:
+    """The gate's thread sends its answers itself, on a connection of its own, as soon as the
+    gate has answered (the broker's thread may be waiting for messages). When that fails, the
+    broker's thread sends them once it can."""
+
+    RETRY_SECONDS = 1.0
+
+    def __init__(self, launcher: CeleryLauncher) -> None:
+        self.launcher = launcher
+        self._conn: Any = None
+        self._producer: Any = None
+        self._failed_at = 0.0
+
+    def send(self) -> None:
+        if not self.launcher.connected or time.monotonic() - self._failed_at < self.RETRY_SECONDS:
+            return
+        try:
+            self.launcher._send_replies(self._ready())
+        except Exception as exc:
+            logger.info("answering from the gate's thread failed (%s)", exc)
+            self._failed_at = time.monotonic()
+            self.close()
+
+    def _ready(self) -> Any:
+        if self._producer is None:
+            from kombu import Connection, Producer
+
+            self._conn = Connection(self.launcher.broker_url, heartbeat=0, connect_timeout=2)
+            self._conn.ensure_connection(max_retries=1)
+            self._producer = Producer(self._conn.channel(), exchange=control_exchange())
+        return self._producer
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.release()
+        self._conn = self._producer = None
 
 
 def _lines(raw: Any) -> tuple[LogLine, ...]:

@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,8 @@ logger = logging.getLogger("backfiller.worker")
 WATCH_SECONDS = 0.05
 KILL_MARGIN_SECONDS = 0.5
 """A run is killed this long before its ``stop_by``, so it is surely gone at ``stop_by``."""
+ASK_AGAIN_SECONDS = 5.0
+"""A start request not answered after this long is sent again (it is not confirmed)."""
 SILENT_OWNER_SECONDS = 15.0
 """A daemon not heard from for this long (while the broker is reachable) is taken for gone."""
 
@@ -58,22 +61,27 @@ class Current:
         return (self.task.run_id, self.task.attempt)
 
 
-def _connection(broker_url: str) -> Any:
+def _connection(broker_url: str, confirm: bool = True) -> Any:
     from kombu import Connection
 
     return Connection(
         broker_url,
-        transport_options={"confirm_publish": True},
+        transport_options={"confirm_publish": confirm},
         heartbeat=0,
         connect_timeout=2,
     )
 
 
 class Publisher:
-    """Sends messages to daemons' queues; safe to call from any thread."""
+    """Sends messages to daemons' queues; safe to call from any thread.
 
-    def __init__(self, broker_url: str) -> None:
+    With ``confirm`` (results, log lines), a send returns once the broker has the message;
+    without (start requests, which are asked again, and heartbeats), it does not wait.
+    """
+
+    def __init__(self, broker_url: str, confirm: bool = True) -> None:
         self.broker_url = broker_url
+        self.confirm = confirm
         self._lock = threading.Lock()
         self._conn: Any = None
         self._producer: Any = None
@@ -82,7 +90,7 @@ class Publisher:
         if self._producer is None:
             from kombu import Producer
 
-            self._conn = _connection(self.broker_url)
+            self._conn = _connection(self.broker_url, self.confirm)
             self._conn.ensure_connection(max_retries=1)
             self._producer = Producer(self._conn.channel(), exchange=control_exchange())
         return self._producer
@@ -128,7 +136,10 @@ class Link:
         self.queue_name = f"backfiller.worker.{socket.gethostname()}.{os.getpid()}"
         self.queue_name += f".{uuid.uuid4().hex[:8]}"
         self.publisher = Publisher(broker_url)
-        self._beats = Publisher(broker_url)
+        self._requests = Publisher(broker_url, confirm=False)
+        self._beats = Publisher(broker_url, confirm=False)
+        self._granted: deque[tuple[int, int]] = deque(maxlen=64)
+        """The latest attempts granted here: a second answer to one of them is no news."""
         self._lock = threading.Lock()
         self._answers: dict[tuple[int, int], dict[str, Any]] = {}
         self._waiting: dict[tuple[int, int], threading.Event] = {}
@@ -159,15 +170,24 @@ class Link:
         }
         deadline = time.monotonic() + timeout
         try:
-            while not self.publisher.try_send(owner, request):
+            while not answered.is_set():
+                if not self._requests.try_send(owner, request):
+                    if time.monotonic() > deadline:
+                        return None
+                    time.sleep(0.5)
+                    continue
+                # Unconfirmed: asked again if no answer came (the daemon answers once).
+                asked = time.monotonic()
+                while not answered.wait(0.1) and time.monotonic() - asked < ASK_AGAIN_SECONDS:
+                    if time.monotonic() > deadline or self.owner_gone(owner):
+                        return None
                 if time.monotonic() > deadline:
                     return None
-                time.sleep(0.5)
-            while not answered.wait(0.1):
-                if time.monotonic() > deadline or self.owner_gone(owner):
-                    return None
             with self._lock:
-                return self._answers.pop(token, None)
+                answer = self._answers.pop(token, None)
+                if answer is not None and answer.get("ok"):
+                    self._granted.append(token)
+                return answer
         finally:
             with self._lock:
                 self._waiting.pop(token, None)
@@ -254,7 +274,7 @@ class Link:
                     self._answers[token] = body
                     waiter.set()
                     return
-            if body.get("ok"):
+            if body.get("ok") and token not in self._granted:
                 # Granted after this process gave up waiting: the run never ran here.
                 logger.warning("run %s attempt %s was granted too late", *token)
                 late = {"t": "undelivered", "run": token[0], "attempt": token[1]}
