@@ -86,6 +86,21 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return main, pool
 
 
+def database_cpu(url: str) -> float:
+    """CPU seconds of the PostgreSQL backends serving ``url``'s database (live ones only)."""
+    name = make_url(url).database or ""
+    total = 0.0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if f" {name} " not in cmdline.read_bytes().decode(errors="replace"):
+                continue
+            fields = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += _stat_cpu(fields, children=False)
+    return total
+
+
 def thread_cpu() -> dict[str, float]:
     """CPU seconds of each of this process's threads, by thread name."""
     names = {t.native_id: t.name for t in threading.enumerate()}
@@ -193,7 +208,7 @@ async def timed_backfill(
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     await asyncio.sleep(1.0)  # the lease is taken, the launcher connected
-    cpu0, started = thread_cpu(), time.perf_counter()
+    cpu0, started, db0 = thread_cpu(), time.perf_counter(), database_cpu(url)
     with profiles.main_thread():
         pk = await api.launch(size)
         while True:
@@ -204,6 +219,7 @@ async def timed_backfill(
             if record.status is BackfillState.COMPLETED_SUCCESS:
                 break
     took, cpu1 = time.perf_counter() - started, thread_cpu()
+    cpu1["PostgreSQL"] = database_cpu(url) - db0
     stop.set()
     await task
     await database.dispose()
@@ -222,10 +238,11 @@ async def local(server: str, size: int) -> None:
         while launcher.ready_workers() < 2:  # noqa: ASYNC110 (the launcher has no event)
             await asyncio.sleep(0.05)
         took, cpu = await timed_backfill(url, launcher, size, Profiles(None))
+    database = cpu.pop("PostgreSQL")
     total = sum(cpu.values())
     print(
         f"local launcher, 2 workers:        {size / took:6.0f} runs/s  ({took:6.1f} s;"
-        f" daemon+pool CPU {total:5.1f} s in this process)"
+        f" daemon+pool CPU {total:5.1f} s in this process, PostgreSQL {database:5.1f} s)"
     )
 
 
@@ -246,6 +263,7 @@ async def celery(
             main1, pool1 = pool.cpu()
     finally:
         pool.stop()
+    database = cpu.pop("PostgreSQL")
     daemon = sum(cpu.values())
     worker = main1 - main0 + pool1 - pool0
     print(
@@ -254,6 +272,7 @@ async def celery(
         f"  per run: daemon {1000 * daemon / size:.2f} ms ({by_thread(cpu, size)}); "
         f"workers {1000 * worker / size:.2f} ms (Celery's main processes "
         f"{1000 * (main1 - main0) / size:.2f}, pool processes {1000 * (pool1 - pool0) / size:.2f})"
+        f"; PostgreSQL {1000 * database / size:.2f} ms"
     )
     profiles.dump()
 

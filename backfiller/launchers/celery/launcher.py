@@ -344,17 +344,14 @@ class CeleryLauncher:
             message = task_message(run.task, self.owner)
             message["grace"] = self.grace_seconds
             name = task_id(run.task)
-            self.app.send_task(
-                TASK_NAME,
-                args=[message],
-                queue=run.queue,
-                task_id=name,
-                producer=producer,
-                retry=False,
-                ignore_result=True,
-                # Celery's own repr of the arguments costs more than the rest of the message.
-                argsrepr=f"[{name}]",
-                kwargsrepr="{}",
+            # Celery's own message (protocol 2) and publishing, without ``send_task``'s routing,
+            # result and parent lookups; Celery's repr of the arguments costs more than the
+            # rest of the message, so the task id stands for them.
+            celery_message = self.app.amqp.create_task_message(
+                name, TASK_NAME, [message], {}, argsrepr=f"[{name}]", kwargsrepr="{}"
+            )
+            self.app.amqp.send_task_message(
+                producer, TASK_NAME, celery_message, queue=run.queue, retry=False
             )
             with self._lock:
                 run.published = True
@@ -538,10 +535,8 @@ class CeleryLauncher:
                 run.reply, run.worker = start.reply, start.worker
                 run.last_beat = time.monotonic()
                 run.fence = stop_by
-                if allowed is None:
-                    self._events.append(
-                        RunStarted(start.run_id, start.at, start.worker, start.attempt)
-                    )
+                # The gate only reads: the start is written with the run's other events.
+                self._events.append(RunStarted(start.run_id, start.at, start.worker, start.attempt))
                 self._grant(start, stop_by)
 
     def _through_gate(self, wanted: list[_Start]) -> set[int] | None:

@@ -35,6 +35,8 @@ from backfiller.launchers.celery.protocol import BEAT_SECONDS, daemon_queue, wor
 logger = logging.getLogger("backfiller.worker")
 
 WATCH_SECONDS = 0.05
+FLUSH_SECONDS = 0.5
+"""A run's log lines are shipped at least this often (or every ``FLUSH_LINES`` lines)."""
 KILL_MARGIN_SECONDS = 0.5
 """A run is killed this long before its ``stop_by``, so it is surely gone at ``stop_by``."""
 ASK_AGAIN_SECONDS = 5.0
@@ -55,6 +57,7 @@ class Current:
     terminating: Outcome | None = None
     kill_at: float | None = None
     on_kill: Callable[[], dict[str, Any] | None] | None = None
+    flush: Callable[[], None] | None = None
 
     @property
     def token(self) -> tuple[int, int]:
@@ -148,7 +151,10 @@ class Link:
         self.connected_at: float | None = None
         self.current: Current | None = None
         self._listening = threading.Event()
-        for target, name in ((self._listen, "listener"), (self._watch, "watch")):
+        self._busy = threading.Event()
+        """Set while a run executes: the watch and flush threads sleep otherwise."""
+        threads = ((self._listen, "listener"), (self._watch, "watch"), (self._flush, "flush"))
+        for target, name in threads:
             threading.Thread(target=target, name=f"backfiller-{name}", daemon=True).start()
 
     # -- the task body's side ------------------------------------------------------------------
@@ -209,10 +215,12 @@ class Link:
     def begin(self, current: Current) -> None:
         with self._lock:
             self.current = current
+            self._busy.set()
 
     def end(self) -> None:
         with self._lock:
             self.current = None
+            self._busy.clear()
 
     # -- the listener thread -------------------------------------------------------------------
 
@@ -306,9 +314,21 @@ class Link:
 
     def _watch(self) -> None:
         while True:
+            self._busy.wait()
             time.sleep(WATCH_SECONDS)
             with contextlib.suppress(Exception):
                 self._check()
+
+    def _flush(self) -> None:
+        """Ships the run's log lines every ``FLUSH_SECONDS`` (a thread of its own: shipping
+        waits for the broker, the watch must not)."""
+        while True:
+            self._busy.wait()
+            time.sleep(FLUSH_SECONDS)
+            current = self.current
+            if current is not None and current.flush is not None:
+                with contextlib.suppress(Exception):
+                    current.flush()
 
     def _check(self) -> None:
         with self._lock:
