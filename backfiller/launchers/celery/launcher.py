@@ -58,6 +58,10 @@ from backfiller.launchers.celery.protocol import (
 logger = logging.getLogger("backfiller.launcher")
 
 POLL_SECONDS = 0.02
+WATCH_SECONDS = 0.1
+"""How often the runs are looked over for silence, cancels and fences (seconds matter)."""
+OVERTAKEN_SECONDS = 10.0
+"""A run overtaken on its queue for this long is published again (``_republish_if_overtaken``)."""
 PUBLISH_BATCH = 256
 MAX_BATCH = 1_000
 FENCE_MARGIN_SECONDS = 1.0
@@ -79,6 +83,9 @@ class _Run:
     fence: float = 0.0
     dropped: Outcome | None = None
     cancel_at: float | None = None
+    sequence: int = 0
+    published_at: float = 0.0
+    republish_after: float = 0.0
 
 
 @dataclass
@@ -127,6 +134,8 @@ class CeleryLauncher:
         self.app = make_app(broker_url)
         self._lock = threading.RLock()
         self._runs: dict[int, _Run] = {}
+        self._unpublished: deque[_Run] = deque()
+        """Runs to publish, oldest first (a run dropped meanwhile is skipped)."""
         self._events: list[LauncherEvent] = []
         self._replies: deque[tuple[str, dict[str, Any]]] = deque()
         self._starts: list[_Start] = []
@@ -135,6 +144,10 @@ class CeleryLauncher:
         self._lease_stop_by: float | None = None
         self._connected_at: float | None = None
         self._last_announce = 0.0
+        self._last_watch = 0.0
+        self._sequence = 0
+        self._asked: dict[str, int] = {}
+        """Per queue, the publication sequence of the latest run a worker asked to start."""
         self._closing = False
         self._thread: threading.Thread | None = None
         self._starts_waiting = threading.Event()
@@ -162,7 +175,9 @@ class CeleryLauncher:
             for task in tasks:
                 job = self.definitions.get_job(task.job_name)
                 queue = (job.queue if job is not None else None) or self.default_queue
-                self._runs[task.run_id] = _Run(task, queue)
+                run = _Run(task, queue)
+                self._runs[task.run_id] = run
+                self._unpublished.append(run)
 
     def poll(self) -> list[LauncherEvent]:
         with self._lock:
@@ -292,9 +307,11 @@ class CeleryLauncher:
                     if self._connected_at is not None:
                         logger.warning("broker connection lost (%s); reconnecting", exc)
                     self._connected_at = None
+                    self._unpublished.clear()
                     for run in self._runs.values():
                         if run.reply is None:
                             run.published = False  # publish again; a duplicate is refused
+                            self._unpublished.append(run)
                 time.sleep(delay)
                 delay = min(5.0, delay * 2)
 
@@ -339,8 +356,13 @@ class CeleryLauncher:
         """Publish up to ``PUBLISH_BATCH`` runs (the rest on the next pass: announcements and
         answers must not wait behind a long backlog)."""
         with self._lock:
-            todo = [r for r in self._runs.values() if not r.published]
-        for run in todo[:PUBLISH_BATCH]:
+            todo: list[_Run] = []
+            while self._unpublished and len(todo) < PUBLISH_BATCH:
+                run = self._unpublished.popleft()
+                if self._runs.get(run.task.run_id) is run and not run.published:
+                    todo.append(run)
+            more = bool(self._unpublished)
+        for run in todo:
             message = task_message(run.task, self.owner)
             message["grace"] = self.grace_seconds
             name = task_id(run.task)
@@ -355,7 +377,9 @@ class CeleryLauncher:
             )
             with self._lock:
                 run.published = True
-        return len(todo) > PUBLISH_BATCH
+                self._sequence += 1
+                run.sequence, run.published_at = self._sequence, time.monotonic()
+        return more
 
     def _send_replies(self, producer: Any) -> None:
         """Send the answers and cancels waiting (from this thread or the gate's)."""
@@ -400,11 +424,15 @@ class CeleryLauncher:
     def _watch(self) -> None:
         """Runs gone silent or canceled are dropped; once their fence passed, they end."""
         now = time.monotonic()
+        if now - self._last_watch < WATCH_SECONDS:
+            return
+        self._last_watch = now
         half = self.heartbeat_timeout / 2
         with self._lock:
             connected_at = self._connected_at
             for run_id, run in list(self._runs.items()):
                 if run.reply is None:
+                    self._republish_if_overtaken(run, now)
                     continue
                 if run.dropped is None:
                     if run.cancel_at is not None and now >= run.cancel_at:
@@ -416,6 +444,22 @@ class CeleryLauncher:
                     del self._runs[run_id]
                     why = "canceled" if run.dropped is Outcome.CANCELED else "the worker was lost"
                     self._finish(run, run.dropped, why)
+
+    def _republish_if_overtaken(self, run: _Run, now: float) -> None:
+        """Publish a run again when runs published after it on its queue have asked to start
+        while it has not, for a while: a worker holds it without running it (Redis gives a
+        dead worker's prefetched tasks back only after its visibility timeout; Celery keeps
+        prefetched tasks behind long runs). The copy that asks first runs; the other is
+        refused. The wait doubles at each republication."""
+        if not run.published or self._asked.get(run.queue, 0) <= run.sequence:
+            return
+        wait = run.republish_after or OVERTAKEN_SECONDS
+        if now - run.published_at < wait:
+            return
+        logger.info("run %s was overtaken on its queue; publishing it again", run.task.run_id)
+        run.republish_after = 2 * wait
+        run.published = False
+        self._unpublished.append(run)
 
     # -- messages from workers -----------------------------------------------------------------
 
@@ -438,6 +482,9 @@ class CeleryLauncher:
                     )
                 )
                 self._starts_waiting.set()
+                run = self._runs.get(run_id)
+                if run is not None and run.published:
+                    self._asked[run.queue] = max(self._asked.get(run.queue, 0), run.sequence)
                 return
             run = self._runs.get(run_id)
             if run is None or run.task.attempt != attempt:
@@ -451,6 +498,7 @@ class CeleryLauncher:
             elif kind == "undelivered":
                 if run.reply is None:
                     run.published = False  # its worker gave up waiting: publish it again
+                    self._unpublished.append(run)
                 elif run.reply == body.get("reply"):
                     del self._runs[run_id]
                     self._finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
