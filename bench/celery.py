@@ -8,8 +8,14 @@ On PostgreSQL and RabbitMQ (both on 127.0.0.1), a no-op backfill of ``--size`` p
    (``backfiller worker --concurrency C``, separate processes), then with 1 and 3 workers.
 
 Workers are started and ready before the clock starts. For each run it prints runs/s and the
-CPU seconds spent by the daemon (this process) and by the Celery workers (their processes), to
-show where the time goes. Prints figures; asserts nothing.
+CPU per run spent by each of the daemon's threads (this process: the event loop, the
+launcher's broker thread, its gate thread), by the Celery workers' main and pool processes,
+and by the PostgreSQL backends of the benchmark's database, to show where the time goes.
+Prints figures; asserts nothing.
+
+Options: ``--workers 2,1,3`` (the Celery worker counts, in order), ``--concurrency`` (processes
+per worker), ``--no-local`` (skip the local launcher), ``--profile FILE`` (a cProfile of the
+daemon's threads, for ``pstats``).
 
 Run with ``python -m bench.celery`` (``--quick`` for 2,000 partitions). Needs PostgreSQL
 (``--database``, a server URL; a database is created and dropped) and RabbitMQ (``--broker``).
