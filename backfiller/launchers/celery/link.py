@@ -282,7 +282,8 @@ class Link:
                     self._answers[token] = body
                     waiter.set()
                     return
-            if body.get("ok") and token not in self._granted:
+                repeated = token in self._granted  # a second answer to a request asked again
+            if body.get("ok") and not repeated:
                 # Granted after this process gave up waiting: the run never ran here.
                 logger.warning("run %s attempt %s was granted too late", *token)
                 late = {"t": "undelivered", "run": token[0], "attempt": token[1]}
