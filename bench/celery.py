@@ -8,8 +8,14 @@ On PostgreSQL and RabbitMQ (both on 127.0.0.1), a no-op backfill of ``--size`` p
    (``backfiller worker --concurrency C``, separate processes), then with 1 and 3 workers.
 
 Workers are started and ready before the clock starts. For each run it prints runs/s and the
-CPU seconds spent by the daemon (this process) and by the Celery workers (their processes), to
-show where the time goes. Prints figures; asserts nothing.
+CPU per run spent by each of the daemon's threads (this process: the event loop, the
+launcher's broker thread, its gate thread), by the Celery workers' main and pool processes,
+and by the PostgreSQL backends of the benchmark's database, to show where the time goes.
+Prints figures; asserts nothing.
+
+Options: ``--workers 2,1,3`` (the Celery worker counts, in order), ``--concurrency`` (processes
+per worker), ``--no-local`` (skip the local launcher), ``--profile FILE`` (a cProfile of the
+daemon's threads, for ``pstats``).
 
 Run with ``python -m bench.celery`` (``--quick`` for 2,000 partitions). Needs PostgreSQL
 (``--database``, a server URL; a database is created and dropped) and RabbitMQ (``--broker``).
@@ -19,12 +25,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
+import pstats
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,17 +72,53 @@ def fresh_postgres(server_url: str) -> Iterator[str]:
         admin.dispose()
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and of its children (live or reaped)."""
-    total = 0.0
+def _stat_cpu(fields: list[str], children: bool) -> float:
+    own = int(fields[11]) + int(fields[12])
+    return (own + (int(fields[13]) + int(fields[14]) if children else 0)) / TICKS
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU (user + system) of a process with its reaped children, and of its live children."""
+    main = pool = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(stat.parent.name) == pid or int(fields[1]) == pid:
-            total += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / TICKS
+        if int(stat.parent.name) == pid:
+            main += _stat_cpu(fields, children=True)
+        elif int(fields[1]) == pid:
+            pool += _stat_cpu(fields, children=True)
+    return main, pool
+
+
+def database_cpu(url: str) -> float:
+    """CPU seconds of the PostgreSQL backends serving ``url``'s database (live ones only)."""
+    name = make_url(url).database or ""
+    total = 0.0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if f" {name} " not in cmdline.read_bytes().decode(errors="replace"):
+                continue
+            fields = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += _stat_cpu(fields, children=False)
     return total
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of each of this process's threads, by thread name."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    found: dict[str, float] = {}
+    for stat in Path("/proc/self/task").glob("*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        name = names.get(int(stat.parent.name), "other")
+        found[name] = found.get(name, 0.0) + _stat_cpu(fields, children=False)
+    return found
 
 
 class Workers:
@@ -98,8 +143,10 @@ class Workers:
         while not all("ready." in log.read_text() for log in self.logs):
             time.sleep(0.1)
 
-    def cpu(self) -> float:
-        return sum(cpu_seconds(p.pid) for p in self.procs)
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds of the workers' main processes, and of their pool processes."""
+        pairs = [cpu_seconds(p.pid) for p in self.procs]
+        return sum(m for m, _ in pairs), sum(c for _, c in pairs)
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -109,28 +156,86 @@ class Workers:
             log.unlink(missing_ok=True)
 
 
-async def timed_backfill(url: str, launcher: Launcher, size: int) -> tuple[float, float]:
-    """(seconds from launch to COMPLETED_SUCCESS, CPU seconds of this process meanwhile)."""
+class Profiles:
+    """cProfile of the daemon's threads (the event loop and the launcher's threads), if asked."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.done: list[cProfile.Profile] = []
+
+    def wrap(self, launcher: Launcher) -> None:
+        if self.path is None or not isinstance(launcher, CeleryLauncher):
+            return
+        for name in ("_run", "_answer"):
+            setattr(launcher, name, self._profiled(getattr(launcher, name)))
+
+    def _profiled(self, function: Callable[[], None]) -> Callable[[], None]:
+        def profiled() -> None:
+            profile = cProfile.Profile()
+            profile.enable()
+            try:
+                function()
+            finally:
+                profile.disable()
+                self.done.append(profile)
+
+        return profiled
+
+    @contextmanager
+    def main_thread(self) -> Iterator[None]:
+        if self.path is None:
+            yield
+            return
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            yield
+        finally:
+            profile.disable()
+            self.done.append(profile)
+
+    def dump(self) -> None:
+        if self.path is None or not self.done:
+            return
+        stats = pstats.Stats(self.done[0])
+        for profile in self.done[1:]:
+            stats.add(profile)
+        stats.dump_stats(self.path)
+        print(f"  profile of the daemon's threads written to {self.path}")
+
+
+async def timed_backfill(
+    url: str, launcher: Launcher, size: int, profiles: Profiles
+) -> tuple[float, dict[str, float]]:
+    """(seconds from launch to COMPLETED_SUCCESS, CPU seconds of this process's threads)."""
     database = Database(url)
     api = Api(database)
     daemon = Daemon(database, definitions, launcher, DaemonSettings(shutdown_grace_seconds=5))
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     await asyncio.sleep(1.0)  # the lease is taken, the launcher connected
-    cpu0, started = time.process_time(), time.perf_counter()
-    pk = await api.launch(size)
-    while True:
-        await asyncio.sleep(0.1)
-        async with database.read() as session:
-            record = await session.get(BackfillRecord, pk, populate_existing=True)
-        assert record is not None
-        if record.status is BackfillState.COMPLETED_SUCCESS:
-            break
-    took, cpu = time.perf_counter() - started, time.process_time() - cpu0
+    cpu0, started, db0 = thread_cpu(), time.perf_counter(), database_cpu(url)
+    with profiles.main_thread():
+        pk = await api.launch(size)
+        while True:
+            await asyncio.sleep(0.1)
+            async with database.read() as session:
+                record = await session.get(BackfillRecord, pk, populate_existing=True)
+            assert record is not None
+            if record.status is BackfillState.COMPLETED_SUCCESS:
+                break
+    took, cpu1 = time.perf_counter() - started, thread_cpu()
+    cpu1["PostgreSQL"] = database_cpu(url) - db0
     stop.set()
     await task
     await database.dispose()
-    return took, cpu
+    return took, {name: cpu1[name] - cpu0.get(name, 0.0) for name in cpu1}
+
+
+def by_thread(cpu: dict[str, float], size: int) -> str:
+    """The daemon's CPU per run, by thread (ms)."""
+    parts = [f"{name} {1000 * seconds / size:.2f}" for name, seconds in sorted(cpu.items())]
+    return ", ".join(parts)
 
 
 async def local(server: str, size: int) -> None:
@@ -138,30 +243,44 @@ async def local(server: str, size: int) -> None:
         launcher = LocalLauncher(TARGET, 2).start()
         while launcher.ready_workers() < 2:  # noqa: ASYNC110 (the launcher has no event)
             await asyncio.sleep(0.05)
-        took, cpu = await timed_backfill(url, launcher, size)
+        took, cpu = await timed_backfill(url, launcher, size, Profiles(None))
+    database = cpu.pop("PostgreSQL")
+    total = sum(cpu.values())
     print(
         f"local launcher, 2 workers:        {size / took:6.0f} runs/s  ({took:6.1f} s;"
-        f" daemon+pool CPU {cpu:5.1f} s in this process)"
+        f" daemon+pool CPU {total:5.1f} s in this process, PostgreSQL {database:5.1f} s)"
     )
 
 
-async def celery(server: str, broker: str, size: int, workers: int, concurrency: int) -> None:
+async def celery(
+    server: str, broker: str, size: int, workers: int, concurrency: int, profiles: Profiles
+) -> None:
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     os.environ["BACKFILLER_CELERY_QUEUE"] = queue
     pool = Workers(broker, queue, workers, concurrency)
     try:
         pool.wait_ready()
         with fresh_postgres(server) as url:
-            launcher = CeleryLauncher(broker, definitions, new_owner(), max_active=512).start()
-            cpu0 = pool.cpu()
-            took, cpu = await timed_backfill(url, launcher, size)
-            worker_cpu = pool.cpu() - cpu0
+            launcher = CeleryLauncher(broker, definitions, new_owner(), max_active=512)
+            profiles.wrap(launcher)
+            launcher.start()
+            main0, pool0 = pool.cpu()
+            took, cpu = await timed_backfill(url, launcher, size, profiles)
+            main1, pool1 = pool.cpu()
     finally:
         pool.stop()
+    database = cpu.pop("PostgreSQL")
+    daemon = sum(cpu.values())
+    worker = main1 - main0 + pool1 - pool0
     print(
         f"celery, {workers} worker(s) x {concurrency}:     {size / took:6.0f} runs/s  "
-        f"({took:6.1f} s; daemon CPU {cpu:5.1f} s, workers' CPU {worker_cpu:5.1f} s)"
+        f"({took:6.1f} s; daemon CPU {daemon:5.1f} s, workers' CPU {worker:5.1f} s)\n"
+        f"  per run: daemon {1000 * daemon / size:.2f} ms ({by_thread(cpu, size)}); "
+        f"workers {1000 * worker / size:.2f} ms (Celery's main processes "
+        f"{1000 * (main1 - main0) / size:.2f}, pool processes {1000 * (pool1 - pool0) / size:.2f})"
+        f"; PostgreSQL {1000 * database / size:.2f} ms"
     )
+    profiles.dump()
 
 
 async def main() -> None:
@@ -169,15 +288,21 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--workers", default="2,1,3", help="Celery worker counts, in order")
+    parser.add_argument("--no-local", action="store_true", help="skip the local launcher")
+    parser.add_argument("--profile", help="write a cProfile of the daemon's threads here")
     parser.add_argument("--database", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--broker", default="amqp://guest:guest@127.0.0.1:5672//")
     args = parser.parse_args()
     size = 2_000 if args.quick else args.size
     print(f"{size:,}-partition no-op backfill, PostgreSQL, launch to COMPLETED_SUCCESS")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
-    await local(args.database, size)
-    for workers in (2, 1, 3):
-        await celery(args.database, args.broker, size, workers, args.concurrency)
+    if not args.no_local:
+        await local(args.database, size)
+    for workers in (int(w) for w in args.workers.split(",")):
+        profiles = Profiles(args.profile)
+        await celery(args.database, args.broker, size, workers, args.concurrency, profiles)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

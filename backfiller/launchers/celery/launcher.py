@@ -58,7 +58,11 @@ from backfiller.launchers.celery.protocol import (
 logger = logging.getLogger("backfiller.launcher")
 
 POLL_SECONDS = 0.02
-PUBLISH_BATCH = 64
+WATCH_SECONDS = 0.1
+"""How often the runs are looked over for silence, cancels and fences (seconds matter)."""
+OVERTAKEN_SECONDS = 10.0
+"""A run overtaken on its queue for this long is published again (``_republish_if_overtaken``)."""
+PUBLISH_BATCH = 256
 MAX_BATCH = 1_000
 FENCE_MARGIN_SECONDS = 1.0
 """Waited past a run's ``stop_by`` before it is taken for stopped (clock skew, kill time)."""
@@ -79,6 +83,9 @@ class _Run:
     fence: float = 0.0
     dropped: Outcome | None = None
     cancel_at: float | None = None
+    sequence: int = 0
+    published_at: float = 0.0
+    republish_after: float = 0.0
 
 
 @dataclass
@@ -127,6 +134,8 @@ class CeleryLauncher:
         self.app = make_app(broker_url)
         self._lock = threading.RLock()
         self._runs: dict[int, _Run] = {}
+        self._unpublished: deque[_Run] = deque()
+        """Runs to publish, oldest first (a run dropped meanwhile is skipped)."""
         self._events: list[LauncherEvent] = []
         self._replies: deque[tuple[str, dict[str, Any]]] = deque()
         self._starts: list[_Start] = []
@@ -135,9 +144,14 @@ class CeleryLauncher:
         self._lease_stop_by: float | None = None
         self._connected_at: float | None = None
         self._last_announce = 0.0
+        self._last_watch = 0.0
+        self._sequence = 0
+        self._asked: dict[str, int] = {}
+        """Per queue, the publication sequence of the latest run a worker asked to start."""
         self._closing = False
         self._thread: threading.Thread | None = None
         self._starts_waiting = threading.Event()
+        self._replier = _Replier(self)
 
     # -- the daemon's side ---------------------------------------------------------------------
 
@@ -161,7 +175,9 @@ class CeleryLauncher:
             for task in tasks:
                 job = self.definitions.get_job(task.job_name)
                 queue = (job.queue if job is not None else None) or self.default_queue
-                self._runs[task.run_id] = _Run(task, queue)
+                run = _Run(task, queue)
+                self._runs[task.run_id] = run
+                self._unpublished.append(run)
 
     def poll(self) -> list[LauncherEvent]:
         with self._lock:
@@ -279,9 +295,10 @@ class CeleryLauncher:
         delay = 0.5
         while not self._closing:
             try:
-                with Connection(
-                    self.broker_url, transport_options={"confirm_publish": True}, heartbeat=10
-                ) as conn:
+                # No publisher confirms (each would wait one broker round trip): a task lost
+                # with a broken connection is published again after reconnecting (it never
+                # started: the daemon saw no start request), and a lost answer is asked again.
+                with Connection(self.broker_url, heartbeat=10) as conn:
                     conn.ensure_connection(max_retries=1)
                     self._serve(conn)
                     return
@@ -290,9 +307,11 @@ class CeleryLauncher:
                     if self._connected_at is not None:
                         logger.warning("broker connection lost (%s); reconnecting", exc)
                     self._connected_at = None
+                    self._unpublished.clear()
                     for run in self._runs.values():
                         if run.reply is None:
                             run.published = False  # publish again; a duplicate is refused
+                            self._unpublished.append(run)
                 time.sleep(delay)
                 delay = min(5.0, delay * 2)
 
@@ -337,31 +356,46 @@ class CeleryLauncher:
         """Publish up to ``PUBLISH_BATCH`` runs (the rest on the next pass: announcements and
         answers must not wait behind a long backlog)."""
         with self._lock:
-            todo = [r for r in self._runs.values() if not r.published]
-        for run in todo[:PUBLISH_BATCH]:
+            todo: list[_Run] = []
+            while self._unpublished and len(todo) < PUBLISH_BATCH:
+                run = self._unpublished.popleft()
+                if self._runs.get(run.task.run_id) is run and not run.published:
+                    todo.append(run)
+            more = bool(self._unpublished)
+        for run in todo:
             message = task_message(run.task, self.owner)
             message["grace"] = self.grace_seconds
-            self.app.send_task(
-                TASK_NAME,
-                args=[message],
-                queue=run.queue,
-                task_id=task_id(run.task),
-                producer=producer,
-                retry=False,
+            name = task_id(run.task)
+            # Celery's own message (protocol 2) and publishing, without ``send_task``'s routing,
+            # result and parent lookups; Celery's repr of the arguments costs more than the
+            # rest of the message, so the task id stands for them.
+            celery_message = self.app.amqp.create_task_message(
+                name, TASK_NAME, [message], {}, argsrepr=f"[{name}]", kwargsrepr="{}"
+            )
+            self.app.amqp.send_task_message(
+                producer, TASK_NAME, celery_message, queue=run.queue, retry=False
             )
             with self._lock:
                 run.published = True
-        return len(todo) > PUBLISH_BATCH
+                self._sequence += 1
+                run.sequence, run.published_at = self._sequence, time.monotonic()
+        return more
 
     def _send_replies(self, producer: Any) -> None:
+        """Send the answers and cancels waiting (from this thread or the gate's)."""
         while True:
             with self._lock:
                 if not self._replies:
                     return
-                reply, body = self._replies[0]
-            producer.publish(body, routing_key=reply, serializer="json", retry=False, expiration=60)
-            with self._lock:
-                self._replies.popleft()
+                reply, body = self._replies.popleft()
+            try:
+                producer.publish(
+                    body, routing_key=reply, serializer="json", retry=False, expiration=60
+                )
+            except BaseException:
+                with self._lock:
+                    self._replies.appendleft((reply, body))
+                raise
 
     def _announce(self, producer: Any) -> None:
         now = time.monotonic()
@@ -390,11 +424,15 @@ class CeleryLauncher:
     def _watch(self) -> None:
         """Runs gone silent or canceled are dropped; once their fence passed, they end."""
         now = time.monotonic()
+        if now - self._last_watch < WATCH_SECONDS:
+            return
+        self._last_watch = now
         half = self.heartbeat_timeout / 2
         with self._lock:
             connected_at = self._connected_at
             for run_id, run in list(self._runs.items()):
                 if run.reply is None:
+                    self._republish_if_overtaken(run, now)
                     continue
                 if run.dropped is None:
                     if run.cancel_at is not None and now >= run.cancel_at:
@@ -406,6 +444,22 @@ class CeleryLauncher:
                     del self._runs[run_id]
                     why = "canceled" if run.dropped is Outcome.CANCELED else "the worker was lost"
                     self._finish(run, run.dropped, why)
+
+    def _republish_if_overtaken(self, run: _Run, now: float) -> None:
+        """Publish a run again when runs published after it on its queue have asked to start
+        while it has not, for a while: a worker holds it without running it (Redis gives a
+        dead worker's prefetched tasks back only after its visibility timeout; Celery keeps
+        prefetched tasks behind long runs). The copy that asks first runs; the other is
+        refused. The wait doubles at each republication."""
+        if not run.published or self._asked.get(run.queue, 0) <= run.sequence:
+            return
+        wait = run.republish_after or OVERTAKEN_SECONDS
+        if now - run.published_at < wait:
+            return
+        logger.info("run %s was overtaken on its queue; publishing it again", run.task.run_id)
+        run.republish_after = 2 * wait
+        run.published = False
+        self._unpublished.append(run)
 
     # -- messages from workers -----------------------------------------------------------------
 
@@ -428,6 +482,9 @@ class CeleryLauncher:
                     )
                 )
                 self._starts_waiting.set()
+                run = self._runs.get(run_id)
+                if run is not None and run.published:
+                    self._asked[run.queue] = max(self._asked.get(run.queue, 0), run.sequence)
                 return
             run = self._runs.get(run_id)
             if run is None or run.task.attempt != attempt:
@@ -441,6 +498,7 @@ class CeleryLauncher:
             elif kind == "undelivered":
                 if run.reply is None:
                     run.published = False  # its worker gave up waiting: publish it again
+                    self._unpublished.append(run)
                 elif run.reply == body.get("reply"):
                     del self._runs[run_id]
                     self._finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
@@ -486,6 +544,8 @@ class CeleryLauncher:
                     self._starts = starts + self._starts
                 time.sleep(0.5)
                 self._starts_waiting.set()
+            self._replier.send()
+        self._replier.close()
 
     def _answer_starts(self, starts: list[_Start]) -> None:
         with self._lock:
@@ -496,6 +556,11 @@ class CeleryLauncher:
                     continue  # the worker no longer waits for this answer
                 if run is None or run.task.attempt != start.attempt:
                     self._refuse(start, "stale attempt")
+                elif run.reply is not None and run.reply == start.reply:
+                    if run.dropped is None and run.cancel_at is None:
+                        self._grant(start, run.fence)  # asked again: the answer was lost
+                elif any(w.run_id == start.run_id and w.reply == start.reply for w in wanted):
+                    continue  # asked again while the first request waits for the gate
                 elif run.reply is not None or any(w.run_id == start.run_id for w in wanted):
                     self._refuse(start, "this attempt already started")
                 else:
@@ -518,23 +583,9 @@ class CeleryLauncher:
                 run.reply, run.worker = start.reply, start.worker
                 run.last_beat = time.monotonic()
                 run.fence = stop_by
-                if allowed is None:
-                    self._events.append(
-                        RunStarted(start.run_id, start.at, start.worker, start.attempt)
-                    )
-                self._replies.append(
-                    (
-                        start.reply,
-                        {
-                            "t": "grant",
-                            "run": start.run_id,
-                            "attempt": start.attempt,
-                            "ok": True,
-                            "stop_by": stop_by,
-                            "owner": self.owner,
-                        },
-                    )
-                )
+                # The gate only reads: the start is written with the run's other events.
+                self._events.append(RunStarted(start.run_id, start.at, start.worker, start.attempt))
+                self._grant(start, stop_by)
 
     def _through_gate(self, wanted: list[_Start]) -> set[int] | None:
         gate = self._gate
@@ -542,10 +593,54 @@ class CeleryLauncher:
             return None
         return gate([StartRequest(s.run_id, s.attempt, s.at, s.worker) for s in wanted])
 
+    def _grant(self, start: _Start, stop_by: float) -> None:
+        body = {"t": "grant", "run": start.run_id, "attempt": start.attempt, "ok": True}
+        body.update(stop_by=stop_by, owner=self.owner)
+        self._replies.append((start.reply, body))
+
     def _refuse(self, start: _Start, why: str) -> None:
         body = {"t": "grant", "run": start.run_id, "attempt": start.attempt, "ok": False}
         body["why"] = why
         self._replies.append((start.reply, body))
+
+
+class _Replier:
+    """The gate's thread sends its answers itself, on a connection of its own, as soon as the
+    gate has answered (the broker's thread may be waiting for messages). When that fails, the
+    broker's thread sends them once it can."""
+
+    RETRY_SECONDS = 1.0
+
+    def __init__(self, launcher: CeleryLauncher) -> None:
+        self.launcher = launcher
+        self._conn: Any = None
+        self._producer: Any = None
+        self._failed_at = 0.0
+
+    def send(self) -> None:
+        if not self.launcher.connected or time.monotonic() - self._failed_at < self.RETRY_SECONDS:
+            return
+        try:
+            self.launcher._send_replies(self._ready())
+        except Exception as exc:
+            logger.info("answering from the gate's thread failed (%s)", exc)
+            self._failed_at = time.monotonic()
+            self.close()
+
+    def _ready(self) -> Any:
+        if self._producer is None:
+            from kombu import Connection, Producer
+
+            self._conn = Connection(self.launcher.broker_url, heartbeat=0, connect_timeout=2)
+            self._conn.ensure_connection(max_retries=1)
+            self._producer = Producer(self._conn.channel(), exchange=control_exchange())
+        return self._producer
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.release()
+        self._conn = self._producer = None
 
 
 def _lines(raw: Any) -> tuple[LogLine, ...]:

@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,8 +35,12 @@ from backfiller.launchers.celery.protocol import BEAT_SECONDS, daemon_queue, wor
 logger = logging.getLogger("backfiller.worker")
 
 WATCH_SECONDS = 0.05
+FLUSH_SECONDS = 0.5
+"""A run's log lines are shipped at least this often (or every ``FLUSH_LINES`` lines)."""
 KILL_MARGIN_SECONDS = 0.5
 """A run is killed this long before its ``stop_by``, so it is surely gone at ``stop_by``."""
+ASK_AGAIN_SECONDS = 5.0
+"""A start request not answered after this long is sent again (it is not confirmed)."""
 SILENT_OWNER_SECONDS = 15.0
 """A daemon not heard from for this long (while the broker is reachable) is taken for gone."""
 
@@ -52,28 +57,34 @@ class Current:
     terminating: Outcome | None = None
     kill_at: float | None = None
     on_kill: Callable[[], dict[str, Any] | None] | None = None
+    flush: Callable[[], None] | None = None
 
     @property
     def token(self) -> tuple[int, int]:
         return (self.task.run_id, self.task.attempt)
 
 
-def _connection(broker_url: str) -> Any:
+def _connection(broker_url: str, confirm: bool = True) -> Any:
     from kombu import Connection
 
     return Connection(
         broker_url,
-        transport_options={"confirm_publish": True},
+        transport_options={"confirm_publish": confirm},
         heartbeat=0,
         connect_timeout=2,
     )
 
 
 class Publisher:
-    """Sends messages to daemons' queues; safe to call from any thread."""
+    """Sends messages to daemons' queues; safe to call from any thread.
 
-    def __init__(self, broker_url: str) -> None:
+    With ``confirm`` (results, log lines), a send returns once the broker has the message;
+    without (start requests, which are asked again, and heartbeats), it does not wait.
+    """
+
+    def __init__(self, broker_url: str, confirm: bool = True) -> None:
         self.broker_url = broker_url
+        self.confirm = confirm
         self._lock = threading.Lock()
         self._conn: Any = None
         self._producer: Any = None
@@ -82,7 +93,7 @@ class Publisher:
         if self._producer is None:
             from kombu import Producer
 
-            self._conn = _connection(self.broker_url)
+            self._conn = _connection(self.broker_url, self.confirm)
             self._conn.ensure_connection(max_retries=1)
             self._producer = Producer(self._conn.channel(), exchange=control_exchange())
         return self._producer
@@ -128,7 +139,10 @@ class Link:
         self.queue_name = f"backfiller.worker.{socket.gethostname()}.{os.getpid()}"
         self.queue_name += f".{uuid.uuid4().hex[:8]}"
         self.publisher = Publisher(broker_url)
-        self._beats = Publisher(broker_url)
+        self._requests = Publisher(broker_url, confirm=False)
+        self._beats = Publisher(broker_url, confirm=False)
+        self._granted: deque[tuple[int, int]] = deque(maxlen=64)
+        """The latest attempts granted here: a second answer to one of them is no news."""
         self._lock = threading.Lock()
         self._answers: dict[tuple[int, int], dict[str, Any]] = {}
         self._waiting: dict[tuple[int, int], threading.Event] = {}
@@ -137,7 +151,10 @@ class Link:
         self.connected_at: float | None = None
         self.current: Current | None = None
         self._listening = threading.Event()
-        for target, name in ((self._listen, "listener"), (self._watch, "watch")):
+        self._busy = threading.Event()
+        """Set while a run executes: the watch and flush threads sleep otherwise."""
+        threads = ((self._listen, "listener"), (self._watch, "watch"), (self._flush, "flush"))
+        for target, name in threads:
             threading.Thread(target=target, name=f"backfiller-{name}", daemon=True).start()
 
     # -- the task body's side ------------------------------------------------------------------
@@ -159,15 +176,24 @@ class Link:
         }
         deadline = time.monotonic() + timeout
         try:
-            while not self.publisher.try_send(owner, request):
+            while not answered.is_set():
+                if not self._requests.try_send(owner, request):
+                    if time.monotonic() > deadline:
+                        return None
+                    time.sleep(0.5)
+                    continue
+                # Unconfirmed: asked again if no answer came (the daemon answers once).
+                asked = time.monotonic()
+                while not answered.wait(0.1) and time.monotonic() - asked < ASK_AGAIN_SECONDS:
+                    if time.monotonic() > deadline or self.owner_gone(owner):
+                        return None
                 if time.monotonic() > deadline:
                     return None
-                time.sleep(0.5)
-            while not answered.wait(0.1):
-                if time.monotonic() > deadline or self.owner_gone(owner):
-                    return None
             with self._lock:
-                return self._answers.pop(token, None)
+                answer = self._answers.pop(token, None)
+                if answer is not None and answer.get("ok"):
+                    self._granted.append(token)
+                return answer
         finally:
             with self._lock:
                 self._waiting.pop(token, None)
@@ -189,10 +215,12 @@ class Link:
     def begin(self, current: Current) -> None:
         with self._lock:
             self.current = current
+            self._busy.set()
 
     def end(self) -> None:
         with self._lock:
             self.current = None
+            self._busy.clear()
 
     # -- the listener thread -------------------------------------------------------------------
 
@@ -254,7 +282,8 @@ class Link:
                     self._answers[token] = body
                     waiter.set()
                     return
-            if body.get("ok"):
+                repeated = token in self._granted  # a second answer to a request asked again
+            if body.get("ok") and not repeated:
                 # Granted after this process gave up waiting: the run never ran here.
                 logger.warning("run %s attempt %s was granted too late", *token)
                 late = {"t": "undelivered", "run": token[0], "attempt": token[1]}
@@ -286,9 +315,21 @@ class Link:
 
     def _watch(self) -> None:
         while True:
+            self._busy.wait()
             time.sleep(WATCH_SECONDS)
             with contextlib.suppress(Exception):
                 self._check()
+
+    def _flush(self) -> None:
+        """Ships the run's log lines every ``FLUSH_SECONDS`` (a thread of its own: shipping
+        waits for the broker, the watch must not)."""
+        while True:
+            self._busy.wait()
+            time.sleep(FLUSH_SECONDS)
+            current = self.current
+            if current is not None and current.flush is not None:
+                with contextlib.suppress(Exception):
+                    current.flush()
 
     def _check(self) -> None:
         with self._lock:

@@ -21,13 +21,12 @@ from types import FrameType
 from typing import Any
 
 from backfiller.launchers.base import MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_RUN, Outcome, RunTask
-from backfiller.launchers.celery.link import Current, Link
+from backfiller.launchers.celery.link import FLUSH_SECONDS, Current, Link
 from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message
 from backfiller.launchers.run_context import prepare_run
 
 logger = logging.getLogger("backfiller.worker")
 
-FLUSH_SECONDS = 0.5
 FLUSH_LINES = 200
 
 
@@ -74,6 +73,10 @@ class _LogBuffer(logging.Handler):
                     [time.time(), "WARNING", f"{self.dropped} more log lines were dropped"]
                 )
         return lines
+
+    def ship_if_stale(self) -> None:
+        if time.monotonic() - self.last_flush > FLUSH_SECONDS:
+            self.ship()
 
     def ship(self) -> None:
         lines = self.take()
@@ -127,9 +130,8 @@ def run_delivery(
         return _end(task, link, outcome, _reason(outcome, task), None, buffer.take(True))
 
     current.on_kill = final_if_killed
+    current.flush = buffer.ship_if_stale
     link.begin(current)
-    flusher = threading.Thread(target=_flush_logs, args=(buffer, current, link), daemon=True)
-    flusher.start()
     try:
         outcome, error, trace = _execute(definitions, task, buffer, api_url)
         result = _end(task, link, outcome, error, trace, buffer.take(True))
@@ -166,13 +168,6 @@ def _end(
         "at": time.time(),
         "lines": lines,
     }
-
-
-def _flush_logs(buffer: _LogBuffer, current: Current, link: Link) -> None:
-    while link.current is current:
-        time.sleep(FLUSH_SECONDS)
-        if time.monotonic() - buffer.last_flush > FLUSH_SECONDS and link.current is current:
-            buffer.ship()
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

@@ -1,6 +1,7 @@
 """Chaos on Celery: SIGKILL of Celery workers and of daemons during a 2,000-partition backfill.
 
-Two daemons and three Celery workers (RabbitMQ, PostgreSQL). The job holds an exclusive lock on
+Two daemons and three Celery workers (RabbitMQ, or Redis with
+``BACKFILLER_TEST_CHAOS_BROKER=redis``; PostgreSQL). The job holds an exclusive lock on
 its partition's file while it runs and appends one line per execution that ran to its end.
 Afterwards: every partition succeeded exactly once, no two executions of a partition overlapped,
 and every execution recorded by the job is a run in the database (no attempt ran twice).
@@ -8,6 +9,7 @@ and every execution recorded by the job is a run in the database (no attempt ran
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -28,7 +30,8 @@ def test_killing_workers_and_daemons_loses_and_doubles_nothing(
 ) -> None:
     if not is_postgres:
         pytest.skip("the Celery launcher's tests run on PostgreSQL")
-    broker = broker_url("rabbitmq")
+    # RabbitMQ in CI; BACKFILLER_TEST_CHAOS_BROKER=redis runs it on Redis.
+    broker = broker_url(os.environ.get("BACKFILLER_TEST_CHAOS_BROKER", "rabbitmq"))
     marks = tmp_path / "marks"
     marks.mkdir()
     chance = random.Random(14)
