@@ -44,6 +44,7 @@ from backfiller.services.launching import (
     scalar_problems,
 )
 from backfiller.services.selections import key_space_of
+from backfiller.storage.execution.waits import ActiveRun, WaitsRepository
 from backfiller.storage.records import BackfillRecord, SlotRecord
 from backfiller.storage.repositories import NewBackfill, PartitionStateRepository
 
@@ -199,10 +200,10 @@ async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPrev
     assert launch is not None
     reprocess, order = plan.new.reprocess, plan.new.order
     lines: list[AssetPreviewLine] = []
+    waiting: list[ActiveRun] = []
     for part in launch.target.parts:
-        skipped = 0
-        if reprocess is not domain.Reprocess.ALL:
-            skipped = await _skipped_within(backend, part, reprocess)
+        skipped, active = await _history_within(backend, part, reprocess)
+        waiting += active
         level = launch.levels.get(part.name, 0)
         lines.append(AssetPreviewLine(part.name, level, part.count, part.count - skipped, skipped))
     total = launch.target.total
@@ -218,29 +219,45 @@ async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPrev
         skipped=skipped_total,
         first_partitions=first,
         assets=tuple(lines),
+        waiting=len(waiting),
+        waiting_partitions=tuple(
+            (slot_key(run.job_name, run.partition_key), run) for run in waiting[:PREVIEW_LISTED]
+        ),
     )
 
 
-async def _skipped_within(backend: Backend, part: AssetPart, reprocess: domain.Reprocess) -> int:
+async def _history_within(
+    backend: Backend, part: AssetPart, reprocess: domain.Reprocess
+) -> tuple[int, list[ActiveRun]]:
+    """How many partitions of ``part`` ``reprocess`` skips, and the active runs (of other
+    backfills) that its other partitions would wait for, by key."""
     asset = backend.definitions.get_asset(part.name)
     if asset is None:
-        return 0
+        return 0, []
     async with backend.database.read() as session:
-        history = await PartitionStateRepository(session).all_of_job(
-            part.name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
-        )
+        history: dict[str, domain.RunState] = {}
+        if reprocess is not domain.Reprocess.ALL:
+            history = await PartitionStateRepository(session).all_of_job(
+                part.name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
+            )
+        active = await WaitsRepository(session).active_runs(part.name)
     space = await key_space_of(asset.key_partitions, backend.clock(), backend.database)
     keys = set(part.keys) if part.keys is not None else None
-    n = 0
-    for key, state in history.items():
-        if domain.skip_reason_for(reprocess, state) is None:
-            continue
+
+    def within(key: str) -> bool:
         if keys is not None:
-            n += key in keys
-        else:
-            index = space.index_of(key)
-            n += index is not None and part.start <= index < part.start + part.count
-    return n
+            return key in keys
+        index = space.index_of(key)
+        return index is not None and part.start <= index < part.start + part.count
+
+    skipped = sum(
+        1
+        for key, state in history.items()
+        if domain.skip_reason_for(reprocess, state) is not None and within(key)
+    )
+    return skipped, sorted(
+        (r for k, r in active.items() if within(k)), key=lambda r: r.partition_key
+    )
 
 
 async def asset_retry_of(

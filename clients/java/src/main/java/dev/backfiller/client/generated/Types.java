@@ -644,6 +644,7 @@ public class Types {
   }
   
   
+  
   public static class PartitionsDefinitionKeysArgs {
     private String after;
     private Integer first;
@@ -1064,5 +1065,6 @@ public class Types {
     UNAUTHENTICATED
     
   }
+  
   
 }
