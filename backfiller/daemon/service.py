@@ -23,6 +23,7 @@ from backfiller.launchers.base import (
     RunFinished,
     RunLogs,
     RunStarted,
+    StartCheck,
     StartRequest,
 )
 from backfiller.observability import daemon_metrics
@@ -154,6 +155,12 @@ class Daemon:
             self.state.owner, [(r.run_id, r.attempt) for r in requests], self.clock()
         )
 
+    def _start_check(self) -> StartCheck | None:
+        """What the local pool's workers ask the database themselves (see ``_DaemonGate``)."""
+        if not self._claiming:
+            return None
+        return StartCheck(self.start_gate.url, self.state.owner)
+
     async def lease(self) -> TickReport:
         """Renew the lease first; take over expired daemons' runs; requeue lost runs."""
         owner = self.state.owner
@@ -200,7 +207,7 @@ class Daemon:
         """Run until ``stop`` is set, then stop cleanly (see :meth:`shutdown`)."""
         self.state.started_at = self.clock()
         self.launcher.set_notify(self.loop.wake)
-        self.launcher.set_gate(self._gate)
+        self.launcher.set_gate(_DaemonGate(self))
         logger.info("daemon %s started", self.owner)
         try:
             await self.lease()
@@ -240,3 +247,17 @@ class Daemon:
             logger.exception("could not requeue this daemon's runs; another daemon will")
         self.start_gate.dispose()
         logger.info("daemon %s stopped", self.owner)
+
+
+class _DaemonGate:
+    """The daemon's start gate as a launcher sees it: asked by the launcher (``__call__``),
+    or by the workers themselves with :meth:`check` (a ``launchers.base.WorkerGate``)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+
+    def __call__(self, requests: Sequence[StartRequest], /) -> set[int]:
+        return self.daemon._gate(requests)
+
+    def check(self) -> StartCheck | None:
+        return self.daemon._start_check()

@@ -18,7 +18,10 @@ never started: the launcher reports it ``RunFinished(NOT_STARTED)``; the others 
 reported with ``RunStarted``. This is what makes ``pauseBackfill`` and ``cancelBackfill``
 immediate: once they have answered, no gate lets a run of that backfill start. Without a gate
 (``set_gate(None)``) every run starts. The gate blocks (a database round trip), so it is called
-without the launcher's locks held, from the launcher's own thread.
+without the launcher's locks held, from the launcher's own thread. A gate that is also a
+:class:`WorkerGate` can hand out a :class:`StartCheck` instead: a launcher whose workers reach
+the database (the local pool) lets each worker ask the gate's question itself, right before it
+runs the job, so the read is off the launcher's path and made in parallel by the workers.
 
 **Lease.** The daemon holds a lease in the database with a deadline, renewed every few seconds.
 After each renewal it calls :meth:`Launcher.extend_lease` with ``stop_by``: a wall-clock time
@@ -46,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from backfiller.domain import Outcome, RunFinished
 
@@ -118,7 +121,27 @@ class StartRequest:
 
 
 Gate = Callable[[Sequence[StartRequest]], set[int]]
-"""Moves runs QUEUED -> RUNNING in the database; returns the ids that may start. Blocking."""
+"""Returns the ids of the requested runs that may start now. Blocking."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartCheck:
+    """What a worker process needs to ask the start gate itself (picklable): the database,
+    and the daemon whose lease the run must still be under."""
+
+    database_url: str
+    owner: str
+
+
+@runtime_checkable
+class WorkerGate(Protocol):
+    """A :data:`Gate` that can also be asked by the workers themselves (see the docstring)."""
+
+    def __call__(self, requests: Sequence[StartRequest], /) -> set[int]: ...
+
+    def check(self) -> StartCheck | None:
+        """What workers ask the database; None while no run may start at all."""
+        ...
 
 
 class Launcher(Protocol):
@@ -189,5 +212,7 @@ __all__ = [
     "RunLogs",
     "RunStarted",
     "RunTask",
+    "StartCheck",
     "StartRequest",
+    "WorkerGate",
 ]

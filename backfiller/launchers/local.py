@@ -7,9 +7,13 @@ daemon's database work, and watches the workers: a run past its timeout or cance
 SIGTERM, then SIGKILL after ``grace_seconds`` (sent to the worker's process group, so the job's
 child processes go too); a worker that dies is replaced and its run is reported ``WORKER_LOST``.
 
-Right before a run goes to a worker, the dispatcher asks the daemon's gate (outside its lock;
-see ``base``). The lease deadline given by :meth:`LocalLauncher.extend_lease` is shared with the
-workers through shared memory, so they stop at it even when this process is gone.
+When the daemon's gate is a :class:`~backfiller.launchers.base.WorkerGate` (the daemon's is),
+each worker asks it itself, right before the job runs, on a database connection of its own: the
+dispatcher only sends, so the gate's read costs the daemon's process nothing and the workers
+make theirs in parallel. With a plain gate, the dispatcher asks it right before a run goes to a
+worker (outside its lock; see ``base``). The lease deadline given by
+:meth:`LocalLauncher.extend_lease` is shared with the workers through shared memory, so they
+stop at it even when this process is gone.
 """
 
 from __future__ import annotations
@@ -40,9 +44,20 @@ from backfiller.launchers.base import (
     RunLogs,
     RunStarted,
     RunTask,
+    StartCheck,
     StartRequest,
+    WorkerGate,
 )
-from backfiller.launchers.messages import Done, Fatal, Logs, Ready, Stop, WorkerMessage
+from backfiller.launchers.messages import (
+    Done,
+    Fatal,
+    Gated,
+    Logs,
+    Ready,
+    Started,
+    Stop,
+    WorkerMessage,
+)
 from backfiller.launchers.worker import (
     WorkerOptions,
     marker_path,
@@ -76,6 +91,8 @@ class _Worker:
     name: str | None = None
     task: RunTask | None = None
     started: float = 0.0
+    running: bool = False
+    """The job runs (a gated task: once its worker said it passed the gate); its timeout counts."""
     terminating: Outcome | None = None
     kill_at: float | None = None
     dead: bool = False
@@ -408,6 +425,10 @@ class LocalLauncher:
             case Ready(name):
                 w.name = name
                 self._failures = 0
+            case Started(run_id, at, attempt):
+                if w.task is not None and w.task.run_id == run_id:
+                    w.started, w.running = time.monotonic(), True  # its timeout counts from here
+                    self._events.append(RunStarted(run_id, at, w.name or "", attempt))
             case Logs(run_id, lines):
                 if w.task is not None and w.task.run_id == run_id:
                     self._events.append(RunLogs(run_id, lines))
@@ -484,6 +505,7 @@ class LocalLauncher:
             if (
                 task is not None
                 and w.terminating is None
+                and w.running
                 and task.timeout_seconds is not None
                 and now - w.started > task.timeout_seconds
             ):
@@ -512,8 +534,15 @@ class LocalLauncher:
         return chosen
 
     def _dispatch(self, chosen: list[_Worker]) -> None:
-        """Ask the gate (without the lock: it is a database round trip), then send."""
+        """Ask the gate (without the lock: it is a database round trip), then send; or, with a
+        worker gate, send the tasks gated, for each worker to ask itself."""
         gate = self._gate
+        if isinstance(gate, WorkerGate):
+            check = gate.check()
+            with self._lock:
+                for w in chosen:
+                    self._send(w, None if check is not None else set(), check)
+            return
         allowed: set[int] | None = None
         if gate is not None:
             requests = [
@@ -530,38 +559,28 @@ class LocalLauncher:
             for w in chosen:
                 self._send(w, allowed)
 
-    def _send(self, w: _Worker, allowed: set[int] | None) -> None:
+    def _send(self, w: _Worker, allowed: set[int] | None, check: StartCheck | None = None) -> None:
+        """Send ``w`` its task: gated by ``check`` (the worker reports the start), or already
+        let through (``allowed``; None: no gate), or report it not started."""
         task, w.gating = w.task, False
         if task is None:
             return
         canceled = w.terminating is Outcome.CANCELED
-        if allowed is not None and task.run_id not in allowed:
+        refused = allowed is not None and task.run_id not in allowed
+        if refused or canceled:
             w.task, w.terminating = None, None
+            outcome = Outcome.CANCELED if canceled and not refused else Outcome.NOT_STARTED
+            message = "canceled" if outcome is Outcome.CANCELED else "not started"
             self._events.append(
-                RunFinished(
-                    task.run_id,
-                    _now(),
-                    Outcome.NOT_STARTED,
-                    "not started",
-                    None,
-                    None,
-                    task.attempt,
-                )
+                RunFinished(task.run_id, _now(), outcome, message, None, None, task.attempt)
             )
             return
-        if canceled:
-            w.task, w.terminating = None, None
-            self._events.append(
-                RunFinished(
-                    task.run_id, _now(), Outcome.CANCELED, "canceled", None, None, task.attempt
-                )
-            )
-            return
-        w.started = time.monotonic()
-        self._mark_started(task.run_id)
-        self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
+        w.started, w.running = time.monotonic(), check is None
+        if check is None:
+            self._mark_started(task.run_id)
+            self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
         try:
-            w.conn.send(task)
+            w.conn.send(task if check is None else Gated(task, check))
         except OSError:
             return  # the worker is dying: its burial reports the run WORKER_LOST
 

@@ -1,22 +1,42 @@
 """The pipe protocol between the local launcher and its worker processes: typed messages.
 
-Launcher to worker: a :class:`~backfiller.launchers.base.RunTask` to run, or :class:`Stop`.
+Launcher to worker: a :class:`~backfiller.launchers.base.RunTask` to run, a :class:`Gated` one
+(run it only if the start gate, asked by the worker, says so), or :class:`Stop`.
 Worker to launcher: :class:`Ready` once the definitions are loaded (or :class:`Fatal` if they
-cannot be), :class:`Logs` while a run logs, :class:`Done` when it ends. ``Done`` carries the run's
-end as :class:`~backfiller.launchers.base.RunFinished`, the one representation of a run's end
-from the worker to storage.
+cannot be), :class:`Started` when a gated run passed its gate, :class:`Logs` while a run logs,
+:class:`Done` when it ends (``NOT_STARTED`` for a gated run its gate refused). ``Done``
+carries the run's end as :class:`~backfiller.launchers.base.RunFinished`, the one
+representation of a run's end from the worker to storage.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from backfiller.launchers.base import LogLine, RunFinished
+from backfiller.launchers.base import LogLine, RunFinished, RunTask, StartCheck
 
 
 @dataclass(frozen=True, slots=True)
 class Stop:
     """Launcher to worker: finish and exit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gated:
+    """Launcher to worker: run ``task`` if the start gate, asked with ``check``, lets it."""
+
+    task: RunTask
+    check: StartCheck
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """Worker to launcher: the gated run passed its gate at ``at`` and is starting."""
+
+    run_id: int
+    at: datetime
+    attempt: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,4 +69,4 @@ class Done:
     lines: tuple[LogLine, ...] = ()
 
 
-WorkerMessage = Ready | Fatal | Logs | Done
+WorkerMessage = Ready | Fatal | Started | Logs | Done

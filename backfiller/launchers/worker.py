@@ -4,6 +4,9 @@ A worker loads the definitions once, then runs one task at a time, sent by its l
 pipe (typed messages, see ``messages``). Log lines go back through the same pipe (in small
 batches); the result goes back when the job returns or raises, after it was written to the
 results directory (when there is one), where the next daemon finds it if this one is gone.
+A gated task (:class:`~backfiller.launchers.messages.Gated`) is checked by the worker itself
+right before its job runs: one read of the start gate on the worker's own connection (see
+``storage.execution.starts``); refused, it ends ``NOT_STARTED`` without running.
 
 A worker leads its own process group, which the job's child processes join: cancel, timeout and
 a lost lease signal the whole group. A run never outlives its daemon's lease: while a job runs,
@@ -28,7 +31,7 @@ from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from backfiller import ids
 from backfiller.launchers.base import (
@@ -38,9 +41,22 @@ from backfiller.launchers.base import (
     Outcome,
     RunFinished,
     RunTask,
+    StartCheck,
 )
-from backfiller.launchers.messages import Done, Fatal, Logs, Ready, Stop, WorkerMessage
+from backfiller.launchers.messages import (
+    Done,
+    Fatal,
+    Gated,
+    Logs,
+    Ready,
+    Started,
+    Stop,
+    WorkerMessage,
+)
 from backfiller.launchers.run_context import prepare_run
+
+if TYPE_CHECKING:
+    from backfiller.storage.execution.starts import StartGate
 
 FLUSH_SECONDS = 0.5
 FLUSH_LINES = 200
@@ -185,7 +201,7 @@ def run_worker(
 def _serve(
     conn: Connection, options: WorkerOptions, parent_pid: int, deadline: SharedDeadline
 ) -> None:
-    from backfiller.observability import logs, tracing, worker_metrics
+    from backfiller.observability import logs, tracing
 
     logs.configure("WARNING")  # the worker's own lines (a run's go to the run's log)
     tracing.configure()  # on when the daemon's environment says so
@@ -203,36 +219,100 @@ def _serve(
         return
     name = f"{socket.gethostname()}:{os.getpid()}"
     sender.send(Ready(name))
+    gate = _OwnGate()
     while True:
         try:
-            task = conn.recv()
+            message = conn.recv()
         except (EOFError, OSError):
             os._exit(0)
-        if isinstance(task, Stop):
+        if isinstance(message, Stop):
+            gate.dispose()
             return
-        assert isinstance(task, RunTask)
+        assert isinstance(message, RunTask | Gated)
+        task = message.task if isinstance(message, Gated) else message
         handler = _RunLogHandler(task.run_id, sender)
-        message: str | None
-        if time.monotonic() >= deadline.value:
-            outcome, message, trace = Outcome.NOT_STARTED, "the daemon's lease ran out", None
-        else:
+        at = datetime.now(UTC)  # before the gate's read: a pause or cancel answered by now is seen
+        outcome, message_text, trace = _refusal(message, at, deadline, gate)
+        if outcome is None:
+            if isinstance(message, Gated):
+                _starting(task, at, options, sender)
             current[0] = handler
-            began = worker_metrics.run_started()
-            bound = logs.bind(
-                run_id=ids.run_id(task.run_id), backfill_id=ids.backfill_id(task.backfill_id)
-            )
-            with tracing.job_span(task):  # the user's spans nest under the run's
-                outcome, message, trace = _execute(definitions, task, handler, options)
-            tracing.shutdown()
-            logs.unbind(bound)
-            worker_metrics.run_finished(task.job_name, outcome, began)
+            outcome, message_text, trace = _run(definitions, task, handler, options)
             current[0] = None
         end = RunFinished(
-            task.run_id, datetime.now(UTC), outcome, message, trace, name, task.attempt
+            task.run_id, datetime.now(UTC), outcome, message_text, trace, name, task.attempt
         )
         if options.results_dir:
             write_result(Path(options.results_dir), end)
         sender.send(Done(end, handler.final_lines()))
+
+
+class _OwnGate:
+    """The start gate, asked by the worker itself right before it runs a gated task (one read
+    on a connection of its own; see ``storage.execution.starts``)."""
+
+    def __init__(self) -> None:
+        self.gate: StartGate | None = None
+
+    def may_start(self, check: StartCheck, task: RunTask, at: datetime) -> bool:
+        from backfiller.storage.execution.starts import StartGate
+
+        if self.gate is None or self.gate.url != check.database_url:
+            self.dispose()
+            self.gate = StartGate(check.database_url)
+        try:
+            allowed = self.gate.start(check.owner, [(task.run_id, task.attempt)], at)
+        except Exception:
+            logging.getLogger("backfiller.worker").exception("the start gate failed")
+            return False
+        return task.run_id in allowed
+
+    def dispose(self) -> None:
+        gate, self.gate = self.gate, None
+        if gate is not None:
+            gate.dispose()
+
+
+def _refusal(
+    message: RunTask | Gated, at: datetime, deadline: SharedDeadline, gate: _OwnGate
+) -> tuple[Outcome | None, str | None, None]:
+    """Why the task must not start (``NOT_STARTED``), or ``(None, None, None)``."""
+    if time.monotonic() >= deadline.value:
+        return Outcome.NOT_STARTED, "the daemon's lease ran out", None
+    if isinstance(message, Gated) and not gate.may_start(message.check, message.task, at):
+        return Outcome.NOT_STARTED, "not started", None
+    return None, None, None
+
+
+def _starting(task: RunTask, at: datetime, options: WorkerOptions, sender: _Sender) -> None:
+    """A gated task passed its gate: say so (marker first, so a next daemon knows it began)."""
+    if options.results_dir:
+        folder = Path(options.results_dir)
+        try:
+            os.replace(
+                marker_path(folder, task.run_id, "queued"),
+                marker_path(folder, task.run_id, "started"),
+            )
+        except OSError:
+            with contextlib.suppress(OSError):
+                marker_path(folder, task.run_id, "started").touch()
+    sender.send(Started(task.run_id, at, task.attempt))
+
+
+def _run(
+    definitions: Any, task: RunTask, handler: _RunLogHandler, options: WorkerOptions
+) -> tuple[Outcome, str | None, str | None]:
+    """Run the job with its log context, span and metrics."""
+    from backfiller.observability import logs, tracing, worker_metrics
+
+    began = worker_metrics.run_started()
+    bound = logs.bind(run_id=ids.run_id(task.run_id), backfill_id=ids.backfill_id(task.backfill_id))
+    with tracing.job_span(task):  # the user's spans nest under the run's
+        outcome, message, trace = _execute(definitions, task, handler, options)
+    tracing.shutdown()
+    logs.unbind(bound)
+    worker_metrics.run_finished(task.job_name, outcome, began)
+    return outcome, message, trace
 
 
 def result_path(folder: Path, run_id: int) -> Path:

@@ -13,10 +13,10 @@ import strawberry
 from backfiller import domain
 from backfiller.planning import Selection
 from backfiller.resolvers.notifications import notify_errors, webhooks_of
-from backfiller.resolvers.translate import order_of, reprocess_of, skip_reason
+from backfiller.resolvers.translate import order_of, partition_wait, reprocess_of, skip_reason
 from backfiller.schema.asset_backfills import AssetPreview
 from backfiller.schema.assets import AssetSelectionInput
-from backfiller.schema.backfills import BackfillPreview, SkippedPartition
+from backfiller.schema.backfills import BackfillPreview, SkippedPartition, WaitingPartition
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.inputs import LaunchBackfillInput
 from backfiller.services.launching import (
@@ -150,6 +150,11 @@ def preview_of(preview: LaunchPreview) -> BackfillPreview:
         skipped_partitions=[
             SkippedPartition(key=key, reason=skip_reason(reason))
             for key, reason in preview.skipped_partitions
+        ],
+        waiting=preview.waiting,
+        waiting_partitions=[
+            WaitingPartition(key=key, waiting_for=partition_wait(run))
+            for key, run in preview.waiting_partitions
         ],
         assets=(
             [

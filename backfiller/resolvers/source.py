@@ -31,6 +31,7 @@ from backfiller.resolvers.translate import (
     skip_reason,
     slot_state,
 )
+from backfiller.resolvers.waits import mark_waits
 from backfiller.schema.backfills import (
     Backfill,
     BackfillEvent,
@@ -190,6 +191,7 @@ class StorageSource:
                 for i, k in enumerate(keys)
             ]
         page = found[:limit]
+        await mark_waits(self.database, record, page)
         edges = [BackfillPartitionEdge(cursor=encode_cursor("pos", p.index), node=p) for p in page]
         return BackfillPartitionConnection(
             edges=edges,

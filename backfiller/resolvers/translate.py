@@ -20,6 +20,7 @@ from backfiller.schema.backfills import (
     BackfillTarget,
     PartitionRange,
     PartitionSelection,
+    PartitionWait,
     Run,
     RunWorker,
 )
@@ -36,6 +37,7 @@ from backfiller.schema.enums import (
 )
 from backfiller.services.selections import stored_selection
 from backfiller.storage.backfill_reads import BackfillRow
+from backfiller.storage.execution.waits import ActiveRun
 from backfiller.storage.records import BackfillRecord, RunRecord
 
 Backfillish = BackfillRecord | BackfillRow
@@ -140,6 +142,16 @@ def run_status(state: domain.RunState) -> RunStatus:
             return RunStatus.CANCELED
         case _:
             assert_never(state)
+
+
+def partition_wait(run: ActiveRun) -> PartitionWait:
+    """The active run of another backfill that a partition waits for."""
+    return PartitionWait(
+        run_id=strawberry.ID(run_id(run.run_id)),
+        run_status=run_status(run.status),
+        backfill_id=strawberry.ID(backfill_id(run.backfill_id)),
+        _backfill_pk=run.backfill_id,
+    )
 
 
 def run_state(status: RunStatus) -> domain.RunState:

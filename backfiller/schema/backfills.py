@@ -124,6 +124,29 @@ class PartitionStatusRange:
     count: int
 
 
+@strawberry.type(
+    description="A run of the same job (or asset) and partition, QUEUED or RUNNING in another "
+    "backfill. One partition runs at most once at a time, so a partition of this backfill "
+    "waits for it: it then runs (under `reprocess: MISSING`, it is skipped if that run "
+    "succeeded)."
+)
+class PartitionWait:
+    run_id: strawberry.ID = strawberry.field(description="The run waited for.")
+    run_status: RunStatus = strawberry.field(description="QUEUED or RUNNING.")
+    backfill_id: strawberry.ID = strawberry.field(description="The backfill of that run.")
+    _backfill_pk: strawberry.Private[int]
+
+    @strawberry.field(description="The backfill of that run.")
+    async def backfill(self, info: strawberry.Info[Any, Any]) -> Backfill | None:
+        return await source_of(info).backfill(self._backfill_pk)
+
+
+@strawberry.type(description="A partition that would wait for another backfill's run.")
+class WaitingPartition:
+    key: str
+    waiting_for: PartitionWait
+
+
 @strawberry.type(description="One partition of a backfill and its latest status there.")
 class BackfillPartition:
     key: str
@@ -131,6 +154,11 @@ class BackfillPartition:
     status: PartitionStatus
     attempts: int
     skip_reason: SkipReason | None
+    waiting_for: PartitionWait | None = strawberry.field(
+        default=None,
+        description="While the partition is PENDING because another backfill runs the same "
+        "job (or asset) and partition: the run it waits for. Null otherwise.",
+    )
 
 
 @strawberry.type
@@ -425,6 +453,17 @@ class BackfillPreview:
     )
     skipped_partitions: list[SkippedPartition] = strawberry.field(
         description="The first skipped partitions with their reason (at most 20)."
+    )
+    waiting: int = strawberry.field(
+        default=0,
+        description="Of `runs`, partitions that another backfill is running now (a QUEUED or "
+        "RUNNING run of the same job or asset and partition): each would wait for that run to end, "
+        "then run (under `reprocess: MISSING`, be skipped if that run succeeded).",
+    )
+    waiting_partitions: list[WaitingPartition] = strawberry.field(
+        default_factory=list,
+        description="The first partitions that would wait, with the run each would wait for "
+        "(at most 20; a job's in launch order, an asset backfill's asset by asset).",
     )
     assets: (
         list[Annotated[AssetPreview, strawberry.lazy("backfiller.schema.asset_backfills")]] | None

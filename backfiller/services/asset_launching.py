@@ -50,6 +50,7 @@ from backfiller.services.launching import (
     scalar_problems,
 )
 from backfiller.services.selections import key_space_of
+from backfiller.storage.execution.waits import ActiveRun, WaitsRepository
 from backfiller.storage.records import BackfillRecord, SlotRecord
 from backfiller.storage.repositories import NewBackfill, PartitionStateRepository
 
@@ -208,11 +209,13 @@ async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPrev
     target, reprocess, order = launch.target, plan.new.reprocess, plan.new.order
     skips: list[dict[int, domain.SkipReason]] = []
     lines: list[AssetPreviewLine] = []
+    waiting: list[ActiveRun] = []
     for part in target.parts:
         found: dict[int, domain.SkipReason] = {}
         if reprocess is not domain.Reprocess.ALL:
             found = await _skipped_within(backend, part, launch.spaces[part.name], reprocess)
         skips.append(found)
+        waiting += await _waits_within(backend, part, launch.spaces[part.name])
         level = launch.levels.get(part.name, 0)
         lines.append(_preview_line(backend, part, level, launch.spaces[part.name], found))
     ranged = any(line.ranged_runs is not None for line in lines)
@@ -229,6 +232,10 @@ async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPrev
             sum(line.runs if line.ranged_runs is None else line.ranged_runs for line in lines)
             if ranged
             else None
+        ),
+        waiting=len(waiting),
+        waiting_partitions=tuple(
+            (slot_key(run.job_name, run.partition_key), run) for run in waiting[:PREVIEW_LISTED]
         ),
     )
 
@@ -306,6 +313,21 @@ async def _skipped_within(
         if k is not None and 0 <= k < part.count:
             found[k] = reason
     return found
+
+
+async def _waits_within(backend: Backend, part: AssetPart, space: KeySpace) -> list[ActiveRun]:
+    """The active runs (of other backfills) that partitions of ``part`` would wait for, by key."""
+    async with backend.database.read() as session:
+        active = await WaitsRepository(session).active_runs(part.name)
+    keys = set(part.keys) if part.keys is not None else None
+
+    def within(key: str) -> bool:
+        if keys is not None:
+            return key in keys
+        index = space.index_of(key)
+        return index is not None and part.start <= index < part.start + part.count
+
+    return sorted((r for k, r in active.items() if within(k)), key=lambda r: r.partition_key)
 
 
 async def asset_retry_of(

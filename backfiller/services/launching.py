@@ -38,6 +38,7 @@ from backfiller.services.backend import Backend
 from backfiller.services.selections import key_space_of
 from backfiller.storage.auth import AuditEntry, add_audit_entry
 from backfiller.storage.errors import IdempotencyConflict
+from backfiller.storage.execution.waits import ActiveRun, WaitsRepository
 from backfiller.storage.notifications import WebhookTarget
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
@@ -180,6 +181,10 @@ class LaunchPreview:
     ranged_runs: int | None = None
     """For a job with a backfill policy, the runs that ``runs`` partitions form (for an asset
     backfill with such an asset, the runs of every asset); else None."""
+    waiting: int = 0
+    """Of ``runs``: partitions another backfill is running now (their slots would wait)."""
+    waiting_partitions: tuple[tuple[str, ActiveRun], ...] = ()
+    """The first of them in launch order, with the run each would wait for."""
 
 
 def _problem(code: ProblemCode, message: str, *path: str) -> LaunchProblem:
@@ -382,18 +387,21 @@ async def preview_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
         return await preview_asset_launch(backend, plan)
     resolved, space, new = plan.resolved, plan.space, plan.new
     skipped: dict[int, domain.SkipReason] = {}
-    if new.reprocess is not domain.Reprocess.ALL:
-        async with backend.database.read() as session:
+    async with backend.database.read() as session:
+        history: dict[str, domain.RunState] = {}
+        if new.reprocess is not domain.Reprocess.ALL:
             history = await PartitionStateRepository(session).all_of_job(
                 new.job_name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
             )
-        for key, state in history.items():
-            reason = domain.skip_reason_for(new.reprocess, state)
-            if reason is None:
-                continue
-            position = position_of(resolved, new.order, space, key)
-            if position is not None:
-                skipped[position] = reason
+        active = await WaitsRepository(session).active_runs(new.job_name)
+    for key, state in history.items():
+        reason = domain.skip_reason_for(new.reprocess, state)
+        if reason is None:
+            continue
+        position = position_of(resolved, new.order, space, key)
+        if position is not None:
+            skipped[position] = reason
+    waiting = _waiting_within(plan, active, skipped)
     first: list[str] = []
     position = 0
     while len(first) < PREVIEW_LISTED and position < resolved.total:
@@ -413,7 +421,21 @@ async def preview_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
             if (policy := plan.job.backfill_policy) is not None
             else None
         ),
+        waiting=len(waiting),
+        waiting_partitions=tuple((run.partition_key, run) for _, run in waiting[:PREVIEW_LISTED]),
     )
+
+
+def _waiting_within(
+    plan: LaunchPlan, active: dict[str, ActiveRun], skipped: dict[int, domain.SkipReason]
+) -> list[tuple[int, ActiveRun]]:
+    """The active runs of the selection's partitions that would run, by launch position."""
+    found = []
+    for key, run in active.items():
+        position = position_of(plan.resolved, plan.new.order, plan.space, key)
+        if position is not None and position not in skipped:
+            found.append((position, run))
+    return sorted(found, key=lambda pair: pair[0])
 
 
 AuditOf = Callable[[int], AuditEntry]

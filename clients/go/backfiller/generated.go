@@ -291,6 +291,8 @@ type BackfillPartition struct {
 	Status     PartitionStatus `json:"status"`
 	Attempts   int32           `json:"attempts"`
 	SkipReason *SkipReason     `json:"skipReason,omitempty"`
+	// While the partition is PENDING because another backfill runs the same job (or asset) and partition: the run it waits for. Null otherwise.
+	WaitingFor *PartitionWait `json:"waitingFor,omitempty"`
 }
 
 type BackfillPartitionConnection struct {
@@ -324,6 +326,10 @@ type BackfillPreview struct {
 	FirstPartitions []string `json:"firstPartitions"`
 	// The first skipped partitions with their reason (at most 20).
 	SkippedPartitions []SkippedPartition `json:"skippedPartitions"`
+	// Of `runs`, partitions that another backfill is running now (a QUEUED or RUNNING run of the same job or asset and partition): each would wait for that run to end, then run (under `reprocess: MISSING`, be skipped if that run succeeded).
+	Waiting int32 `json:"waiting"`
+	// The first partitions that would wait, with the run each would wait for (at most 20; a job's in launch order, an asset backfill's asset by asset).
+	WaitingPartitions []WaitingPartition `json:"waitingPartitions"`
 	// Per asset of an asset backfill, in dependency order; null for a job.
 	Assets []AssetPreview `json:"assets,omitempty"`
 	// For a job with a backfill policy, how many runs the `runs` partitions form (chunks of consecutive partitions; a skipped partition splits a chunk); for an asset backfill with such an asset, the runs of all its assets; null for one run per partition.
@@ -649,6 +655,18 @@ type PartitionStatusRange struct {
 	// Position of `startKey` in the backfill's launch order, from 0.
 	StartIndex int32 `json:"startIndex"`
 	Count      int32 `json:"count"`
+}
+
+// A run of the same job (or asset) and partition, QUEUED or RUNNING in another backfill. One partition runs at most once at a time, so a partition of this backfill waits for it: it then runs (under `reprocess: MISSING`, it is skipped if that run succeeded).
+type PartitionWait struct {
+	// The run waited for.
+	RunId string `json:"runId"`
+	// QUEUED or RUNNING.
+	RunStatus RunStatus `json:"runStatus"`
+	// The backfill of that run.
+	BackfillId string `json:"backfillId"`
+	// The backfill of that run.
+	Backfill *Backfill `json:"backfill,omitempty"`
 }
 
 // The set of partition keys of a job.
@@ -1010,6 +1028,12 @@ const (
 	// The object named by the input does not exist.
 	UserErrorCodeNotFound UserErrorCode = "NOT_FOUND"
 )
+
+// A partition that would wait for another backfill's run.
+type WaitingPartition struct {
+	Key        string         `json:"key"`
+	WaitingFor *PartitionWait `json:"waitingFor"`
+}
 
 func LaunchBackfill(client *gqlclient.Client, ctx context.Context, input LaunchBackfillInput) (launchBackfill *LaunchBackfillPayload, err error) {
 	op := gqlclient.NewOperation("mutation LaunchBackfill ($input: LaunchBackfillInput!) {\n\tlaunchBackfill(input: $input) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")

@@ -645,6 +645,7 @@ public class Types {
   }
   
   
+  
   public static class PartitionsDefinitionKeysArgs {
     private String after;
     private Integer first;
@@ -1065,5 +1066,6 @@ public class Types {
     UNAUTHENTICATED
     
   }
+  
   
 }
