@@ -92,7 +92,8 @@ class LogLine:
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
-    """A run began on a worker (reported only when no gate recorded the start already)."""
+    """A run began on a worker: its start time and where (the daemon records it RUNNING; with
+    a start gate, the gate's grant is what lets it begin)."""
 
     run_id: int
     at: datetime

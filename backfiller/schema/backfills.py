@@ -444,7 +444,10 @@ class SkippedPartition:
 
 @strawberry.type(description="What launching a backfill would do. Nothing was written.")
 class BackfillPreview:
-    job: str
+    job: str = strawberry.field(
+        description="The job previewed; for an asset target (no single job), `@assets`: see "
+        "`assets`."
+    )
     total: int = strawberry.field(description="Partitions in the selection.")
     runs: int = strawberry.field(description="Partitions that would run (total - skipped).")
     skipped: int

@@ -316,6 +316,7 @@ type BackfillPolicy struct {
 
 // What launching a backfill would do. Nothing was written.
 type BackfillPreview struct {
+	// The job previewed; for an asset target (no single job), `@assets`: see `assets`.
 	Job string `json:"job"`
 	// Partitions in the selection.
 	Total int32 `json:"total"`
