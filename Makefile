@@ -48,10 +48,10 @@ typecheck: bootstrap
 	$(BIN)/mypy
 
 test-sqlite: bootstrap
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 test-postgres: bootstrap
-	BACKFILLER_TEST_DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m "not browser and not any_database"
+	BACKFILLER_TEST_DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q --durations=15 -m "not browser and not any_database"
 
 # Regenerate the committed SDL and the generated clients (TypeScript, Java, Go) after a schema
 # change (a test fails while any of them is stale).
