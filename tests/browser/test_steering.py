@@ -287,3 +287,28 @@ def test_progress_arrives_through_the_subscription(
     wait_status(page, "COMPLETED_SUCCESS")
     page.wait_for_selector('.progress-percent:text("100%")')
     assert console.unexpected() == []
+
+
+def test_the_launch_preview_says_what_would_wait_for_another_backfills_run(
+    ui_stack: Stack, new_page: Callable[..., Any], console: ConsoleWatch
+) -> None:
+    first = launch(
+        ui_stack,
+        target={"job": "slow_rebuild"},
+        partitions={"range": {"start": "2025-01-29", "end": "2025-01-31"}},
+        reprocess="ALL",
+        title="Waited for",
+    )
+    wait_until(lambda: backfill(ui_stack, first)["counts"]["running"] > 0, timeout=15)
+    page = new_page()
+    page.goto(f"{ui_stack.url}/#/launch?job=slow_rebuild&start=2025-01-29&end=2025-01-31")
+    line = page.locator("#preview-waiting")
+    line.wait_for(timeout=10_000)
+    assert int(line.get_attribute("data-waiting") or 0) >= 1
+    assert "would wait for another backfill's run" in line.inner_text()
+    link = line.locator(f'a[data-waiting-backfill="{first}"]').first
+    assert link.get_attribute("href") == f"#/backfills/{first}"
+    shoot(page, "launch-preview-waiting")
+    cancel = "mutation($id: ID!) { cancelBackfill(input: {id: $id}) { userErrors { code } } }"
+    assert ui_stack.graphql(cancel, {"id": first})["cancelBackfill"]["userErrors"] == []
+    assert console.unexpected() == []

@@ -7,14 +7,29 @@ partitions name the first backfill's active runs they wait for.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx
 import pytest
 
+from backfiller.config import AuthMode, Settings
 from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers import InlineLauncher
+from backfiller.resolvers.context import Services
 from backfiller.storage import Database
+from backfiller.web.app import create_app
+from backfiller_client import (
+    AsyncClient,
+    BackfillRequest,
+    PartitionRange,
+    RunStatus,
+    WaitingPartition,
+)
+from backfiller_client._parse import preview as parse_preview
+from backfiller_client.cli._output import Output, plain
+from backfiller_client.cli.backfills import print_preview
 from tests.acceptance.assets_defs import definitions as asset_definitions
 from tests.integration.test_assets_claims import launch_diamond
 from tests.integration.test_daemon_ticks import definitions, drive, launch
@@ -126,3 +141,50 @@ class TestAssets:
         waiting = {n["key"]: n["waitingFor"] for n in nodes if n["waitingFor"] is not None}
         assert {k: w["runId"] for k, w in waiting.items()} == runs
         assert {w["backfillId"] for w in waiting.values()} == {first}
+
+
+async def test_the_python_client_and_the_cli_say_which_run_a_partition_would_wait_for(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    first = await launch(gql, "noop", "2024-01-01", "2024-01-03", reprocess="ALL")
+    launcher = InlineLauncher(definitions, max_active=16, hold=True)
+    state = DaemonState()
+    await plan_backfills(database, definitions, clock, state)
+    await launch_runs(database, definitions, clock, launcher, state)
+    runs = {t.partition_key: f"run_{t.run_id}" for t in launcher.submitted}
+
+    # Auth off (loopback): the client's token handling is tested with it.
+    services = Services(database, definitions, Settings(auth_mode=AuthMode.NONE))
+    transport = httpx.ASGITransport(app=create_app(services))
+    async with AsyncClient("http://127.0.0.1", transport=transport) as client:
+        found = await client.preview_backfill(
+            BackfillRequest(job="noop", partitions=PartitionRange("2024-01-02", "2024-01-04"))
+        )
+    assert (found.runs, found.waiting) == (3, 2)
+    assert found.waiting_partitions == tuple(
+        WaitingPartition(key=k, run_id=runs[k], run_status=RunStatus.QUEUED, backfill_id=first)
+        for k in ("2024-01-02", "2024-01-03")
+    )
+
+    output = Output(json_mode=False)
+    with output.out.capture() as captured:
+        print_preview(output, found)
+    assert (
+        f"2 would wait for runs of other backfills: 2024-01-02 ({runs['2024-01-02']} of {first}, "
+        f"QUEUED), 2024-01-03 ({runs['2024-01-03']} of {first}, QUEUED)"
+    ) in captured.get()
+    assert json.loads(json.dumps(plain(found)))["waiting"] == 2
+    launcher.release()
+
+
+def test_a_preview_from_a_server_without_waits_waits_for_nothing() -> None:
+    older = {
+        "job": "noop",
+        "total": 1,
+        "runs": 1,
+        "skipped": 0,
+        "firstPartitions": ["2024-01-01"],
+        "skippedPartitions": [],
+    }
+    found = parse_preview(older)
+    assert (found.waiting, found.waiting_partitions) == (0, ())

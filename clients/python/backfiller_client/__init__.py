@@ -51,6 +51,7 @@ from backfiller_client.types import (
     TriggerEvaluation,
     TriggerOutcome,
     TriggerRequestResult,
+    WaitingPartition,
 )
 
 if TYPE_CHECKING:
@@ -103,5 +104,6 @@ __all__ = [
     "TriggerOutcome",
     "TriggerRequestResult",
     "UserErrorDetail",
+    "WaitingPartition",
     "__version__",
 ]

@@ -40,6 +40,7 @@ from backfiller_client.types import (
     TriggerEvaluation,
     TriggerOutcome,
     TriggerRequestResult,
+    WaitingPartition,
 )
 
 Json = Mapping[str, Any]
@@ -155,6 +156,20 @@ def preview(value: Json) -> Preview:
             SkippedPartition(key=s["key"], reason=s["reason"]) for s in value["skippedPartitions"]
         ),
         assets=tuple(asset_preview(a) for a in assets) if assets is not None else None,
+        waiting=value.get("waiting") or 0,
+        waiting_partitions=tuple(
+            waiting_partition(w) for w in value.get("waitingPartitions") or ()
+        ),
+    )
+
+
+def waiting_partition(value: Json) -> WaitingPartition:
+    wait = value["waitingFor"]
+    return WaitingPartition(
+        key=value["key"],
+        run_id=wait["runId"],
+        run_status=RunStatus(wait["runStatus"]),
+        backfill_id=wait["backfillId"],
     )
 
 

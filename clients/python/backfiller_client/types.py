@@ -180,6 +180,16 @@ class AssetPreview:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitingPartition:
+    """A partition that would wait for another backfill's QUEUED or RUNNING run of it."""
+
+    key: str
+    run_id: str
+    run_status: RunStatus
+    backfill_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Preview:
     """What launching a request would do. Nothing was written."""
 
@@ -191,6 +201,10 @@ class Preview:
     skipped_partitions: tuple[SkippedPartition, ...]
     assets: tuple[AssetPreview, ...] | None = None
     """Per asset of an asset backfill, in dependency order; None for a job."""
+    waiting: int = 0
+    """Of ``runs``, partitions another backfill is running now; 0 from a server that predates it."""
+    waiting_partitions: tuple[WaitingPartition, ...] = ()
+    """The first of them (at most 20), with the run each would wait for."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -363,6 +363,17 @@ def print_preview(out: Output, found: Preview) -> None:
         out.line(f"first: {', '.join(found.first_partitions)}{more}")
     for skipped in found.skipped_partitions:
         out.line(f"skip {skipped.key}: {skipped.reason}")
+    if found.waiting:
+        out.line(waiting_line(found))
+
+
+def waiting_line(found: Preview) -> str:
+    """Which partitions would wait for another backfill's run, and for which run."""
+    shown = ", ".join(
+        f"{w.key} ({w.run_id} of {w.backfill_id}, {w.run_status})" for w in found.waiting_partitions
+    )
+    more = ", …" if found.waiting > len(found.waiting_partitions) else ""
+    return f"{found.waiting} would wait for runs of other backfills: {shown}{more}"
 
 
 @app.command("list", rich_help_panel=CLIENT_PANEL)

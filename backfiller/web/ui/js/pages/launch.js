@@ -6,6 +6,9 @@ import { debounce, errorBox, formatNumber, h, replace } from "../dom.js";
 
 export const title = "Launch a backfill";
 
+// How many waiting partitions the preview names (the server sends up to 20).
+const WAITING_SHOWN = 5;
+
 const REPROCESS = [
   { value: "MISSING", label: "Missing only", help: "Partitions that never ran. Anything that succeeded or failed before is skipped." },
   { value: "FAILED_AND_MISSING", label: "Failed and missing", help: "Partitions that never ran or whose latest run failed." },
@@ -414,6 +417,7 @@ export async function render(root, { query }) {
     replace(
       preview,
       h("p", { class: "preview-headline", id: "preview-summary" }, h("strong", {}, headline), skipped, "."),
+      waitingLine(p),
       h(
         "dl",
         { class: "facts facts-inline" },
@@ -443,6 +447,31 @@ export async function render(root, { query }) {
             ),
           )
         : null,
+    );
+  }
+
+  /** Partitions another backfill is running now: they would wait for its run (first few, linked). */
+  function waitingLine(p) {
+    if (!p.waiting) return null;
+    const shown = (p.waitingPartitions || []).slice(0, WAITING_SHOWN);
+    const items = [];
+    shown.forEach((w, i) => {
+      if (i) items.push(", ");
+      items.push(
+        h("span", { class: "mono" }, w.key),
+        " (",
+        h("a", { href: `#/backfills/${encodeURIComponent(w.waitingFor.backfillId)}`, dataset: { waitingBackfill: w.waitingFor.backfillId } }, w.waitingFor.backfillId),
+        ")",
+      );
+    });
+    const more = p.waiting > shown.length ? ", …" : "";
+    return h(
+      "p",
+      { class: "preview-waiting", id: "preview-waiting", dataset: { waiting: String(p.waiting) } },
+      h("strong", {}, formatNumber(p.waiting)),
+      " would wait for another backfill's run: ",
+      ...items,
+      more,
     );
   }
 
