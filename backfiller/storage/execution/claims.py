@@ -152,21 +152,7 @@ class ClaimsRepository(SessionRepository):
         allowed, active_of_job = await self._room(pk, job_name, want, backfill_limit, job_limit)
         if allowed <= 0:
             return claim
-        candidates_stmt = (
-            select(
-                SlotRecord.id, SlotRecord.position, SlotRecord.partition_key, SlotRecord.attempts
-            )
-            .where(
-                SlotRecord.backfill_id == pk,
-                SlotRecord.status == SlotState.PENDING,
-                or_(SlotRecord.next_attempt_at.is_(None), SlotRecord.next_attempt_at <= now),
-            )
-            .order_by(SlotRecord.position)
-            .limit(allowed + active_of_job)
-        )
-        if self.dialect == "postgresql":
-            candidates_stmt = candidates_stmt.with_for_update(skip_locked=True)
-        candidates = (await self.session.execute(candidates_stmt)).all()
+        candidates = await self._due_pending(pk, now, allowed + active_of_job)
         if not candidates:
             return claim
         keys = [c.partition_key for c in candidates]
@@ -230,6 +216,25 @@ class ClaimsRepository(SessionRepository):
         )
         if not changed(counted):
             raise ClaimConflict(f"backfill {pk} changed while claiming")
+
+    async def _due_pending(self, pk: int, now: datetime, limit: int) -> Sequence[Any]:
+        """The first ``limit`` PENDING slots of backfill ``pk`` due now, in position order
+        (on PostgreSQL locked, skipping those another claim holds)."""
+        stmt = (
+            select(
+                SlotRecord.id, SlotRecord.position, SlotRecord.partition_key, SlotRecord.attempts
+            )
+            .where(
+                SlotRecord.backfill_id == pk,
+                SlotRecord.status == SlotState.PENDING,
+                or_(SlotRecord.next_attempt_at.is_(None), SlotRecord.next_attempt_at <= now),
+            )
+            .order_by(SlotRecord.position)
+            .limit(limit)
+        )
+        if self.dialect == "postgresql":
+            stmt = stmt.with_for_update(skip_locked=True)
+        return (await self.session.execute(stmt)).all()
 
     async def _mark_queued(self, pk: int, chosen: Sequence[Any], now: datetime) -> None:
         """PENDING -> QUEUED for every slot of ``chosen`` (one attempt more each), or

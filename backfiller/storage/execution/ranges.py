@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select
+from sqlalchemy import func, insert, select
 
-from backfiller.domain import BackfillState, Reprocess, RunState, SlotState
+from backfiller.domain import BackfillState, Reprocess, RunState
 from backfiller.ranges import chunk_consecutive
 from backfiller.storage.execution.claims import ClaimedRun, ClaimsRepository
 from backfiller.storage.execution.common import ACTIVE, runs_t
-from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
+from backfiller.storage.records import BackfillRecord, RunRecord
 
 Namer = Callable[[str], tuple[str, str]]
 """A slot key -> the (job or asset, partition key) of its runs."""
@@ -104,21 +104,7 @@ class RangeClaimsRepository(ClaimsRepository):
         if allowed <= 0:
             return claim
         limit = allowed * limits.per_run + active_rows
-        stmt = (
-            select(
-                SlotRecord.id, SlotRecord.position, SlotRecord.partition_key, SlotRecord.attempts
-            )
-            .where(
-                SlotRecord.backfill_id == pk,
-                SlotRecord.status == SlotState.PENDING,
-                or_(SlotRecord.next_attempt_at.is_(None), SlotRecord.next_attempt_at <= now),
-            )
-            .order_by(SlotRecord.position)
-            .limit(limit)
-        )
-        if self.dialect == "postgresql":
-            stmt = stmt.with_for_update(skip_locked=True)
-        candidates = (await self.session.execute(stmt)).all()
+        candidates = await self._due_pending(pk, now, limit)
         if not candidates:
             return claim
         keys = [c.partition_key for c in candidates]
