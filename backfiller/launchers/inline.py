@@ -15,8 +15,6 @@ import traceback
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
-from backfiller import ids
-from backfiller.definitions.jobs import RunContext
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import (
     Gate,
@@ -29,6 +27,7 @@ from backfiller.launchers.base import (
     RunTask,
     StartRequest,
 )
+from backfiller.launchers.run_context import prepare_run
 
 
 class _Collect(logging.Handler):
@@ -152,26 +151,12 @@ class InlineLauncher:
         return lost
 
     def _execute(self, task: RunTask) -> list[LauncherEvent]:
-        job = self.definitions.get_runnable(task.job_name)
-        if job is None:
-            return [RunFinished(task.run_id, _now(), Outcome.ERROR, "job not defined")]
         collect = _Collect()
-        log = logging.Logger(f"backfiller.run.{task.job_name}", logging.DEBUG)
-        log.addHandler(collect)
-        log.propagate = False
-        context = RunContext(
-            job_name=task.job_name,
-            partition_key=task.partition_key,
-            partition_keys=task.partition_keys,
-            partition_start=task.partition_start,
-            partition_end=task.partition_end,
-            run_id=ids.run_id(task.run_id),
-            attempt=task.attempt,
-            run_config=dict(task.run_config),
-            tags=dict(task.tags),
-            backfill_id=ids.backfill_id(task.backfill_id),
-            log=log,
-        )
+        prepared = prepare_run(self.definitions, task, collect, None)  # no API: no client
+        if isinstance(prepared, str):
+            return [RunFinished(task.run_id, _now(), Outcome.ERROR, prepared)]
+        job, context = prepared
+        log = context.log
         outcome, message, trace = Outcome.SUCCESS, None, None
         try:
             job(context)
