@@ -141,6 +141,57 @@ def test_pause_and_resume_disable_the_button_in_flight(
     wait_status(page, "CANCELING", "CANCELED", "COMPLETED_SUCCESS")
 
 
+EVENTS = """
+query($id: ID!) { backfill(id: $id) { events(first: 100) { nodes { kind } } } }"""
+
+# Slow down every events answer in the page, so that the loads asked by the subscription, the
+# polling and the steering buttons overlap, as they do on a busy machine.
+SLOW_EVENTS = """
+const realFetch = window.fetch.bind(window);
+window.fetch = async (url, init) => {
+  const response = await realFetch(url, init);
+  if (init && typeof init.body === "string" && init.body.includes("UiBackfillEvents")) {
+    await new Promise((resolve) => setTimeout(resolve, 400));
+  }
+  return response;
+};
+"""
+
+
+def test_each_event_shows_once_while_event_loads_overlap(
+    ui_stack: Stack, new_page: Callable[..., Any]
+) -> None:
+    id = launch(
+        ui_stack,
+        target={"job": "slow_rebuild"},
+        partitions={"range": {"start": "2025-01-21", "end": "2025-01-24"}},
+        title="Overlapping event loads",
+    )
+    page = new_page()
+    page.add_init_script(SLOW_EVENTS)
+    page.goto(f"{ui_stack.url}/#/backfills/{id}")
+    wait_status(page, "REQUESTED", "RUNNING")
+    page.click('button[data-action="pause"]')
+    wait_status(page, "PAUSED")
+    page.click('button[data-action="resume"]')
+    wait_status(page, "REQUESTED", "RUNNING", "COMPLETED_SUCCESS")
+    page.click('button[data-action="cancel"]')
+    page.click('button[data-action="cancel"]:text("Confirm cancel")')
+    wait_status(page, "CANCELED", "COMPLETED_SUCCESS")
+
+    def shown() -> list[str]:
+        items = page.locator(".timeline-item")
+        return [str(items.nth(i).get_attribute("data-kind")) for i in range(items.count())]
+
+    def recorded() -> list[str]:
+        nodes = ui_stack.graphql(EVENTS, {"id": id})["backfill"]["events"]["nodes"]
+        return [str(node["kind"]) for node in nodes]
+
+    wait_until(lambda: shown() == recorded(), timeout=20)
+    assert shown().count("PAUSED") == 1
+    assert shown().count("RESUMED") == 1
+
+
 def test_cancel_a_running_backfill(ui_stack: Stack, new_page: Callable[..., Any]) -> None:
     id = launch(
         ui_stack,

@@ -114,6 +114,30 @@ export function throttle(fn, wait) {
   };
 }
 
+// One call at a time: a call made while one runs waits for it, and the calls made meanwhile share
+// one more run after it. For loaders that page on from a cursor, which two at once would repeat.
+export function serialized(fn) {
+  let running = null;
+  let queued = null;
+  return () => {
+    if (queued) return queued;
+    if (running) {
+      queued = running.catch(() => {}).then(() => {
+        queued = null;
+        return start();
+      });
+      return queued;
+    }
+    return start();
+  };
+  function start() {
+    running = Promise.resolve().then(fn).finally(() => {
+      running = null;
+    });
+    return running;
+  }
+}
+
 export function debounce(fn, wait) {
   let timer = null;
   const debounced = (...args) => {

@@ -1,7 +1,7 @@
 // One backfill: progress, the partition strip, steering buttons, runs, logs and events.
 import { graphql, randomId } from "../api.js";
 import { assetKeyResolver, figures, loadAssetGraph, selectionLabel } from "../assets.js";
-import { buildHash, errorBox, formatNumber, formatTime, h, replace, throttle, timeAgo } from "../dom.js";
+import { buildHash, errorBox, formatNumber, formatTime, h, replace, serialized, throttle, timeAgo } from "../dom.js";
 import { AssetGraph } from "../graph.js";
 import { liveState, watch } from "../live.js";
 import { jobKeyResolver, runsTable, showPartition } from "../runs.js";
@@ -494,7 +494,9 @@ export async function render(root, { params }) {
     );
   }
 
-  async function loadEvents() {
+  // The subscription, the polling fallback and the first load all ask for events: one at a time,
+  // or two would page on from the same cursor and show every new event twice.
+  const loadEvents = serialized(async () => {
     for (let page = 0; page < 10; page++) {
       const data = await graphql("UiBackfillEvents", { id, first: 50, after: eventsCursor });
       const connection = data.backfill?.events;
@@ -519,7 +521,7 @@ export async function render(root, { params }) {
       if (!connection.pageInfo.hasNextPage) break;
     }
     replace(eventsMore, eventsList.children.length ? null : h("p", { class: "muted" }, "No event yet."));
-  }
+  });
 
   // --- first load and live updates -----------------------------------------------------------
 
