@@ -1,6 +1,6 @@
 // Runs: the runs table, the log viewer dialog, the runs of one partition, and key resolution.
 import { graphql } from "./api.js";
-import { errorBox, formatDuration, formatNumber, formatTime, h, replace, timeAgo } from "./dom.js";
+import { errorBox, formatDuration, formatNumber, formatTime, h, replace, serialized, timeAgo } from "./dom.js";
 import { keyResolver } from "./keys.js";
 import { PARTITION_LABELS, partitionBadge, runBadge } from "./status.js";
 
@@ -133,7 +133,8 @@ export function openLogs(runId) {
   const list = h("ol", { class: "log-lines" });
   replace(body, h("p", { class: "muted" }, "Loading…"));
 
-  async function load() {
+  // The 2 s refresh and "Load more lines" both page on from `after`: one at a time.
+  const load = serialized(async () => {
     try {
       const data = await graphql("UiRunLogs", { id: runId, first: 100, after });
       const run = data.run;
@@ -180,7 +181,7 @@ export function openLogs(runId) {
     } catch (error) {
       replace(body, errorBox(error, "Could not load logs."));
     }
-  }
+  });
 
   dialog.addEventListener("close", () => {
     open = false;
