@@ -10,8 +10,13 @@ child processes go too); a worker that dies is replaced and its run is reported 
 When the daemon's gate is a :class:`~backfiller.launchers.base.WorkerGate` (the daemon's is),
 each worker asks it itself, right before the job runs, on a database connection of its own: the
 dispatcher only sends, so the gate's read costs the daemon's process nothing and the workers
-make theirs in parallel. With a plain gate, the dispatcher asks it right before a run goes to a
-worker (outside its lock; see ``base``). The lease deadline given by
+make theirs in parallel. A worker's pipe then also holds the next few tasks while its run
+ends (at most ``MAX_PREFETCH``, about ``PREFETCH_SECONDS`` of work, only for short runs): the
+worker goes from one run to the next without waiting for this process to answer, and each
+task still passes the gate at the moment it starts (a prefetched task that a pause or cancel
+reaches ends ``NOT_STARTED``; a worker that dies takes back its prefetched tasks the same way,
+without using the lost-worker budget). With a plain gate, the dispatcher asks it right before
+a run goes to a worker (outside its lock; see ``base``). The lease deadline given by
 :meth:`LocalLauncher.extend_lease` is shared with the workers through shared memory, so they
 stop at it even when this process is gone.
 """
@@ -29,7 +34,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -71,6 +76,8 @@ logger = logging.getLogger("backfiller.launcher")
 TICK_SECONDS = 0.05
 BACKLOG_SECONDS = 0.25
 MAX_BACKLOG_PER_WORKER = 64
+PREFETCH_SECONDS = 0.02
+MAX_PREFETCH = 16
 MAX_RESPAWN_DELAY = 30.0
 RESULTS_KEPT_SECONDS = 86_400.0
 
@@ -98,6 +105,14 @@ class _Worker:
     dead: bool = False
     gating: bool = False
     """The worker's task is being asked of the gate (not sent yet)."""
+    queued: deque[RunTask] = field(default_factory=deque)
+    """Gated tasks sent after ``task`` (prefetched): the worker runs them in order."""
+    canceled: set[int] = field(default_factory=set)
+    """Prefetched tasks canceled here: stopped if their gate lets them start anyway."""
+
+    def sent(self) -> list[RunTask]:
+        """Every task this worker holds: its current one, then the prefetched ones."""
+        return ([self.task] if self.task is not None else []) + list(self.queued)
 
 
 class LocalLauncher:
@@ -182,7 +197,7 @@ class LocalLauncher:
     @property
     def capacity(self) -> int:
         with self._lock:
-            busy = sum(1 for w in self._workers if w is not None and w.task is not None)
+            busy = sum(len(w.sent()) for w in self._workers if w is not None)
             return max(0, self._target_active() - len(self._backlog) - busy)
 
     def submit(self, tasks: Iterable[RunTask]) -> None:
@@ -222,7 +237,10 @@ class LocalLauncher:
                     kept.append(task)
             self._backlog = kept
             for w in self._workers:
-                if w is not None and w.task is not None and w.task.run_id in wanted:
+                if w is None:
+                    continue
+                w.canceled.update(t.run_id for t in w.queued if t.run_id in wanted)
+                if w.task is not None and w.task.run_id in wanted:
                     if w.gating:
                         w.terminating = Outcome.CANCELED  # never sent: see _dispatch
                     else:
@@ -239,8 +257,8 @@ class LocalLauncher:
         with self._lock:
             found = {t.run_id: t for t in self._backlog}
             for w in self._workers:
-                if w is not None and w.task is not None:
-                    found[w.task.run_id] = w.task
+                if w is not None:
+                    found.update((t.run_id, t) for t in w.sent())
             return found
 
     def set_notify(self, callback: Callable[[], None] | None) -> None:
@@ -261,8 +279,9 @@ class LocalLauncher:
             for w in self._workers:
                 if w is None or w.task is None:
                     continue
-                revoked.append(w.task)
+                revoked += w.sent()
                 w.task = None
+                w.queued.clear()
                 w.terminating = Outcome.WORKER_LOST
                 _signal(w.process, signal.SIGKILL)
             ids = {t.run_id for t in revoked}
@@ -325,16 +344,18 @@ class LocalLauncher:
                 if w is None:
                     continue
                 if w.task is not None:
-                    lost.append(
+                    lost += [
                         RunFinished(
-                            w.task.run_id,
+                            t.run_id,
                             _now(),
                             Outcome.WORKER_LOST,
                             "the daemon stopped",
-                            attempt=w.task.attempt,
+                            attempt=t.attempt,
                         )
-                    )
+                        for t in w.sent()
+                    ]
                     w.task = None
+                    w.queued.clear()
                     _signal(w.process, signal.SIGTERM)
                 else:
                     with contextlib.suppress(OSError):
@@ -405,7 +426,12 @@ class LocalLauncher:
                         self._buried(w)
                 self._watch_deadlines()
                 self._respawn_missing()
-                chosen = self._choose()
+                gate = self._gate
+                if isinstance(gate, WorkerGate):
+                    self._feed(gate.check())
+                    chosen = []
+                else:
+                    chosen = self._choose()
             if chosen:
                 self._dispatch(chosen)
             self._signal_events()
@@ -429,6 +455,8 @@ class LocalLauncher:
                 if w.task is not None and w.task.run_id == run_id:
                     w.started, w.running = time.monotonic(), True  # its timeout counts from here
                     self._events.append(RunStarted(run_id, at, w.name or "", attempt))
+                    if run_id in w.canceled:
+                        self._terminate(w, Outcome.CANCELED)
             case Logs(run_id, lines):
                 if w.task is not None and w.task.run_id == run_id:
                     self._events.append(RunLogs(run_id, lines))
@@ -440,8 +468,12 @@ class LocalLauncher:
                 took = time.monotonic() - w.started
                 mean = self._mean_run_seconds
                 self._mean_run_seconds = took if mean is None else 0.9 * mean + 0.1 * took
+                if end.run_id in w.canceled and end.outcome is Outcome.NOT_STARTED:
+                    end = replace(end, outcome=Outcome.CANCELED, error_message="canceled")
+                w.canceled.discard(end.run_id)
                 self._events.append(end)
-                w.task = None
+                w.task = w.queued.popleft() if w.queued else None
+                w.started, w.running = time.monotonic(), False
             case Fatal(text):
                 self.fatal_error = text
                 logger.error("worker cannot start: %s", text)
@@ -470,6 +502,20 @@ class LocalLauncher:
                 RunFinished(w.task.run_id, _now(), outcome, message, None, w.name, w.task.attempt)
             )
             w.task = None
+        for task in w.queued:  # prefetched, never started: back to their backfill
+            canceled = task.run_id in w.canceled
+            self._events.append(
+                RunFinished(
+                    task.run_id,
+                    _now(),
+                    Outcome.CANCELED if canceled else Outcome.NOT_STARTED,
+                    "canceled" if canceled else "its worker died before it started",
+                    None,
+                    w.name,
+                    task.attempt,
+                )
+            )
+        w.queued.clear()
         w.conn.close()
         self._workers[w.slot] = None
 
@@ -533,16 +579,46 @@ class LocalLauncher:
             chosen.append(w)
         return chosen
 
-    def _dispatch(self, chosen: list[_Worker]) -> None:
-        """Ask the gate (without the lock: it is a database round trip), then send; or, with a
-        worker gate, send the tasks gated, for each worker to ask itself."""
-        gate = self._gate
-        if isinstance(gate, WorkerGate):
-            check = gate.check()
-            with self._lock:
-                for w in chosen:
-                    self._send(w, None if check is not None else set(), check)
+    def _prefetch_depth(self) -> int:
+        """Tasks a worker may hold at once: one, or for short runs enough to cover about
+        ``PREFETCH_SECONDS`` (the time this process may take to answer a worker)."""
+        mean = self._mean_run_seconds
+        if mean is None or mean >= PREFETCH_SECONDS:
+            return 1
+        return min(MAX_PREFETCH, 1 + math.ceil(PREFETCH_SECONDS / max(mean, 1e-6)))
+
+    def _feed(self, check: StartCheck | None) -> None:
+        """With a worker gate (under the lock): send gated tasks, spread evenly, until each
+        worker holds ``_prefetch_depth`` of them. No check (no run may start now): the tasks
+        given to idle workers end NOT_STARTED, as with a plain gate that refuses them."""
+        if check is None:
+            for w in self._choose():
+                self._send(w, set())
             return
+        if time.monotonic() >= self._deadline.value:
+            return
+        ready = [
+            w
+            for w in self._workers
+            if w is not None and not w.dead and w.name is not None and w.terminating is None
+        ]
+        for level in range(self._prefetch_depth()):
+            for w in ready:
+                if not self._backlog:
+                    return
+                if len(w.queued) + (w.task is not None) > level:
+                    continue
+                task = self._backlog.popleft()
+                if w.task is None:
+                    w.task, w.started, w.running = task, time.monotonic(), False
+                else:
+                    w.queued.append(task)
+                with contextlib.suppress(OSError):  # a dying worker: its burial reports them
+                    w.conn.send(Gated(task, check))
+
+    def _dispatch(self, chosen: list[_Worker]) -> None:
+        """With a plain gate: ask it (without the lock: it is a database round trip), then send."""
+        gate = self._gate
         allowed: set[int] | None = None
         if gate is not None:
             requests = [
@@ -559,9 +635,9 @@ class LocalLauncher:
             for w in chosen:
                 self._send(w, allowed)
 
-    def _send(self, w: _Worker, allowed: set[int] | None, check: StartCheck | None = None) -> None:
-        """Send ``w`` its task: gated by ``check`` (the worker reports the start), or already
-        let through (``allowed``; None: no gate), or report it not started."""
+    def _send(self, w: _Worker, allowed: set[int] | None) -> None:
+        """Send ``w`` its task, let through by the gate (``allowed``; None: no gate), or
+        report it not started."""
         task, w.gating = w.task, False
         if task is None:
             return
@@ -575,12 +651,11 @@ class LocalLauncher:
                 RunFinished(task.run_id, _now(), outcome, message, None, None, task.attempt)
             )
             return
-        w.started, w.running = time.monotonic(), check is None
-        if check is None:
-            self._mark_started(task.run_id)
-            self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
+        w.started, w.running = time.monotonic(), True
+        self._mark_started(task.run_id)
+        self._events.append(RunStarted(task.run_id, _now(), w.name or "", task.attempt))
         try:
-            w.conn.send(task if check is None else Gated(task, check))
+            w.conn.send(task)
         except OSError:
             return  # the worker is dying: its burial reports the run WORKER_LOST
 

@@ -223,14 +223,17 @@ STEER = "mutation($id: ID!) { %sBackfill(input: {id: $id}) { userErrors { code }
 
 
 @pytest.mark.parametrize("verb", ["cancel", "pause"])
+@pytest.mark.parametrize(
+    ("seconds", "end"),
+    [(0.05, "2024-12-31"), (0.002, "2029-12-31")],
+    ids=["50ms", "2ms-prefetched"],  # 2 ms runs: each worker holds the next tasks in its pipe
+)
 def test_no_run_starts_after_cancel_or_pause_is_acknowledged(
-    server: LiveServer, database_url: str, marks: Path, verb: str
+    server: LiveServer, database_url: str, marks: Path, verb: str, seconds: float, end: str
 ) -> None:
     running = daemon(database_url, marks, workers=4)
     try:
-        backfill_id = launch(
-            server, "recorded", "2024-01-01", "2024-12-31", runConfig={"seconds": 0.05}
-        )
+        backfill_id = launch(server, "recorded", "2024-01-01", end, runConfig={"seconds": seconds})
         wait_for("runs to succeed", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 20)
         answer = gql(server, STEER % verb, {"id": backfill_id})
         acknowledged = time.time()
