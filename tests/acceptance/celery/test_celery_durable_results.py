@@ -48,8 +48,8 @@ def owner_of(output: str) -> str:
 
 
 def queue_exists(broker: str, owner: str) -> bool:
-    from amqp.exceptions import ChannelError
     from kombu import Connection
+    from kombu.exceptions import ChannelError
 
     from backfiller.launchers.celery.protocol import daemon_queue
 
