@@ -41,7 +41,6 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from backfiller.daemon import Daemon, DaemonSettings
-from backfiller.daemon.state import new_owner
 from backfiller.domain import BackfillState
 from backfiller.launchers import Launcher, LocalLauncher
 from backfiller.launchers.celery.launcher import CeleryLauncher
@@ -261,7 +260,7 @@ async def celery(
     try:
         pool.wait_ready()
         with fresh_postgres(server) as url:
-            launcher = CeleryLauncher(broker, definitions, new_owner(), max_active=512)
+            launcher = CeleryLauncher(broker, definitions, max_active=512)
             profiles.wrap(launcher)
             launcher.start()
             main0, pool0 = pool.cpu()

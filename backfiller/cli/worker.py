@@ -68,14 +68,12 @@ def celery_launcher(
     heartbeat_timeout: float,
     api_url: str | None,
 ) -> CeleryLauncher:
-    """The daemon's Celery launcher, started."""
-    from backfiller.daemon.ticks import new_owner
+    """The daemon's Celery launcher, started (its queue is named once the daemon has a lease)."""
     from backfiller.launchers.celery.launcher import CeleryLauncher
 
     return CeleryLauncher(
         broker,
         definitions,
-        new_owner(),
         max_active=max_runs,
         grace_seconds=grace_seconds,
         heartbeat_timeout=heartbeat_timeout,

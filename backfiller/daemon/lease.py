@@ -21,6 +21,7 @@ daemon's, so daemons' clocks must agree within ``STOP_MARGIN`` of a lease (NTP d
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -31,7 +32,7 @@ from backfiller.definitions.loading import Definitions
 from backfiller.domain import Outcome, RunFinished
 from backfiller.launchers.base import Launcher
 from backfiller.storage import Database
-from backfiller.storage.execution import ExecutionRepository, RetryRule
+from backfiller.storage.execution import ExecutionRepository, Outcomes, RetryRule
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -76,7 +77,7 @@ async def keep_lease(
     state.lease_expires_at = expires_at
     state.stop_by = began + timedelta(seconds=seconds * (1 - STOP_MARGIN))
     if launcher is not None:
-        launcher.extend_lease(state.stop_by)
+        launcher.extend_lease(state.owner, state.stop_by)
     return True
 
 
@@ -131,6 +132,8 @@ async def take_over_expired(
         if owner != state.owner and owner not in owners and stale:
             async with database.write() as session:
                 await ExecutionRepository(session).drop_lease(owner)
+            if launcher is not None:
+                await asyncio.to_thread(launcher.forget_owner, owner)
     return report
 
 
@@ -143,41 +146,80 @@ async def take_over(
 ) -> TickReport:
     """End the active runs of ``owner`` (lease expired): durable results, else lost.
 
-    The launcher's durable results say how runs ended while their daemon was dead, and which
-    never started (those go back to their backfill without using any budget); the others end
-    WORKER_LOST.
+    Batch by batch, each in one transaction under ``owner``'s lease row lock (so that two
+    daemons taking ``owner`` over at once never both read its durable results): the launcher's
+    durable results say how runs ended while their daemon was dead, and which never started
+    (those go back to their backfill without using any budget); the others end WORKER_LOST. A
+    result is recorded only for the run's current attempt (its fencing token). The lease row
+    is dropped, and the launcher forgets ``owner``, only once no active run of it is left.
     """
-    async with database.read() as session:
-        active = await ExecutionRepository(session).active_runs_of_owner(owner)
-    run_ids = list(active)[:TAKEOVER_BATCH]
-    if not run_ids:
-        return TickReport()
-    now = clock()
-    kept = {e.run_id: e for e in (launcher.durable_results(run_ids) if launcher else [])}
-    ends = [
-        kept.get(r) or RunFinished(r, now, Outcome.WORKER_LOST, "the daemon running it was lost")
-        for r in run_ids
-    ]
-    async with database.write() as session:
-        repo = ExecutionRepository(session)
-        if not await repo.lock_expired_lease(owner, now):
-            return TickReport()
-        outcomes = await repo.record_results(
-            owner, now, ends=ends, retry_rules=retry_rules(definitions), skip_locked=True
-        )
-        await repo.drop_lease(owner)
-    if launcher is not None:
-        launcher.discard_results(run_ids)
+    report = TickReport()
+    rules = retry_rules(definitions)
+    while True:
+        now = clock()
+        async with database.write() as session:
+            repo = ExecutionRepository(session)
+            if not await repo.lock_expired_lease(owner, now):
+                return report
+            attempts = await repo.active_attempts_of_owner(owner, TAKEOVER_BATCH)
+            if not attempts:
+                await repo.drop_lease(owner)
+            else:
+                kept = await _durable_results(launcher, owner, attempts)
+                lost = "the daemon running it was lost"
+                ends = [
+                    kept.get(r) or RunFinished(r, now, Outcome.WORKER_LOST, lost) for r in attempts
+                ]
+                outcomes = await repo.record_results(
+                    owner, now, ends=ends, retry_rules=rules, skip_locked=True
+                )
+        if not attempts:
+            if launcher is not None:
+                await asyncio.to_thread(launcher.forget_owner, owner)
+            return report
+        if launcher is not None:
+            launcher.discard_results(owner, outcomes.written)
+        report += _takeover_report(owner, kept, outcomes)
+        if not outcomes.written:
+            return report  # its runs are locked by another transaction: the next tick retries
+
+
+async def _durable_results(
+    launcher: Launcher | None, owner: str, attempts: dict[int, int]
+) -> dict[int, RunFinished]:
+    """The launcher's durable results of these runs, at their current attempt only."""
+    if launcher is None:
+        return {}
+    found = await asyncio.to_thread(launcher.durable_results, owner, list(attempts))
+    kept = {}
+    for end in found:
+        current = attempts.get(end.run_id)
+        if current is None:
+            continue
+        if end.attempt is not None and end.attempt != current:
+            logger.warning(
+                "refused a kept result of run %s: attempt %s, the run is at attempt %s",
+                end.run_id,
+                end.attempt,
+                current,
+            )
+            continue
+        kept[end.run_id] = end
+    return kept
+
+
+def _takeover_report(owner: str, kept: dict[int, RunFinished], outcomes: Outcomes) -> TickReport:
     recovered = sum(
         1 for r in outcomes.written if r in kept and kept[r].outcome is not Outcome.NOT_STARTED
     )
     if outcomes.written:
         logger.warning(
             "took over %d runs of %s (lease expired): %d results kept by its workers recorded, "
-            "the rest requeued as WORKER_LOST",
+            "%d never started taken back, the rest requeued as WORKER_LOST",
             len(outcomes.written),
             owner,
             recovered,
+            outcomes.taken_back,
         )
     lost = len(outcomes.written) - recovered - outcomes.taken_back
     return TickReport(

@@ -360,7 +360,7 @@ async def record_results(
             retry_rules=retry_rules(definitions),
         )
     if outcomes.written:
-        launcher.discard_results(outcomes.written)
+        launcher.discard_results(state.owner, outcomes.written)
     if outcomes.retried or outcomes.taken_back:
         # Slots went back to PENDING: the cached running backfills' counts say otherwise.
         state.forget_backfills()

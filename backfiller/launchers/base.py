@@ -24,8 +24,10 @@ the database (the local pool) lets each worker ask the gate's question itself, r
 runs the job, so the read is off the launcher's path and made in parallel by the workers.
 
 **Lease.** The daemon holds a lease in the database with a deadline, renewed every few seconds.
-After each renewal it calls :meth:`Launcher.extend_lease` with ``stop_by``: a wall-clock time
-(UTC) safely before the lease's deadline. The launcher must guarantee that none of its runs is
+After each renewal it calls :meth:`Launcher.extend_lease` with the lease's owner (the name the
+daemon's runs are leased under; a launcher that reports through the broker names its reply queue
+after it, so that the daemon taking over finds it) and ``stop_by``: a wall-clock time (UTC)
+safely before the lease's deadline. The launcher must guarantee that none of its runs is
 still executing at ``stop_by`` unless the lease is extended again: it starts no run past it and
 kills the runs that reach it (the whole process group, or the remote equivalent), even when the
 daemon itself is gone (the local pool's workers watch the deadline themselves). Another daemon
@@ -35,11 +37,15 @@ its lease forgets them; the daemon that takes over requeues them as ``WORKER_LOS
 
 **Durable results.** A run that finished while its daemon was dead must not be run again: a
 launcher that can keep results beyond its daemon (the local pool writes them to a results
-folder before reporting them) returns them from :meth:`Launcher.durable_results` when the
-next daemon takes the run over, and forgets them on :meth:`Launcher.discard_results` once they
-are written. It may also return ``NOT_STARTED`` for runs it can prove never reached a worker
-(those go back to their backfill without using a retry). A launcher that cannot keep results
-returns nothing (the runs are then requeued as ``WORKER_LOST``).
+folder before reporting them; the Celery workers send them to the daemon's durable queue)
+returns them from :meth:`Launcher.durable_results` when the next daemon takes the dead
+daemon's runs over (under the dead daemon's lease lock, so only one daemon reads them), and
+forgets them on :meth:`Launcher.discard_results` once they are written; once the dead daemon has
+no active run left, :meth:`Launcher.forget_owner` drops whatever is still kept for it. It may
+also return ``NOT_STARTED`` for runs it can tell never started on a worker (those go back to
+their backfill without using a retry). A result's ``attempt`` is its fencing token: the daemon
+records it only for the run's current attempt. A launcher that cannot keep results returns
+nothing (the runs are then requeued as ``WORKER_LOST``).
 
 **Cancel and timeouts** stop the run's whole process group: SIGTERM, a grace period, SIGKILL.
 """
@@ -177,8 +183,12 @@ class Launcher(Protocol):
         """Ask ``gate`` right before starting runs (see the module's docstring)."""
         ...
 
-    def extend_lease(self, stop_by: datetime) -> None:
-        """No run of this launcher may still execute at ``stop_by`` (UTC) unless extended."""
+    def extend_lease(self, owner: str, stop_by: datetime) -> None:
+        """``owner`` holds the lease: runs submitted from now on are leased to it, and no run
+        of this launcher may still execute at ``stop_by`` (UTC) unless extended.
+
+        ``owner`` changes only after :meth:`revoke_lease` (the daemon starts over as a new
+        owner); the old owner's runs are then taken over like any dead daemon's."""
         ...
 
     def revoke_lease(self) -> list[RunTask]:
@@ -188,12 +198,18 @@ class Launcher(Protocol):
         """
         ...
 
-    def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
-        """Results of these runs kept beyond their daemon (empty if the launcher keeps none)."""
+    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
+        """How these runs of ``owner`` (a dead daemon being taken over) ended, as kept beyond
+        their daemon (empty if the launcher keeps none). Blocking."""
         ...
 
-    def discard_results(self, run_ids: Iterable[int]) -> None:
-        """The results of these runs are written: forget their durable copies."""
+    def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:
+        """The results of these runs of ``owner`` are written: forget their durable copies."""
+        ...
+
+    def forget_owner(self, owner: str) -> None:
+        """``owner`` (another daemon) has no active run left: forget all that is kept for it.
+        Blocking."""
         ...
 
     def close(self, timeout: float = 10.0) -> list[LauncherEvent]:

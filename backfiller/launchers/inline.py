@@ -100,7 +100,7 @@ class InlineLauncher:
     def set_gate(self, gate: Gate | None) -> None:
         return None  # see the module's docstring
 
-    def extend_lease(self, stop_by: datetime) -> None:
+    def extend_lease(self, owner: str, stop_by: datetime) -> None:
         self.stop_by = stop_by
 
     def revoke_lease(self) -> list[RunTask]:
@@ -109,10 +109,13 @@ class InlineLauncher:
         self.started.clear()
         return tasks
 
-    def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
+    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
         return []
 
-    def discard_results(self, run_ids: Iterable[int]) -> None:
+    def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:
+        return None
+
+    def forget_owner(self, owner: str) -> None:
         return None
 
     def _start(self) -> None:

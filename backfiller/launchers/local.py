@@ -267,7 +267,7 @@ class LocalLauncher:
     def set_gate(self, gate: Gate | None) -> None:
         self._gate = gate
 
-    def extend_lease(self, stop_by: datetime) -> None:
+    def extend_lease(self, owner: str, stop_by: datetime) -> None:
         self._deadline.value = time.monotonic() + (stop_by - _now()).total_seconds()
         self._wake()
 
@@ -288,10 +288,11 @@ class LocalLauncher:
             self._events = [e for e in self._events if e.run_id not in ids]
         return revoked
 
-    def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
+    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
         """Ends kept by workers of this results folder; ``NOT_STARTED`` for the runs a launcher
         of this folder held but never handed to a worker (a ``queued`` marker, no ``started``).
-        A run this folder knows nothing of (another machine's) gets nothing."""
+        A run this folder knows nothing of (another machine's) gets nothing. The folder is
+        keyed by run, whatever daemon ran it: ``owner`` is not needed."""
         if self.results_dir is None:
             return []
         found = []
@@ -308,7 +309,7 @@ class LocalLauncher:
                 )
         return found
 
-    def discard_results(self, run_ids: Iterable[int]) -> None:
+    def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:
         if self.results_dir is None:
             return
         for run_id in run_ids:
@@ -319,6 +320,9 @@ class LocalLauncher:
             ):
                 with contextlib.suppress(OSError):
                     path.unlink()
+
+    def forget_owner(self, owner: str) -> None:
+        return None  # kept per run, discarded as written (and swept after a day)
 
     def ready_workers(self) -> int:
         """Worker processes started and ready to take runs."""

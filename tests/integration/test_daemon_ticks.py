@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select, update
 
+from backfiller.daemon.lease import keep_lease
 from backfiller.daemon.ticks import (
     DaemonState,
     Limits,
@@ -20,12 +22,14 @@ from backfiller.daemon.ticks import (
     steer_backfills,
 )
 from backfiller.definitions.loading import Definitions
-from backfiller.domain import BackfillState, RunState, SlotState
-from backfiller.launchers import InlineLauncher
+from backfiller.domain import BackfillState, Outcome, RunFinished, RunState, SlotState
+from backfiller.launchers import InlineLauncher, LocalLauncher
+from backfiller.launchers.worker import result_path, write_result
 from backfiller.storage import Database
 from backfiller.storage.records import (
     BackfillEventRecord,
     BackfillRecord,
+    DaemonLeaseRecord,
     PartitionStateRecord,
     RunLogRecord,
     RunRecord,
@@ -425,6 +429,49 @@ async def test_runs_of_a_dead_daemon_are_requeued_once_its_lease_expired_off_the
     # A late result of the dead daemon's run changes nothing.
     stale = await requeue_runs_of(database, definitions, clock, "elsewhere:1:dead", "again")
     assert stale.lost == 0
+
+
+async def test_a_dead_daemons_kept_results_count_at_the_runs_attempt_and_its_lease_goes_last(
+    gql: GraphQLRunner,
+    database: Database,
+    definitions: Definitions,
+    clock: FrozenClock,
+    tmp_path: Path,
+) -> None:
+    backfill_id = await launch(gql, "noop", "2024-01-01", "2024-01-03")
+    dead = DaemonState(owner="elsewhere:1:dead")
+    held = InlineLauncher(definitions, hold=True)
+    await keep_lease(database, clock, dead, held)
+    await plan_backfills(database, definitions, clock, dead)
+    await launch_runs(database, definitions, clock, held, dead)
+    await record_results(database, definitions, clock, held, dead)
+    first, second, third = sorted(held.submitted, key=lambda t: t.partition_key)
+    # Its workers kept two ends: one of the run's attempt, one of another attempt (fenced off).
+    write_result(tmp_path, RunFinished(first.run_id, clock(), Outcome.SUCCESS, attempt=1))
+    write_result(tmp_path, RunFinished(second.run_id, clock(), Outcome.SUCCESS, attempt=2))
+    kept = LocalLauncher("tests.acceptance.jobs_daemon:definitions", 1, results_dir=str(tmp_path))
+    try:
+        clock.advance(seconds=31)
+        report = await heartbeat_and_recover(database, definitions, clock, DaemonState(), kept)
+    finally:
+        kept.close()
+    assert (report.recovered, report.lost) == (1, 2)
+    async with database.read() as session:
+        owners = (await session.execute(select(DaemonLeaseRecord.owner))).scalars().all()
+    assert dead.owner not in owners  # dropped once none of its runs was left
+    assert not result_path(tmp_path, first.run_id).exists()
+    assert not result_path(tmp_path, second.run_id).exists()
+    await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
+    backfill = await read(gql, backfill_id)
+    runs = sorted((r["partitionKey"], r["attempt"], r["status"]) for r in backfill["runs"]["nodes"])
+    assert runs == [
+        ("2024-01-01", 1, "SUCCESS"),
+        ("2024-01-02", 1, "FAILED"),
+        ("2024-01-02", 2, "SUCCESS"),
+        ("2024-01-03", 1, "FAILED"),
+        ("2024-01-03", 2, "SUCCESS"),
+    ]
+    assert third.attempt == 1
 
 
 async def test_a_backfill_whose_job_vanished_fails_with_the_reason(

@@ -6,8 +6,10 @@ from typing import Any
 
 from backfiller.launchers.celery.protocol import (
     CONTROL_EXCHANGE,
+    DAEMON_QUEUE_EXPIRES_SECONDS,
     DEFAULT_QUEUE,
     LEASE_EXCHANGE,
+    daemon_queue,
 )
 
 
@@ -55,3 +57,24 @@ def lease_exchange() -> Any:
     from kombu import Exchange
 
     return Exchange(LEASE_EXCHANGE, type="fanout", durable=False)
+
+
+def owner_queue(owner: str) -> Any:
+    """The queue of the daemon whose lease owner is ``owner``: workers report there.
+
+    Durable and neither exclusive nor auto-deleted, and the workers' messages to it are
+    persistent: it outlives its daemon, so that the daemon taking over its runs reads what they
+    did meanwhile (``results``), then deletes it.
+    """
+    from kombu import Queue
+
+    name = daemon_queue(owner)
+    return Queue(
+        name,
+        exchange=control_exchange(),
+        routing_key=name,
+        durable=True,
+        auto_delete=False,
+        exclusive=False,
+        expires=DAEMON_QUEUE_EXPIRES_SECONDS,
+    )

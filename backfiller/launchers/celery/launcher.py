@@ -17,6 +17,13 @@ run's process group) and, after the grace period, leaves the run out of announce
 
 While the broker is out of reach the launcher keeps everything (runs not published yet, answers
 not sent) and carries on after reconnecting; heartbeats missed during the outage do not count.
+
+Workers report to the queue named after the daemon's lease owner (given by ``extend_lease``).
+That queue outlives the daemon: when it dies, its workers' results keep arriving there, and the
+daemon that takes its runs over reads them (``durable_results``, see :mod:`.results`) and then
+deletes the queue (``forget_owner``). When the daemon loses its lease and starts over as a new
+owner, this launcher stops its runs, leaves the old queue for the takeover and consumes the new
+owner's queue. A clean stop deletes the daemon's own queue.
 """
 
 from __future__ import annotations
@@ -43,17 +50,18 @@ from backfiller.launchers.base import (
     RunTask,
     StartRequest,
 )
-from backfiller.launchers.celery.app import control_exchange, lease_exchange, make_app
+from backfiller.launchers.celery.app import control_exchange, lease_exchange, make_app, owner_queue
 from backfiller.launchers.celery.protocol import (
     BEAT_SECONDS,
-    DAEMON_QUEUE_EXPIRES_SECONDS,
     TASK_NAME,
     daemon_queue,
     default_queue,
+    finished_from_message,
     from_timestamp,
     task_id,
     task_message,
 )
+from backfiller.launchers.celery.results import KeptResults
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -76,6 +84,7 @@ def _now() -> datetime:
 class _Run:
     task: RunTask
     queue: str
+    owner: str
     published: bool = False
     reply: str | None = None
     worker: str | None = None
@@ -86,6 +95,16 @@ class _Run:
     sequence: int = 0
     published_at: float = 0.0
     republish_after: float = 0.0
+
+
+@dataclass
+class _Farewell:
+    """Runs of a lease owner this launcher gave up (``revoke_lease``): announced dropped, so
+    that their workers stop them now, until their fence has passed."""
+
+    owner: str
+    drop: list[list[int]]
+    until: float
 
 
 @dataclass
@@ -104,7 +123,8 @@ class CeleryLauncher:
     Args:
         broker_url: ``amqp://...`` (RabbitMQ) or ``redis://...``.
         definitions: the daemon's definitions (for each job's queue).
-        owner: the daemon's lease owner; names the queue its workers report to.
+        owner: the daemon's lease owner, which names the queue its workers report to; the
+            daemon gives it (and each new one) with ``extend_lease``.
         max_active: runs handed over at once, waiting on the broker and running.
         grace_seconds: between SIGTERM and SIGKILL when a run is canceled or times out.
         heartbeat_timeout: a run silent for this long ends ``WORKER_LOST``.
@@ -115,7 +135,7 @@ class CeleryLauncher:
         self,
         broker_url: str,
         definitions: Definitions,
-        owner: str,
+        owner: str | None = None,
         *,
         max_active: int | None = None,
         grace_seconds: float = 5.0,
@@ -125,7 +145,6 @@ class CeleryLauncher:
         self.broker_url = broker_url
         self.definitions = definitions
         self.owner = owner
-        self.queue_name = daemon_queue(owner)
         self.max_active = max_active or 256
         self.grace_seconds = grace_seconds
         self.heartbeat_timeout = heartbeat_timeout
@@ -152,6 +171,10 @@ class CeleryLauncher:
         self._thread: threading.Thread | None = None
         self._starts_waiting = threading.Event()
         self._replier = _Replier(self)
+        self._farewells: list[_Farewell] = []
+        self._strays: deque[tuple[str, dict[str, Any]]] = deque()
+        """Messages for a former owner's queue, received after leaving it: put back there."""
+        self.kept = KeptResults(broker_url)
 
     # -- the daemon's side ---------------------------------------------------------------------
 
@@ -172,12 +195,17 @@ class CeleryLauncher:
 
     def submit(self, tasks: Iterable[RunTask]) -> None:
         with self._lock:
+            owner = self.owner
             for task in tasks:
                 job = self.definitions.get_job(task.job_name)
                 queue = (job.queue if job is not None else None) or self.default_queue
-                run = _Run(task, queue)
+                run = _Run(task, queue, owner or "")
+                if owner is None:  # the lease was lost meanwhile: it never leaves
+                    self._finish(run, Outcome.NOT_STARTED, "not started: no lease")
+                    continue
                 self._runs[task.run_id] = run
                 self._unpublished.append(run)
+            self._signal()
 
     def poll(self) -> list[LauncherEvent]:
         with self._lock:
@@ -194,25 +222,53 @@ class CeleryLauncher:
     def set_gate(self, gate: Gate | None) -> None:
         self._gate = gate
 
-    def extend_lease(self, stop_by: datetime) -> None:
-        self._lease_stop_by = stop_by.timestamp()
+    @property
+    def queue_name(self) -> str | None:
+        """The queue workers report to (None until the daemon gives its owner)."""
+        owner = self.owner
+        return None if owner is None else daemon_queue(owner)
+
+    def extend_lease(self, owner: str, stop_by: datetime) -> None:
+        with self._lock:
+            if owner != self.owner:
+                self.owner = owner  # a new daemon's name (after revoke_lease): a new queue
+            self._lease_stop_by = stop_by.timestamp()
 
     def revoke_lease(self) -> list[RunTask]:
-        """Stop every run now and forget them all."""
+        """Stop every run now and forget them all; leave the owner's queue to the takeover.
+
+        The runs are announced dropped (their workers stop them at once, as lost), not
+        canceled: a run's end that reaches the queue is then its true outcome for the daemon
+        taking the runs over.
+        """
         with self._lock:
             tasks = [run.task for run in self._runs.values()]
-            for run in self._runs.values():
-                if run.reply is not None:
-                    self._send_cancel(run)
+            started = [r for r in self._runs.values() if r.reply is not None]
+            if self.owner is not None and started:
+                drop = [[r.task.run_id, r.task.attempt] for r in started]
+                until = max(r.fence for r in started) + FENCE_MARGIN_SECONDS
+                self._farewells.append(_Farewell(self.owner, drop, until))
+                self._last_announce = 0.0
             self._lease_stop_by = time.time()
             self._runs.clear()
+            self._unpublished.clear()
+            self.owner = None  # stop consuming its queue now; the next lease names the new one
         return tasks
 
-    def durable_results(self, run_ids: Iterable[int]) -> list[RunFinished]:
-        return []
+    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
+        """What ``owner``'s workers reported while no daemon read its queue (see ``results``)."""
+        if owner == self.owner:
+            return []
+        return self.kept.results(owner, run_ids)
 
-    def discard_results(self, run_ids: Iterable[int]) -> None:
-        return None
+    def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:
+        if owner != self.owner:
+            self.kept.discard(owner, run_ids)
+
+    def forget_owner(self, owner: str) -> None:
+        """``owner`` is wholly taken over: delete its queue."""
+        if owner != self.owner:
+            self.kept.forget(owner)
 
     def cancel(self, run_ids: Iterable[int]) -> None:
         with self._lock:
@@ -316,35 +372,57 @@ class CeleryLauncher:
                 delay = min(5.0, delay * 2)
 
     def _serve(self, conn: Any) -> None:
-        from kombu import Consumer, Producer, Queue
+        from kombu import Producer
 
         channel = conn.channel()
-        queue = Queue(
-            self.queue_name,
-            exchange=control_exchange(),
-            routing_key=self.queue_name,
-            durable=True,
-            auto_delete=False,
-            expires=DAEMON_QUEUE_EXPIRES_SECONDS,
-        )
         control = Producer(channel, exchange=control_exchange())
         leases = Producer(channel, exchange=lease_exchange())
         tasks = Producer(channel)
-        consumer = Consumer(channel, [queue], callbacks=[self._on_message], accept=["json"])
-        consumer.no_ack = True
-        with consumer:
-            with self._lock:
-                self._connected_at = time.monotonic()
+        with self._lock:
+            self._connected_at = time.monotonic()
+        consumer: Any = None
+        serving: str | None = None
+        try:
             while not self._closing:
+                if self.owner != serving:
+                    consumer, serving = self._consume(channel, consumer, self.owner)
                 more = self._publish_tasks(tasks)
                 self._send_replies(control)
+                self._put_back_strays(control)
                 self._announce(leases)
                 self._watch()
-                self._drain(conn, 0.001 if more else POLL_SECONDS)
+                self._drain(conn, consumer, 0.001 if more else POLL_SECONDS)
                 with self._lock:
                     self._signal()
+            if consumer is not None and serving is not None:
+                consumer.cancel()
+                # A clean stop: this daemon's runs are requeued by itself, nobody reads it.
+                owner_queue(serving)(channel).delete()
+        finally:
+            with contextlib.suppress(Exception):
+                if consumer is not None:
+                    consumer.cancel()
 
-    def _drain(self, conn: Any, timeout: float) -> None:
+    def _consume(self, channel: Any, consumer: Any, owner: str | None) -> tuple[Any, str | None]:
+        """Stop consuming the former owner's queue (it stays, for the takeover) and consume
+        ``owner``'s."""
+        from kombu import Consumer
+
+        if consumer is not None:
+            consumer.cancel()
+        if owner is None:
+            return None, None
+        consumer = Consumer(
+            channel, [owner_queue(owner)], callbacks=[self._on_message], accept=["json"]
+        )
+        consumer.no_ack = True
+        consumer.consume()
+        return consumer, owner
+
+    def _drain(self, conn: Any, consumer: Any, timeout: float) -> None:
+        if consumer is None:
+            time.sleep(timeout)  # no owner yet: nothing to receive
+            return
         for _ in range(MAX_BATCH):
             try:
                 conn.drain_events(timeout=timeout)
@@ -363,7 +441,7 @@ class CeleryLauncher:
                     todo.append(run)
             more = bool(self._unpublished)
         for run in todo:
-            message = task_message(run.task, self.owner)
+            message = task_message(run.task, run.owner)
             message["grace"] = self.grace_seconds
             name = task_id(run.task)
             # Celery's own message (protocol 2) and publishing, without ``send_task``'s routing,
@@ -402,6 +480,7 @@ class CeleryLauncher:
         if now - self._last_announce < BEAT_SECONDS:
             return
         with self._lock:
+            owner = self.owner
             stop_by = self._stop_by()
             live = [r for r in self._runs.values() if r.reply is not None and r.dropped is None]
             drop = [
@@ -409,12 +488,18 @@ class CeleryLauncher:
                 for r in self._runs.values()
                 if r.reply is not None and r.dropped is not None
             ]
-        producer.publish(
-            {"t": "lease", "owner": self.owner, "stop_by": stop_by, "drop": drop},
-            serializer="json",
-            retry=False,
-            expiration=5,
-        )
+            self._farewells = [f for f in self._farewells if time.time() < f.until]
+            farewells = list(self._farewells)
+        announcements = [(f.owner, time.time(), f.drop) for f in farewells]
+        if owner is not None:
+            announcements.append((owner, stop_by, drop))
+        for name, until, dropped in announcements:
+            producer.publish(
+                {"t": "lease", "owner": name, "stop_by": until, "drop": dropped},
+                serializer="json",
+                retry=False,
+                expiration=5,
+            )
         self._last_announce = now
         with self._lock:
             for run in live:
@@ -463,7 +548,22 @@ class CeleryLauncher:
 
     # -- messages from workers -----------------------------------------------------------------
 
+    def _put_back_strays(self, producer: Any) -> None:
+        """Messages received for a former owner after leaving its queue go back to it, for
+        the daemon that takes that owner's runs over."""
+        while True:
+            with self._lock:
+                if not self._strays:
+                    return
+                queue, body = self._strays.popleft()
+            producer.publish(body, routing_key=queue, serializer="json", delivery_mode=2)
+
     def _on_message(self, body: dict[str, Any], message: Any) -> None:
+        routed = (getattr(message, "delivery_info", None) or {}).get("routing_key")
+        if routed and routed != self.queue_name:
+            with self._lock:
+                self._strays.append((str(routed), body))
+            return
         kind = body.get("t")
         try:
             run_id, attempt = int(body["run"]), int(body["attempt"])
@@ -509,22 +609,9 @@ class CeleryLauncher:
         lines = _lines(body.get("lines"))
         if lines:
             self._events.append(RunLogs(run.task.run_id, lines))
-        try:
-            outcome = Outcome(str(body.get("outcome")))
-        except ValueError:
-            outcome = Outcome.ERROR
-        at = from_timestamp(float(body.get("at") or time.time()))
         del self._runs[run.task.run_id]
         self._events.append(
-            RunFinished(
-                run.task.run_id,
-                at,
-                outcome,
-                body.get("error"),
-                body.get("trace"),
-                str(body.get("worker") or run.worker),
-                run.task.attempt,
-            )
+            finished_from_message(body, run.task.run_id, run.task.attempt, run.worker)
         )
 
     def _answer(self) -> None:

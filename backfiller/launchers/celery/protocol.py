@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from backfiller.launchers.base import RunTask
+from backfiller.launchers.base import Outcome, RunFinished, RunTask
 
 TASK_NAME = "backfiller.run"
 DEFAULT_QUEUE = "backfiller"
@@ -125,3 +125,23 @@ def task_from_message(message: Mapping[str, Any]) -> RunTask:
 def task_id(task: RunTask) -> str:
     """The Celery task id: the run and its attempt (the fencing token)."""
     return f"run-{task.run_id}-{task.attempt}"
+
+
+def finished_from_message(
+    body: Mapping[str, Any], run_id: int, attempt: int, worker: str | None = None
+) -> RunFinished:
+    """The end of a run as an ``end`` message tells it (``worker``: if the message names none)."""
+    try:
+        outcome = Outcome(str(body.get("outcome")))
+    except ValueError:
+        outcome = Outcome.ERROR
+    at = body.get("at")
+    return RunFinished(
+        run_id,
+        from_timestamp(float(at)) if at else datetime.now(UTC),
+        outcome,
+        body.get("error"),
+        body.get("trace"),
+        str(body.get("worker") or worker or "") or None,
+        attempt,
+    )

@@ -82,6 +82,21 @@ class LeasesRepository(SessionRepository):
         )
         return {int(r): RunState(s) for r, s in result.all()}
 
+    async def active_attempts_of_owner(self, owner: str, limit: int) -> dict[int, int]:
+        """Up to ``limit`` active runs leased to ``owner`` (a ranged run by its lead only: its
+        other rows follow it), each with its current attempt, in id order."""
+        result = await self.session.execute(
+            select(RunRecord.id, RunRecord.attempt)
+            .where(
+                RunRecord.lease_owner == owner,
+                RunRecord.status.in_(ACTIVE),
+                RunRecord.lead_run_id.is_(None),
+            )
+            .order_by(RunRecord.id)
+            .limit(limit)
+        )
+        return {int(r): int(a) for r, a in result.all()}
+
     async def lock_expired_lease(self, owner: str, now: datetime) -> bool:
         """Lock ``owner``'s lease row; whether it has expired (or is gone): a takeover's check."""
         stmt = select(DaemonLeaseRecord.expires_at).where(DaemonLeaseRecord.owner == owner)

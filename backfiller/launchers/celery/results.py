@@ -1,0 +1,149 @@
+"""What a dead daemon's runs did while no daemon was alive, read from its queue.
+
+Workers report to the queue of the daemon that launched the run (``app.owner_queue``), which
+outlives that daemon. The daemon taking its runs over (under its lease lock, see
+``backfiller.daemon.lease``) drains that queue and keeps, per run, what its messages show for
+the run's latest attempt:
+
+- an ``end``: the run finished (its real outcome);
+- a ``start`` request or an ``undelivered`` note, and no heartbeat, log line or end: a worker
+  held the run but, its daemon being gone, nobody granted the start, so it never ran
+  (``NOT_STARTED``: the run goes back to its backfill without using a retry);
+- anything else (heartbeats only, or nothing): unknown, and the run ends ``WORKER_LOST``.
+
+What is drained is kept until written (``discard``), so a takeover in batches loses nothing;
+once the dead daemon has no active run left, its queue is deleted (``forget``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from backfiller.launchers.base import Outcome, RunFinished
+from backfiller.launchers.celery.app import owner_queue
+from backfiller.launchers.celery.protocol import finished_from_message
+
+logger = logging.getLogger("backfiller.launcher")
+
+DRAIN_LIMIT = 1_000_000
+"""At most this many messages are read from one queue at one takeover (a safety bound)."""
+
+
+@dataclass
+class Trace:
+    """What a dead daemon's queue shows of one run's latest attempt."""
+
+    attempt: int
+    end: RunFinished | None = None
+    ran: bool = False
+    asked: bool = False
+
+    def result(self, run_id: int) -> RunFinished | None:
+        if self.end is not None:
+            return self.end
+        if self.asked and not self.ran:
+            return RunFinished(
+                run_id,
+                datetime.now(UTC),
+                Outcome.NOT_STARTED,
+                "taken back: its daemon died before granting the start",
+                attempt=self.attempt,
+            )
+        return None
+
+
+class KeptResults:
+    """Reads dead daemons' queues through ``broker_url`` (any thread; blocking)."""
+
+    def __init__(self, broker_url: str) -> None:
+        self.broker_url = broker_url
+        self._lock = threading.Lock()
+        self._traces: dict[str, dict[int, Trace]] = {}
+
+    def results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
+        """Drain ``owner``'s queue, then what is known of ``run_ids``."""
+        drained = self._drain(owner)
+        with self._lock:
+            traces = self._traces.setdefault(owner, {})
+            for body in drained:
+                _note(traces, body)
+            found = []
+            for run_id in run_ids:
+                trace = traces.get(run_id)
+                end = trace.result(run_id) if trace is not None else None
+                if end is not None:
+                    found.append(end)
+            return found
+
+    def discard(self, owner: str, run_ids: Iterable[int]) -> None:
+        with self._lock:
+            traces = self._traces.get(owner)
+            if traces:
+                for run_id in run_ids:
+                    traces.pop(run_id, None)
+
+    def forget(self, owner: str) -> None:
+        """Delete ``owner``'s queue (and forget what was kept of it)."""
+        with self._lock:
+            self._traces.pop(owner, None)
+        try:
+            with self._connection() as conn:
+                queue = owner_queue(owner)(conn.channel())
+                # Declared first: a virtual transport (Redis) deletes only the bindings it knows.
+                queue.declare()
+                queue.delete()
+        except Exception as exc:
+            logger.warning("could not delete the queue of %s (%s)", owner, exc)
+
+    def _connection(self) -> Any:
+        from kombu import Connection
+
+        conn = Connection(self.broker_url, heartbeat=0, connect_timeout=2)
+        conn.ensure_connection(max_retries=1)
+        return conn
+
+    def _drain(self, owner: str) -> list[dict[str, Any]]:
+        """Every message in ``owner``'s queue now (none if it does not exist). Raises when the
+        broker is out of reach: the takeover is then tried again."""
+        found: list[dict[str, Any]] = []
+        with self._connection() as conn:
+            queue = owner_queue(owner)(conn.channel())
+            while len(found) < DRAIN_LIMIT:
+                try:
+                    message = queue.get(no_ack=True, accept=["json"])
+                except conn.channel_errors:
+                    break  # no such queue (RabbitMQ): nothing was kept
+                if message is None:
+                    break
+                with contextlib.suppress(Exception):
+                    body = message.decode()
+                    if isinstance(body, dict):
+                        found.append(body)
+        return found
+
+
+def _note(traces: dict[int, Trace], body: dict[str, Any]) -> None:
+    """Add one message of a dead daemon's queue to what is known of its run."""
+    try:
+        run_id, attempt = int(body["run"]), int(body["attempt"])
+    except (KeyError, TypeError, ValueError):
+        return
+    trace = traces.get(run_id)
+    if trace is None or trace.attempt < attempt:
+        trace = traces[run_id] = Trace(attempt)
+    elif trace.attempt > attempt:
+        return  # an older attempt's message
+    match body.get("t"):
+        case "start" | "undelivered":
+            trace.asked = True
+        case "beat" | "logs":
+            trace.ran = True
+        case "end":
+            trace.ran = True
+            trace.end = finished_from_message(body, run_id, attempt)
