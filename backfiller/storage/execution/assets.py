@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 
 from backfiller.domain import (
     BackfillState,
@@ -39,7 +39,7 @@ from backfiller.domain import (
 )
 from backfiller.ranges import chunk_consecutive
 from backfiller.storage.execution.claims import Claim, ClaimConflict, ClaimedRun
-from backfiller.storage.execution.common import ACTIVE, CHUNK, changed, runs_t, slots_t
+from backfiller.storage.execution.common import ACTIVE, CHUNK, changed, slots_t
 from backfiller.storage.execution.planning import PlanningRepository
 from backfiller.storage.execution.ranges import RangeClaimsRepository, RangedAsset
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
@@ -421,8 +421,7 @@ class AssetClaimsRepository(RangeClaimsRepository):
         """PENDING -> QUEUED for ``chosen``, each with a new QUEUED run of its asset."""
         await self._mark_queued(pk, chosen, now)
         split = [_split(str(c.partition_key)) for c in chosen]
-        inserted = await self.session.execute(
-            insert(runs_t).returning(runs_t.c.id, sort_by_parameter_order=True),
+        run_ids = await self.insert_runs(
             [
                 {
                     "backfill_id": pk,
@@ -435,9 +434,8 @@ class AssetClaimsRepository(RangeClaimsRepository):
                     "lease_owner": owner,
                 }
                 for c, (asset, key) in zip(chosen, split, strict=True)
-            ],
+            ]
         )
-        run_ids = [int(r[0]) for r in inserted.all()]
         claimed = [
             ClaimedRun(rid, int(c.id), int(c.position), str(c.partition_key), int(c.attempts) + 1)
             for rid, c in zip(run_ids, chosen, strict=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, or_, select, text, update
+from sqlalchemy import bindparam, func, or_, select, text, update
 
 from backfiller.domain import (
     BackfillState,
@@ -34,7 +34,6 @@ from backfiller.storage.execution.common import (
     CHUNK,
     SessionRepository,
     changed,
-    runs_t,
     slots_t,
 )
 from backfiller.storage.execution.planning import PlanningRepository
@@ -258,8 +257,7 @@ class ClaimsRepository(SessionRepository):
     ) -> list[ClaimedRun]:
         """PENDING -> QUEUED for ``chosen``, each with a new QUEUED run leased to ``owner``."""
         await self._mark_queued(pk, chosen, now)
-        inserted = await self.session.execute(
-            insert(runs_t).returning(runs_t.c.id, sort_by_parameter_order=True),
+        run_ids = await self.insert_runs(
             [
                 {
                     "backfill_id": pk,
@@ -272,9 +270,8 @@ class ClaimsRepository(SessionRepository):
                     "lease_owner": owner,
                 }
                 for c in chosen
-            ],
+            ]
         )
-        run_ids = [int(r[0]) for r in inserted.all()]
         claimed = [
             ClaimedRun(rid, int(c.id), int(c.position), str(c.partition_key), int(c.attempts) + 1)
             for rid, c in zip(run_ids, chosen, strict=True)

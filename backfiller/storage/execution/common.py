@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -71,6 +71,19 @@ class SessionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
         self.dialect = session.get_bind().dialect.name
+
+    async def insert_runs(self, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Insert run rows (one per slot), in one multi-row statement; their ids in row order.
+
+        The ids are matched to the rows by slot, not by asking SQLAlchemy to keep the
+        parameters' order (``sort_by_parameter_order``), which on SQLite inserts row by row."""
+        if not rows:
+            return []
+        inserted = await self.session.execute(
+            insert(runs_t).returning(runs_t.c.id, runs_t.c.slot_id), list(rows)
+        )
+        by_slot = {int(slot_id): int(run_id) for run_id, slot_id in inserted.all()}
+        return [by_slot[int(row["slot_id"])] for row in rows]
 
     async def apply_moves(self, moves: Moves, now: datetime) -> None:
         """Apply counter deltas to the backfill rows, in id order (the lock order)."""

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 
 from backfiller.domain import BackfillState, Reprocess, RunState
 from backfiller.ranges import chunk_consecutive
 from backfiller.storage.execution.claims import ClaimedRun, ClaimsRepository
-from backfiller.storage.execution.common import ACTIVE, runs_t
+from backfiller.storage.execution.common import ACTIVE
 from backfiller.storage.records import BackfillRecord, RunRecord
 
 Namer = Callable[[str], tuple[str, str]]
@@ -196,8 +196,7 @@ class RangeClaimsRepository(ClaimsRepository):
         """Insert QUEUED runs for ``(slot, lead_run_id, partition_count)``; their ids in order."""
         if not rows:
             return []
-        inserted = await self.session.execute(
-            insert(runs_t).returning(runs_t.c.id, sort_by_parameter_order=True),
+        return await self.insert_runs(
             [
                 {
                     "backfill_id": pk,
@@ -212,9 +211,8 @@ class RangeClaimsRepository(ClaimsRepository):
                     "partition_count": count,
                 }
                 for c, lead, count in rows
-            ],
+            ]
         )
-        return [int(r[0]) for r in inserted.all()]
 
 
 @dataclass(frozen=True, slots=True)
