@@ -142,6 +142,18 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             self._plain[id(field_details_list)] = entry
         return entry[2]
 
+    def _selected(self, parent_type: GraphQLObjectType, grouped_field_set: Any) -> list[_Selected]:
+        """Each field of the group with its plan (None unless plain), once per request."""
+        entry = self._objects.get(id(grouped_field_set))
+        if entry is None or entry[1] is not parent_type:
+            selected = [
+                (name, details, self._plain_field(parent_type, details))
+                for name, details in grouped_field_set.items()
+            ]
+            entry = (grouped_field_set, parent_type, selected)
+            self._objects[id(grouped_field_set)] = entry
+        return entry[2]
+
     def execute_fields(
         self,
         parent_type: GraphQLObjectType,
@@ -157,21 +169,12 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             return super().execute_fields(
                 parent_type, source_value, path, grouped_field_set, position_context
             )
-        entry = self._objects.get(id(grouped_field_set))
-        if entry is None or entry[1] is not parent_type:
-            selected = [
-                (name, details, self._plain_field(parent_type, details))
-                for name, details in grouped_field_set.items()
-            ]
-            entry = (grouped_field_set, parent_type, selected)
-            self._objects[id(grouped_field_set)] = entry
+        selected = self._selected(parent_type, grouped_field_set)
         results: dict[str, Any] = {}
         awaitable_fields: list[str] = []
-        is_awaitable = self.is_awaitable
-        typename = parent_type.name
-        position = position_context
+        is_awaitable, typename, position = self.is_awaitable, parent_type.name, position_context
         try:
-            for name, details, plan in entry[2]:
+            for name, details, plan in selected:
                 if plan is not None and plan.leaf:
                     try:
                         value = plan.read(source_value, plan.name)
@@ -190,13 +193,9 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
                         parent_type, source_value, details, Path(path, name, typename), position
                     )
                 elif plan is not None and plan.plain_object:
+                    field_path = Path(path, name, typename)
                     result = self._execute_object(
-                        parent_type,
-                        plan,
-                        source_value,
-                        details,
-                        Path(path, name, typename),
-                        position,
+                        parent_type, plan, source_value, details, field_path, position
                     )
                 else:
                     result = self.execute_field(
