@@ -39,12 +39,22 @@ from graphql import (
 )
 from graphql.execution.executor import to_nodes
 from graphql.pyutils import Path, Undefined, gather_with_cancel
+from graphql.type.scalars import (
+    GRAPHQL_MAX_INT,
+    GRAPHQL_MIN_INT,
+    serialize_id,
+    serialize_int,
+    serialize_string,
+)
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 
 from backfiller.root_fields import root_fields_only
 
 _DIRECTIVES_OF_COLLECTION = frozenset({"skip", "include"})
+_UNCHANGED: dict[Any, type] = {serialize_string: str, serialize_id: str, serialize_int: int}
+"""graphql-core's serializers that return a value of this exact type as it is (an int, once
+it is within 32 bits)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +70,9 @@ class PlainField:
     leaf: bool
     """A scalar or an enum: serialized by ``coerce`` (``named.coerce_output_value``)."""
     coerce: Any
-    object_type: bool
+    same: type | None
+    """A type whose values ``coerce`` returns unchanged (``str`` for String and ID, ``int`` for
+    Int within 32 bits): such a value is taken as it is."""
     plain_object: bool
     """An object type without ``is_type_of``: its selection runs without a resolve info."""
     named: Any
@@ -83,7 +95,7 @@ def plain_field(field_def: GraphQLField | None) -> PlainField | None:
         nullable=not is_non_null_type(field_def.type),
         leaf=is_leaf_type(named),
         coerce=named.coerce_output_value if is_leaf_type(named) else None,
-        object_type=is_object_type(named),
+        same=_UNCHANGED.get(getattr(named, "coerce_output_value", None)),
         plain_object=is_object_type(named) and named.is_type_of is None,
         named=named,
     )
@@ -154,7 +166,7 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             self._objects[id(grouped_field_set)] = entry
         return entry[2]
 
-    def execute_fields(
+    def execute_fields(  # long: the loop over an object's fields reads its leaves inline
         self,
         parent_type: GraphQLObjectType,
         source_value: Any,
@@ -182,6 +194,13 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
                             if plan.nullable:
                                 results[name] = None
                                 continue
+                        elif (plan.same is str and value.__class__ is str) or (
+                            plan.same is int
+                            and value.__class__ is int
+                            and GRAPHQL_MIN_INT <= value <= GRAPHQL_MAX_INT
+                        ):
+                            results[name] = value
+                            continue
                         else:
                             coerced = plan.coerce(value)
                             if coerced is not None and coerced is not Undefined:
@@ -251,7 +270,7 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
         position_context: Any = None,
     ) -> Any:
         """A plain field is read without middleware nor resolver; its value is completed by
-        graphql-core (a leaf that reached here is null or unusual: an error to report)."""
+        graphql-core (a list, an object with a type check, or a null or unusual value)."""
         plan = (
             self._plain_field(parent_type, field_details_list)
             if path.prev is not None and self.plain_fields_on
@@ -263,14 +282,6 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             )
         try:
             value = plan.read(source, plan.name)
-            if value is not None and plan.object_type and plan.named.is_type_of is None:
-                # complete_object_value without the type check, which needs the info
-                completed = self.collect_and_execute_subfields(
-                    plan.named, field_details_list, path, value, position_context
-                )
-                if self.is_awaitable(completed):
-                    return self._await_completed(completed, plan, field_details_list, path)
-                return completed
             info = self.build_resolve_info(
                 plan.field_def, to_nodes(field_details_list), parent_type, path
             )
@@ -284,7 +295,7 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
         except Exception as error:
             self.handle_field_error(error, plan.return_type, field_details_list, path)
             return None
-        if self.is_awaitable(completed):
+        if type(completed) is not dict and self.is_awaitable(completed):
             return self._await_completed(completed, plan, field_details_list, path)
         return completed
 

@@ -143,7 +143,7 @@ def backfill_rows(
     stmt = _pages.get(shape)
     if stmt is None:
         stmt = _pages[shape] = _page_statement(shape)
-    return [BackfillRow._make(row) for row in conn.execute(stmt, params)]
+    return [BackfillRow._make(row) for row in conn.execute(stmt, params).all()]
 
 
 _pages: dict[frozenset[str], Select[Any]] = {}

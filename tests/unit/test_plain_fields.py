@@ -152,6 +152,25 @@ async def test_answers_as_graphql_core_does(query: str) -> None:
         assert data is not None and errors == []
 
 
+async def test_values_that_serialize_to_something_else_are_serialized() -> None:
+    """A bool in an Int field, a str subclass in a String field: graphql-core's serializers
+    decide, not the pass-through of plain str and int values."""
+
+    class Name(str):
+        def __str__(self) -> str:
+            return "renamed"
+
+    PAGE[1] = item(1, name=Name("item 1"), counts=Counts(total=True, done=False, ratio=2))
+    try:
+        fast, plain = await answers(
+            "{ page { edges { node { name counts { total done ratio } } } } }"
+        )
+    finally:
+        PAGE[1] = item(1)
+    assert fast == plain
+    assert fast[0]["page"]["edges"][1]["node"]["counts"] == {"total": 1, "done": 0, "ratio": 2.0}
+
+
 async def test_a_guarded_field_below_the_root_stays_guarded() -> None:
     result = await schema(PlainFieldsExecutor).execute("{ one { id secret } }")
     assert result.data == {"one": None}  # the non-null guarded field nulls its parent
@@ -169,6 +188,11 @@ async def test_a_guarded_field_below_the_root_stays_guarded() -> None:
         ({"counts": Broken()}, "{ page { edges { node { counts { total } } } } }", "no total"),
         ({"maybe": Broken()}, "{ page { edges { node { id maybe { total } } } } }", "no total"),
         ({"at": "yesterday"}, "{ page { edges { node { at } } } }", "isoformat"),
+        (
+            {"counts": Counts(total=2**40, done=None, ratio=1.5)},
+            "{ page { edges { node { counts { total done ratio } } } } }",
+            "32-bit",
+        ),
         ({"tags": 3}, "{ page { edges { node { tags } } } }", "Iterable"),
         ({"tags": ["a", None]}, "{ page { edges { node { tags } } } }", "Cannot return null"),
     ],
