@@ -4,7 +4,7 @@ graphql-core executes every field the same way: it wraps the resolver in the mid
 chain, builds a resolve info, calls the resolver (strawberry's, which calls ``getattr``),
 then walks the return type to complete the value. A page of 100 backfills has about 1,200
 fields, nearly all of them plain attributes of the public types (``id``, ``status``,
-``counts { total }``): that walk was three quarters of the page's time.
+``counts { total }``): that walk was about two thirds of the page's time.
 
 :class:`PlainFieldsExecutor` reads a *plain* field below the root directly: a scalar or an
 enum is read and serialized in the loop over its object's fields, an object is read and its
