@@ -14,9 +14,9 @@ from typing import Any
 
 from graphql import GraphQLError
 from prometheus_client import Counter, Gauge, Histogram
-from strawberry.extensions import SchemaExtension
 
 from backfiller.observability import db_metrics, logs, tracing
+from backfiller.root_fields import RootFieldExtension
 
 ROUTES = ("graphql", "rest", "health", "metrics", "ui", "other")
 METHODS = frozenset({"GET", "HEAD", "POST", "OPTIONS", "PUT", "PATCH", "DELETE"})
@@ -141,7 +141,7 @@ def _error_code(exc: BaseException) -> str | None:
     return None
 
 
-class OperationMetrics(SchemaExtension):
+class OperationMetrics(RootFieldExtension):
     """Times every root field and counts its outcome; binds the request's id and actor to
     the log lines of the operation. Put it first among the extensions, so that it also sees
     the refusals of the access extension."""
@@ -163,11 +163,9 @@ class OperationMetrics(SchemaExtension):
             raise
         logs.unbind(token)
 
-    def resolve(
+    def resolve_root(
         self, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any
     ) -> Any:
-        if info.path.prev is not None:
-            return _next(root, info, *args, **kwargs)
         name: str = info.field_name
         if tracing.enabled():
             return self._traced(name, _next, root, info, *args, **kwargs)

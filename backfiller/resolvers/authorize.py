@@ -29,7 +29,6 @@ from graphql import (
     SelectionSetNode,
     get_nullable_type,
 )
-from strawberry.extensions import SchemaExtension
 from strawberry.types.base import StrawberryList, StrawberryOptional
 
 from backfiller.resolvers.audit import record, result_of, subject_of
@@ -37,6 +36,7 @@ from backfiller.resolvers.context import AuditDraft, Context, PublicError
 from backfiller.resolvers.policy import Refusal, decide, rate_refusal
 from backfiller.resolvers.sanitize import check_text
 from backfiller.resolvers.scopes import scope_refusal_of
+from backfiller.root_fields import RootFieldExtension
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.storage.auth_records import AuditOutcome
 
@@ -50,7 +50,7 @@ _ROOTS = {
 _ACCESS_CODES = frozenset({UserErrorCode.FORBIDDEN, UserErrorCode.UNAUTHENTICATED})
 
 
-class Authorize(SchemaExtension):
+class Authorize(RootFieldExtension):
     """Check every root field against the policy; audit every mutation."""
 
     def on_execute(self) -> Iterator[None]:
@@ -76,7 +76,7 @@ class Authorize(SchemaExtension):
                 error.path, error.nodes = [key], [field]
                 raise error
 
-    def resolve(
+    def resolve_root(
         self,
         _next: Callable[..., Any],
         root: Any,
@@ -84,8 +84,6 @@ class Authorize(SchemaExtension):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
-        if info.path.prev is not None:
-            return _next(root, info, *args, **kwargs)
         ctx: Context = info.context
         root_name = info.parent_type.name
         refusal = decide(ctx.principal, root_name, info.field_name)

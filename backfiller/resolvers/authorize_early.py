@@ -33,17 +33,18 @@ from graphql import (
 from graphql.execution.executor import to_nodes
 from graphql.pyutils import Path
 from graphql.utilities import value_from_ast_untyped
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from backfiller.resolvers.audit import record, subject_of
 from backfiller.resolvers.authorize import operation_of, refusal_payload, root_fields
 from backfiller.resolvers.context import AuditDraft, Context
+from backfiller.resolvers.plain_fields import PlainFieldsExecutor
 from backfiller.resolvers.policy import Refusal, decide
 from backfiller.storage.auth_records import AuditOutcome
 
 
-class AuthorizingExecutor(StrawberryGraphQLCoreExecutionContext):
-    """graphql-core's executor, which answers a wholly refused mutation without coercion."""
+class AuthorizingExecutor(PlainFieldsExecutor):
+    """graphql-core's executor, which answers a wholly refused mutation without coercion
+    (and reads plain fields in one step: :class:`PlainFieldsExecutor`)."""
 
     refusals: dict[str, Refusal]
     raw_variables: dict[str, Any]
@@ -101,8 +102,12 @@ class AuthorizingExecutor(StrawberryGraphQLCoreExecutionContext):
         path: Path,
         position_context: Any = None,
     ) -> Any:
+        if path.prev is not None or not self.refusals:
+            return super().execute_field(
+                parent_type, source, field_details_list, path, position_context
+            )
         node: FieldNode = field_details_list[0].node
-        refusal = self.refusals.get(node.name.value) if path.prev is None else None
+        refusal = self.refusals.get(node.name.value)
         if refusal is None:
             return super().execute_field(
                 parent_type, source, field_details_list, path, position_context

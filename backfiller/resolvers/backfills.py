@@ -31,7 +31,7 @@ from backfiller.resolvers.commands import (
 from backfiller.resolvers.context import Context, Info, check_page_size
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.policy import job_refusal
-from backfiller.resolvers.translate import backfill_from_record, backfill_state
+from backfiller.resolvers.translate import backfill_from_record, backfill_from_row, backfill_state
 from backfiller.schema.backfills import Backfill, BackfillConnection, BackfillEdge
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.enums import RetryInclude
@@ -391,7 +391,7 @@ async def list_backfills(
     records = await ctx.source.backfill_page(query, limit + 1, before_id)
     page = records[:limit]
     edges = [
-        BackfillEdge(cursor=encode_cursor("bf", r.id), node=backfill_from_record(r)) for r in page
+        BackfillEdge(cursor=encode_cursor("bf", r.id), node=backfill_from_row(r)) for r in page
     ]
     return BackfillConnection(
         edges=edges,

@@ -13,7 +13,7 @@ import strawberry
 
 from backfiller.ids import parse_backfill_id
 from backfiller.resolvers.context import Info, PublicError
-from backfiller.resolvers.translate import backfill_from_record
+from backfiller.resolvers.translate import backfill_from_row
 from backfiller.schema.subscriptions import BackfillProgress
 from backfiller.storage.backfill_reads import backfill_row
 
@@ -35,7 +35,7 @@ async def backfill_progress(
         ended = record.status.is_terminal
         if record.version != seen:
             seen = record.version
-            backfill = backfill_from_record(record)
+            backfill = backfill_from_row(record)
             yield BackfillProgress(
                 backfill_id=backfill.id,
                 status=backfill.status,

@@ -23,6 +23,7 @@ from backfiller.resolvers.notifications import notifications_page
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
     backfill_from_record,
+    backfill_from_row,
     event_kind,
     partition_status,
     partition_status_of_run,
@@ -85,7 +86,7 @@ class StorageSource:
 
     async def backfill(self, pk: int) -> Backfill | None:
         row = await self.services.database.query(lambda conn: backfill_row(conn, pk))
-        return backfill_from_record(row) if row else None
+        return backfill_from_row(row) if row else None
 
     async def backfill_page(
         self, query: BackfillQuery, limit: int, before_id: int | None

@@ -6,7 +6,8 @@ leak into the public contract, nor be forgotten.
 
 from __future__ import annotations
 
-from typing import assert_never
+from collections.abc import Sequence
+from typing import Any, assert_never
 
 import strawberry
 
@@ -35,13 +36,12 @@ from backfiller.schema.enums import (
     RunStatus,
     SkipReason,
 )
-from backfiller.services.selections import stored_selection
-from backfiller.storage.backfill_reads import BackfillRow
+from backfiller.storage.backfill_reads import BackfillRow, JsonArray, json_value
 from backfiller.storage.execution.waits import ActiveRun
 from backfiller.storage.records import BackfillRecord, RunRecord
 
 Backfillish = BackfillRecord | BackfillRow
-"""A backfill as stored: an ORM record, or a Core row of the same columns."""
+"""A backfill as stored: an ORM record, or a Core row of the same columns (JSON aside)."""
 
 
 def backfill_status(state: domain.BackfillState) -> BackfillStatus:
@@ -297,61 +297,112 @@ def counts_from_record(record: Backfillish) -> BackfillCounts:
 
 
 def public_selection(selection: Selection) -> PartitionSelection:
-    match selection.kind:
+    keys = list(selection.keys) if selection.keys is not None else None
+    return _selection(selection.kind, selection.range_start, selection.range_end, keys)
+
+
+def _selection(
+    kind: domain.SelectionKind,
+    range_start: str | None,
+    range_end: str | None,
+    keys: Sequence[str] | None,
+) -> PartitionSelection:
+    match kind:
         case domain.SelectionKind.RANGE:
-            assert selection.range_start is not None and selection.range_end is not None
-            return PartitionSelection(
-                range=PartitionRange(start=selection.range_start, end=selection.range_end)
-            )
+            assert range_start is not None and range_end is not None
+            return PartitionSelection(range=PartitionRange(start=range_start, end=range_end))
         case domain.SelectionKind.KEYS:
-            return PartitionSelection(keys=list(selection.keys or []))
+            return PartitionSelection(keys=keys if keys is not None else [])
         case domain.SelectionKind.ALL:
             return PartitionSelection(all=True)
         case _:
-            assert_never(selection.kind)
+            assert_never(kind)
 
 
-def selection_from_record(record: Backfillish) -> PartitionSelection:
-    return public_selection(stored_selection(record))
+def target_from_record(record: BackfillRecord) -> BackfillTarget:
+    return _target(record.job_name, record.asset_target)
 
 
-def target_from_record(record: Backfillish) -> BackfillTarget:
-    raw = record.asset_target
-    if raw is None:
-        return BackfillTarget(job=record.job_name)
+def _target(job_name: str, asset_target: dict[str, Any] | None) -> BackfillTarget:
+    if asset_target is None:
+        return BackfillTarget(job=job_name)
     return BackfillTarget(
         job=None,
         assets=AssetSelection(
-            names=list(raw["names"]),
-            upstream=bool(raw["upstream"]),
-            downstream=bool(raw["downstream"]),
-            assets=[str(p["name"]) for p in raw["parts"]],
+            names=list(asset_target["names"]),
+            upstream=bool(asset_target["upstream"]),
+            downstream=bool(asset_target["downstream"]),
+            assets=[str(p["name"]) for p in asset_target["parts"]],
         ),
     )
 
 
-def backfill_from_record(record: Backfillish) -> Backfill:
+def backfill_from_record(record: BackfillRecord) -> Backfill:
+    """An ORM record (its JSON columns decoded by SQLAlchemy)."""
+    keys = list(record.keys) if record.keys is not None else None
+    return _backfill(
+        record,
+        _target(record.job_name, record.asset_target),
+        _selection(record.selection_kind, record.range_start, record.range_end, keys),
+        record.run_config,
+        [Tag(key=k, value=v) for k, v in record.tags],
+    )
+
+
+def backfill_from_row(row: BackfillRow) -> Backfill:
+    """A row of :mod:`~backfiller.storage.backfill_reads`: its JSON text is decoded here when
+    it is null-free and cheap (target, run config), and when first read for the lists (tags,
+    explicit keys), so a page decodes only what the request returns."""
+    kind = row.selection_kind
+    keys = JsonArray(row.keys_json, str) if kind is domain.SelectionKind.KEYS else None
+    return _backfill(
+        row,
+        _target(row.job_name, json_value(row.asset_target_json)),
+        _selection(kind, row.range_start, row.range_end, keys),
+        json_value(row.run_config_json),
+        JsonArray(row.tags_json, _tag),
+    )
+
+
+def _tag(pair: Any) -> Tag:
+    key, value = pair
+    return Tag(key=key, value=value)
+
+
+# The mappings above, looked up once per stored value for the rows of a page.
+_STATUSES = {state: backfill_status(state) for state in domain.BackfillState}
+_REPROCESS = {value: public_reprocess(value) for value in domain.Reprocess}
+_ORDERS = {value: public_order(value) for value in domain.Order}
+
+
+def _backfill(
+    stored: Backfillish,
+    target: BackfillTarget,
+    selection: PartitionSelection,
+    run_config: Any,
+    tags: Sequence[Tag],
+) -> Backfill:
     return Backfill(
-        id=strawberry.ID(backfill_id(record.id)),
-        title=record.title,
-        description=record.description,
-        target=target_from_record(record),
-        partition_selection=selection_from_record(record),
-        status=backfill_status(record.status),
-        error=record.error,
-        reprocess=public_reprocess(record.reprocess),
-        order=public_order(record.order),
-        max_concurrent_runs=record.max_concurrent_runs,
-        run_config=JSON(record.run_config) if record.run_config is not None else None,
-        tags=[Tag(key=k, value=v) for k, v in record.tags],
-        creator=record.creator,
-        created_at=record.created_at,
-        started_at=record.started_at,
-        ended_at=record.ended_at,
-        updated_at=record.updated_at,
-        counts=counts_from_record(record),
-        _pk=record.id,
-        _parent_pk=record.parent_id,
+        id=strawberry.ID(backfill_id(stored.id)),
+        title=stored.title,
+        description=stored.description,
+        target=target,
+        partition_selection=selection,
+        status=_STATUSES[stored.status],
+        error=stored.error,
+        reprocess=_REPROCESS[stored.reprocess],
+        order=_ORDERS[stored.order],
+        max_concurrent_runs=stored.max_concurrent_runs,
+        run_config=JSON(run_config) if run_config is not None else None,
+        tags=tags,
+        creator=stored.creator,
+        created_at=stored.created_at,
+        started_at=stored.started_at,
+        ended_at=stored.ended_at,
+        updated_at=stored.updated_at,
+        counts=counts_from_record(stored),
+        _pk=stored.id,
+        _parent_pk=stored.parent_id,
     )
 
 

@@ -7,6 +7,7 @@ layer implements.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -55,7 +56,7 @@ class PartitionRange:
 @strawberry.type(description="The partitions of a backfill, as they were requested.")
 class PartitionSelection:
     range: PartitionRange | None = None
-    keys: list[str] | None = None
+    keys: Sequence[str] | None = None
     all: bool = False
 
 
@@ -333,7 +334,7 @@ class Backfill(Node):
     order: BackfillOrder
     max_concurrent_runs: int | None
     run_config: JSON | None
-    tags: list[Tag]
+    tags: Sequence[Tag]
     creator: str | None = strawberry.field(
         description="Who launched it: a token's name, a run, a trigger, or null without auth."
     )

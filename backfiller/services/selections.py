@@ -13,7 +13,6 @@ from datetime import datetime
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace, PartitionsDefinition, PartitionsKind
 from backfiller.planning import ResolvedSelection, Selection, SelectionProblem, pin_stored_selection
-from backfiller.storage.backfill_reads import BackfillRow
 from backfiller.storage.engine import Database
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import DynamicPartitionRepository
@@ -32,7 +31,7 @@ async def key_space_of(
     return partitions.key_space(now, keys)
 
 
-def stored_selection(record: BackfillRecord | BackfillRow) -> Selection:
+def stored_selection(record: BackfillRecord) -> Selection:
     """The selection of a backfill as it was requested."""
     return Selection(
         record.selection_kind,

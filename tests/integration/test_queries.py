@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from backfiller.storage import Database
-from backfiller.storage.records import DynamicPartitionRecord
+from backfiller.storage.records import BackfillRecord, DynamicPartitionRecord
 from tests.support import GraphQLRunner, count_rows
 
 LAUNCH = """
@@ -198,3 +199,71 @@ async def test_bad_dynamic_partition_input_changes_nothing(
     payload = (await gql(DYNAMIC, {"name": name, "keys": keys}))["add"]
     assert [e["code"] for e in payload["userErrors"]] == [code]
     assert await count_rows(database, DynamicPartitionRecord) == 0
+
+
+async def test_a_value_a_plain_field_cannot_serialize_is_an_error_at_its_path(
+    gql: GraphQLRunner, database: Database
+) -> None:
+    """``counts.total`` is read in one step by the executor; a stored value out of GraphQL's
+    Int range is still reported in ``errors`` at its path, nulling up to the first nullable
+    parent, as graphql-core reports it."""
+    first = await launch(gql, "daily_sales", ["2024-01-01"])
+    second = await launch(gql, "daily_sales", ["2024-01-02"])
+    too_big = update(BackfillRecord).where(BackfillRecord.id == int(second[3:])).values(total=2**40)
+    await database.transact(lambda conn: conn.execute(too_big))
+    one = await gql.raw(
+        "query($id: ID!) { backfill(id: $id) { id counts { total } } }", {"id": second}
+    )
+    assert one.data == {"backfill": None}
+    assert [(e.path, "32-bit" in e.message) for e in one.errors] == [
+        (["backfill", "counts", "total"], True)
+    ]
+    page = await gql.raw("{ backfills(first: 5) { edges { node { id counts { total } } } } }")
+    assert page.data is None  # every type up to the root field is non-null
+    assert [e.path for e in page.errors] == [["backfills", "edges", 0, "node", "counts", "total"]]
+    fine = await gql("query($id: ID!) { backfill(id: $id) { id counts { total } } }", {"id": first})
+    assert fine == {"backfill": {"id": first, "counts": {"total": 1}}}
+
+
+BACKFILL_FIELDS = """
+  id title description status reprocess order maxConcurrentRuns runConfig creator
+  target { job } partitionSelection { range { start end } keys all } tags { key value }
+  counts { total pending queued running succeeded failed canceled skipped done percentDone }
+  createdAt startedAt endedAt updatedAt
+"""
+
+
+@pytest.mark.parametrize(
+    "input",
+    [
+        {
+            "target": {"job": "region_report"},
+            "partitions": {"keys": ["apac", "emea"]},
+            "runConfig": {"currency": "JPY"},
+            "tags": [{"key": "team", "value": "x"}, {"key": "ticket", "value": "T-1"}],
+        },
+        {
+            "target": {"job": "daily_sales"},
+            "partitions": {"range": {"start": "2024-01-01", "end": "2024-01-09"}},
+        },
+        {"target": {"job": "region_report"}, "partitions": {"all": True}, "title": "all"},
+    ],
+)
+async def test_reads_answer_what_the_launch_answered(
+    gql: GraphQLRunner, input: dict[str, Any]
+) -> None:
+    """``backfill(id)`` and the page read rows whose JSON columns are decoded when returned
+    (and tags and keys lazily): the same answer as the launch's, which reads the ORM record."""
+    launched = await gql(
+        "mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {"
+        f" backfill {{ {BACKFILL_FIELDS} }} userErrors {{ code }} }} }}",
+        {"input": input},
+    )
+    assert launched["launchBackfill"]["userErrors"] == []
+    expected = launched["launchBackfill"]["backfill"]
+    one = await gql(
+        f"query($id: ID!) {{ backfill(id: $id) {{ {BACKFILL_FIELDS} }} }}", {"id": expected["id"]}
+    )
+    page = await gql(f"{{ backfills(first: 5) {{ nodes {{ {BACKFILL_FIELDS} }} }} }}")
+    assert one["backfill"] == expected
+    assert page["backfills"]["nodes"] == [expected]
