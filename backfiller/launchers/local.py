@@ -494,11 +494,15 @@ class LocalLauncher:
                 MAX_RESPAWN_DELAY, 0.5 * 2 ** min(self._failures, 6)
             )
         if w.task is not None:
-            outcome = w.terminating or Outcome.WORKER_LOST
+            # A gated task whose start the worker never reported never ran its job (the start
+            # is sent before the job is called, and the pipe was read to its end above).
+            outcome = w.terminating or (Outcome.WORKER_LOST if w.running else Outcome.NOT_STARTED)
             if outcome is Outcome.TIMEOUT:
                 message = f"timed out after {w.task.timeout_seconds:g} s"
             elif outcome is Outcome.CANCELED:
                 message = "canceled"
+            elif outcome is Outcome.NOT_STARTED:
+                message = "its worker died before it started"
             else:
                 how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
                 message = f"the worker process died ({how})"
