@@ -22,7 +22,7 @@ graphql-core reports it, with its path, in ``errors``.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,16 +250,14 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             value = None
         if value is None:
             return self.execute_field(parent_type, source, field_details_list, path, position)
-        try:
-            completed = self.collect_and_execute_subfields(
+        return self._completed(
+            lambda: self.collect_and_execute_subfields(
                 plan.named, field_details_list, path, value, position
-            )
-        except Exception as error:
-            self.handle_field_error(error, plan.return_type, field_details_list, path)
-            return None
-        if type(completed) is not dict and self.is_awaitable(completed):
-            return self._await_completed(completed, plan, field_details_list, path)
-        return completed
+            ),
+            plan,
+            field_details_list,
+            path,
+        )
 
     def execute_field(
         self,
@@ -280,18 +278,29 @@ class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
             return super().execute_field(
                 parent_type, source, field_details_list, path, position_context
             )
-        try:
+
+        def complete() -> Any:
             value = plan.read(source, plan.name)
             info = self.build_resolve_info(
                 plan.field_def, to_nodes(field_details_list), parent_type, path
             )
-            if self.is_awaitable(value):
+            if self.is_awaitable(value):  # completed, its errors handled, by graphql-core
                 return self.complete_awaitable_value(
                     plan.return_type, field_details_list, info, path, value, position_context
                 )
-            completed = self.complete_value(
+            return self.complete_value(
                 plan.return_type, field_details_list, info, path, value, position_context
             )
+
+        return self._completed(complete, plan, field_details_list, path)
+
+    def _completed(
+        self, complete: Callable[[], Any], plan: PlainField, field_details_list: Any, path: Path
+    ) -> Any:
+        """``complete()``'s value; an exception it raises, now or once awaited, is the field's
+        error (reported at ``path``, the field null) as graphql-core reports it."""
+        try:
+            completed = complete()
         except Exception as error:
             self.handle_field_error(error, plan.return_type, field_details_list, path)
             return None
