@@ -22,9 +22,11 @@ from tests.security.conftest import (
     client_of,
     close_client,
     gql,
+    row_counts,
 )
 from tests.security.defs import LEAK
 from tests.security.sockets import Socket
+from tests.security.test_hostile import post
 from tests.support import LiveServer
 
 LAUNCH = """mutation($i: LaunchBackfillInput!) { launchBackfill(input: $i) {
@@ -567,3 +569,31 @@ def test_graphiql_is_served_from_the_package(server: LiveServer) -> None:
     )
     assert "content-encoding" not in raw.headers and b"React" in raw.content
     assert httpx.get(f"{server.url}/graphiql/assets/x.js", timeout=10).status_code == 404
+
+
+def test_an_unstorable_key_is_refused_at_its_index_over_http_and_over_a_socket(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    """A NUL or a lone surrogate in a list of keys (checked joined, in one pass) is a typed
+    error naming the key's index, on both transports, and changes nothing."""
+    query = """mutation($i: LaunchBackfillInput!) { launchBackfill(input: $i) {
+      backfill { id } userErrors { code field } } }"""
+    keys = [f"2024-01-{d:02}" for d in range(1, 11)]
+    before = row_counts(shared_database_url, ignore=("audit_log",))
+    sock = Socket(server, tokens.operator)
+    for index, bad in [(3, "2024-02-01\x00"), (9, "\ud800")]:
+        given = [*keys[:index], bad, *keys[index + 1 :]]
+        launch = {"i": {"target": {"job": "daily_sales"}, "partitions": {"keys": given}}}
+        answer = post(server, query, launch, tokens.operator).json()  # ASCII: \ud800 escaped
+        over_http = answer["data"]["launchBackfill"]
+        over_socket = sock.ask(query, launch)["payload"]["data"]["launchBackfill"]
+        expected = {
+            "backfill": None,
+            "userErrors": [
+                {"code": "INVALID_ARGUMENT", "field": ["partitions", "keys", str(index)]}
+            ],
+        }
+        assert over_http == expected
+        assert over_socket == expected
+    sock.close()
+    assert row_counts(shared_database_url, ignore=("audit_log",)) == before
