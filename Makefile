@@ -47,11 +47,17 @@ lint: bootstrap
 typecheck: bootstrap
 	$(BIN)/mypy
 
+# Each suite runs on TEST_PROCESSES pytest-xdist processes, a module to a process (module
+# fixtures start one server per module). Most tests wait on real servers and daemons, so
+# more processes than cores pay off; every process has its own databases and ports.
+TEST_PROCESSES ?= 3
+XDIST = -n $(TEST_PROCESSES) --dist loadscope
+
 test-sqlite: bootstrap
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q --durations=15 $(XDIST)
 
 test-postgres: bootstrap
-	BACKFILLER_TEST_DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q --durations=15 -m "not browser and not any_database"
+	BACKFILLER_TEST_DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q --durations=15 $(XDIST) -m "not browser and not any_database"
 
 # Regenerate the committed SDL and the generated clients (TypeScript, Java, Go) after a schema
 # change (a test fails while any of them is stale).

@@ -150,44 +150,50 @@ def test_sigkill_of_workers_fails_the_attempt_with_worker_lost_and_retries_it(
     assert all("worker process died (signal 9)" in message for _, message in lost)
 
 
+GIVEN_BACK = "its worker died before it started"
+
+
+def _count(database_url: str, pk: int, where: str, **params: Any) -> int:
+    sql = f"SELECT count(*) FROM runs WHERE backfill_id = :b AND {where}"
+    return int(rows(database_url, sql, b=pk, **params)[0][0])
+
+
 def test_a_killed_worker_gives_back_its_prefetched_runs_without_using_any_budget(
     server: LiveServer, database_url: str
 ) -> None:
-    """5 ms runs: each worker holds the next few in its pipe (prefetch). SIGKILL a worker: its
+    """10 ms runs: each worker holds the next few in its pipe (prefetch). SIGKILL a worker: its
     current run ends WORKER_LOST, the runs it held but never started go back to their slots
-    (recorded as taken back, not lost), and every partition still succeeds once."""
-    backfill_id = launch(server, "steady", "2024-01-01", "2025-12-31", runConfig={"seconds": 0.005})
+    (recorded as taken back, not lost), and every partition still succeeds once.
+
+    Whether a worker holds runs at the moment of a kill depends on the daemon keeping ahead of
+    its workers, which a loaded machine may not do at every instant: the test kills again
+    (at most 10 times) until some prefetched run was given back."""
+    backfill_id = launch(server, "steady", "2024-01-01", "2025-12-31", runConfig={"seconds": 0.01})
+    pk = int(backfill_id[3:])
     daemon = Daemon(database_url, workers=2)
     killed = 0
     try:
-        for _ in range(3):
+        while killed < 10 and _count(database_url, pk, "error_message = :m", m=GIVEN_BACK) == 0:
             wait_for("runs to flow", lambda: read(server, backfill_id)["counts"]["succeeded"] > 0)
             time.sleep(0.3)
+            if read(server, backfill_id)["status"] != "RUNNING":
+                break
             pids = daemon.workers()
             assert pids, "the daemon has worker processes"
             os.kill(pids[0], signal.SIGKILL)
             killed += 1
+            time.sleep(0.5)  # the daemon sees the death and gives back what the worker held
         backfill = wait_status(server, backfill_id, {"COMPLETED_SUCCESS"}, timeout=180)
     finally:
         daemon.stop()
     total = backfill["counts"]["total"]
     assert backfill["counts"]["succeeded"] == total == 731 and adds_up(backfill["counts"])
-    check_each_partition_succeeded_once(database_url, int(backfill_id[3:]), total)
-    pk = int(backfill_id[3:])
-    lost = rows(
-        database_url,
-        "SELECT count(*) FROM runs WHERE backfill_id = :b AND failure_reason = 'worker_lost'",
-        b=pk,
-    )[0][0]
-    given_back = rows(
-        database_url,
-        "SELECT count(*) FROM runs WHERE backfill_id = :b AND error_message = :m",
-        b=pk,
-        m="its worker died before it started",
-    )[0][0]
+    check_each_partition_succeeded_once(database_url, pk, total)
+    lost = _count(database_url, pk, "failure_reason = 'worker_lost'")
+    given_back = _count(database_url, pk, "error_message = :m", m=GIVEN_BACK)
     print(f"{killed} kills: {lost} runs lost, {given_back} prefetched runs given back")
     assert lost <= killed, "only the run a worker was executing is lost"
-    assert given_back >= 1, "the killed workers held prefetched runs"
+    assert given_back >= 1, f"none of {killed} killed workers held a prefetched run"
 
 
 def test_two_daemons_on_postgresql_never_launch_one_slot_twice(

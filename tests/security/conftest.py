@@ -19,6 +19,7 @@ from backfiller.storage.auth_records import AuditRecord, Role
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
+from backfiller_client.client import POOL_LIMITS
 from tests.conftest import _truncate_postgres
 from tests.support import LiveServer
 
@@ -99,7 +100,10 @@ def client_of(server: LiveServer) -> httpx.Client:
     """One keep-alive HTTP client per server (close it with :func:`close_client`)."""
     found = _clients.get(server.url)
     if found is None:
-        found = _clients[server.url] = httpx.Client(base_url=server.url, timeout=30)
+        # The client's pool limits: idle connections are dropped before the server closes them.
+        found = _clients[server.url] = httpx.Client(
+            base_url=server.url, timeout=30, limits=POOL_LIMITS
+        )
     return found
 
 

@@ -43,6 +43,11 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_POLL_INTERVAL = 1.0
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_ASSET_PAGE_SIZE = 1000
+# An idle pooled connection is dropped after 2 s, well before the server closes it (uvicorn's
+# keep-alive is 5 s, as is httpx's own default here): a request sent on a connection that the
+# server is closing at that very moment fails with "Server disconnected without sending a
+# response", which a script pausing about 5 s between calls would otherwise meet now and then.
+POOL_LIMITS = httpx.Limits(keepalive_expiry=2.0)
 
 ProgressCallback = Callable[[Backfill], object]
 
@@ -97,6 +102,7 @@ class Client:
         self._http = httpx.Client(
             headers=_calls.request_headers(token, headers, _version()),
             timeout=timeout,
+            limits=POOL_LIMITS,
             transport=transport,
         )
 
@@ -319,6 +325,7 @@ class AsyncClient:
         self._http = httpx.AsyncClient(
             headers=_calls.request_headers(token, headers, _version()),
             timeout=timeout,
+            limits=POOL_LIMITS,
             transport=transport,
         )
 
