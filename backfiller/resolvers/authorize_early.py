@@ -37,14 +37,15 @@ from graphql.utilities import value_from_ast_untyped
 from backfiller.resolvers.audit import record, subject_of
 from backfiller.resolvers.authorize import operation_of, refusal_payload, root_fields
 from backfiller.resolvers.context import AuditDraft, Context
-from backfiller.resolvers.plain_fields import PlainFieldsExecutor
 from backfiller.resolvers.policy import Refusal, decide
+from backfiller.resolvers.string_lists import StringListsExecutor
 from backfiller.storage.auth_records import AuditOutcome
 
 
-class AuthorizingExecutor(PlainFieldsExecutor):
+class AuthorizingExecutor(StringListsExecutor):
     """graphql-core's executor, which answers a wholly refused mutation without coercion
-    (and reads plain fields in one step: :class:`PlainFieldsExecutor`)."""
+    (and coerces long lists of strings and reads plain fields in one step:
+    :class:`StringListsExecutor`)."""
 
     refusals: dict[str, Refusal]
     raw_variables: dict[str, Any]
