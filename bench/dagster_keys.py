@@ -31,7 +31,7 @@ import httpx
 from bench.keys import SIZES, body_of, check, keys_of, spread
 from bench.launch import Connection, free_port, start_server
 
-DAGSTER_DEFINITIONS = '''
+DAGSTER_DEFINITIONS = """
 from dagster import DailyPartitionsDefinition, Definitions, job, op
 
 
@@ -46,7 +46,7 @@ def daily_history():
 
 
 defs = Definitions(jobs=[daily_history])
-'''
+"""
 
 DAGSTER_LAUNCH = """
 mutation Launch($params: LaunchBackfillParams!) {
