@@ -19,7 +19,6 @@ from backfiller.storage.auth_records import AuditRecord, Role
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
-from backfiller_client.client import POOL_LIMITS
 from tests.conftest import _truncate_postgres
 from tests.support import LiveServer
 
@@ -94,15 +93,19 @@ def secure_server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServ
 
 
 _clients: dict[str, httpx.Client] = {}
+# Idle connections are dropped after 0.5 s, before the server closes them: some of these servers
+# give a client 1 s to send its next request (BACKFILLER_CLIENT_TIMEOUT), and a request sent
+# just as the server closes its idle connection fails ("Server disconnected without sending a
+# response"), as the Python client's own 2 s (under the default 5 s keep-alive) avoids.
+IDLE_LIMITS = httpx.Limits(keepalive_expiry=0.5)
 
 
 def client_of(server: LiveServer) -> httpx.Client:
     """One keep-alive HTTP client per server (close it with :func:`close_client`)."""
     found = _clients.get(server.url)
     if found is None:
-        # The client's pool limits: idle connections are dropped before the server closes them.
         found = _clients[server.url] = httpx.Client(
-            base_url=server.url, timeout=30, limits=POOL_LIMITS
+            base_url=server.url, timeout=30, limits=IDLE_LIMITS
         )
     return found
 
