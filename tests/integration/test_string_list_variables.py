@@ -90,8 +90,8 @@ async def test_an_error_elsewhere_in_the_input_is_reported_as_usual(
 async def test_duplicate_and_unknown_keys_in_a_long_list_are_user_errors(
     gql: GraphQLRunner, database: Database
 ) -> None:
-    doubled = days(LIFT_AT * 2) + ["2024-01-05"]
-    unknown = days(LIFT_AT * 2) + ["1999-12-31"]
+    doubled = [*days(LIFT_AT * 2), "2024-01-05"]
+    unknown = [*days(LIFT_AT * 2), "1999-12-31"]
     for keys, code in ((doubled, "INVALID_ARGUMENT"), (unknown, "PARTITION_NOT_FOUND")):
         payload = (await gql(LAUNCH, keys_input(keys)))["launchBackfill"]
         assert payload["backfill"] is None
