@@ -115,10 +115,14 @@ def test_only_long_flat_lists_of_strings_are_set_aside(gql: GraphQLRunner) -> No
     assert set_aside(schema, document, "Other", long) == (long, {})
 
 
-def test_a_list_that_finds_no_place_again_makes_the_coercion_start_over() -> None:
+def test_put_back_says_so_when_a_list_finds_no_place_again() -> None:
+    """(On False, the executor coerces the variables again as received.)"""
+
     class Values:
         coerced: dict[str, Any] = {"input": {"partitions": {"range": None}}}
         sources: dict[str, Any] = {}
 
-    aside = {"input": [(("partitions", "keys"), days(LIFT_AT))]}
+    aside: dict[str, list[tuple[tuple[str, ...], list[str]]]] = {
+        "input": [(("partitions", "keys"), days(LIFT_AT))]
+    }
     assert put_back(Values(), {}, aside) is False
