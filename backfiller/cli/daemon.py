@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from backfiller.cli.app import app
+from backfiller.cli.event_loop import run_service
 from backfiller.cli.server import (
     EXAMPLE_DEFINITIONS,
     AllowedHostOption,
@@ -305,7 +306,7 @@ def daemon(
         broker,
         heartbeat_timeout,
     )
-    asyncio.run(run_daemon(url, defs, options))
+    run_service(run_daemon(url, defs, options))
 
 
 def _dev_settings(url: str, target: str, host: str, port: int, **given: object) -> Settings:
@@ -386,4 +387,4 @@ def dev(
         max_operations_per_token=max_operations_per_token,
         max_operations_per_socket=max_operations_per_socket,
     )
-    asyncio.run(run_dev(defs, settings, options))
+    run_service(run_dev(defs, settings, options))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from dataclasses import replace
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from backfiller.cli.app import app, db_app, schema_app
+from backfiller.cli.event_loop import run_service
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
 from backfiller.logs import configure_logging as configure_logging  # cli/daemon.py uses it
@@ -218,7 +218,7 @@ def serve(
     if workers < 1:
         raise fail("--workers must be at least 1")
     if workers == 1:
-        asyncio.run(run_server(defs, settings))
+        run_service(run_server(defs, settings))
     else:
         serve_workers(settings, workers)
 
