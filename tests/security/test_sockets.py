@@ -382,6 +382,48 @@ def test_a_client_that_sends_its_body_slowly_is_cut_off(server: LiveServer, toke
         assert conn.recv(1024) == b""
 
 
+def _answer_then_close(conn: socket.socket) -> bytes:
+    received = b""
+    while chunk := conn.recv(65536):
+        received += chunk
+    return received
+
+
+@pytest.mark.parametrize("at_once", [True, False], ids=["whole", "unfinished"])
+def test_a_request_head_over_16_kib_is_a_400_and_closes_the_connection(
+    server: LiveServer, at_once: bool
+) -> None:
+    # Whole: one header of 17 KiB and the blank line. Unfinished: 64 KiB of one header that
+    # never ends (the server must not keep reading it).
+    value = b"x" * (17 * 1024 if at_once else 64 * 1024)
+    head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + value
+    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
+        conn.sendall(head + (b"\r\n\r\n" if at_once else b""))
+        answer = _answer_then_close(conn)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+
+
+def test_a_head_under_16_kib_with_a_large_body_is_served(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    # The cap is on the head only: a 12 KiB header and a 600 KiB body (a long key list) pass.
+    keys = [f"2024-01-{d:02d}" for d in range(1, 32)] * 2_000
+    body = json.dumps({"query": "{ apiVersion }", "variables": {"keys": keys}}).encode()
+    response = client_of(server).post(
+        "/graphql/v1",
+        content=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-Padding": "p" * 12 * 1024,
+            **bearer(tokens.viewer),
+        },
+    )
+    assert len(body) > 600 * 1024
+    assert response.status_code == 200, response.text[:200]
+    assert response.json()["data"] == {"apiVersion": "v1"}
+
+
 def test_json_nested_too_deeply_closes_a_socket_with_4400(
     server: LiveServer, tokens: Tokens
 ) -> None:
