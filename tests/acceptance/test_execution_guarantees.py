@@ -126,13 +126,20 @@ def test_a_job_cap_of_3_shared_by_two_backfills(
         )
         for backfill_id in (first, second):
             wait_status(server, backfill_id, {"COMPLETED_SUCCESS"}, timeout=120)
+        logs = "".join(d.output() for d in running)
     finally:
         for d in running:
             d.stop()
     found = [e for e in executions(marks) if e.job == "recorded_capped"]
-    assert len(found) == 40
     assert most_at_once(found) <= 3, "the job's cap of 3 was exceeded"
-    check_no_overlap_and_completed_once(marks, "recorded_capped")
+    completed = check_no_overlap_and_completed_once(marks, "recorded_capped")
+    assert len(completed) == 40, "every partition ran to its end once"
+    # An execution cut short is rerun only after its daemon lost its 3 s lease, which a
+    # starved machine may make it do (docs/execution.md: at-least-once only then).
+    cut_short = [e for e in found if e.ended is None]
+    assert len(found) == 40 + len(cut_short)
+    if cut_short:
+        assert "lost its lease" in logs, f"{len(cut_short)} executions cut short, no lease lost"
 
 
 @pytest.mark.parametrize("reprocess", ["MISSING", "ALL"])
