@@ -252,10 +252,6 @@ def check_access_settings(settings: Settings) -> None:
         raise fail("--max-operations-per-socket must be 0 (no limit) or more")
 
 
-# httptools, with a deadline on slow clients and a cap on a request's head (web/protocol.py).
-HTTP_PROTOCOL = "backfiller.web.protocol:DeadlineHttpToolsProtocol"
-
-
 def http_server(defs: Definitions, settings: Settings) -> uvicorn.Server:
     """A uvicorn server of the whole web application (API, REST, UI) for these settings."""
     import uvicorn
@@ -275,7 +271,7 @@ def http_server(defs: Definitions, settings: Settings) -> uvicorn.Server:
         lifespan="on",
         ws="websockets-sansio",
         ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
-        http=HTTP_PROTOCOL,
+        http="backfiller.web.protocol:DeadlineH11Protocol",  # slow clients are cut off
     )
     return uvicorn.Server(config)
 
@@ -302,7 +298,7 @@ def serve_workers(settings: Settings, workers: int) -> None:
         lifespan="on",
         ws="websockets-sansio",
         ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
-        http=HTTP_PROTOCOL,
+        http="backfiller.web.protocol:DeadlineH11Protocol",  # slow clients are cut off
     )
     base = f"http://{settings.host}:{settings.port}"
     typer.echo(
