@@ -48,7 +48,9 @@ async def test_a_periodic_task_is_one_line_and_runs_on_its_interval() -> None:
     await run_until(loop, lambda: len(calls) >= 4)
     assert len(calls) >= 4
     gaps = [b - a for a, b in itertools.pairwise(calls)]
-    assert min(gaps) >= 0.049, "never sooner than its interval"
+    # The loop reads its clock just before it calls the task, which reads its own: a loaded
+    # machine may preempt the process in between (a 45 ms gap was seen), so 10 ms of slack.
+    assert min(gaps) >= 0.04, "never sooner than its interval"
 
 
 async def test_a_failing_task_backs_off_and_the_others_keep_running() -> None:

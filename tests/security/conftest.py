@@ -93,10 +93,10 @@ def secure_server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServ
 
 
 _clients: dict[str, httpx.Client] = {}
-# Idle connections are dropped after 0.5 s, before the server closes them: some of these servers
-# give a client 1 s to send its next request (BACKFILLER_CLIENT_TIMEOUT), and a request sent
-# just as the server closes its idle connection fails ("Server disconnected without sending a
-# response"), as the Python client's own 2 s (under the default 5 s keep-alive) avoids.
+# Idle connections are dropped after 0.5 s, well before the server closes them: some of these
+# servers give a client 3 s to send its next request (BACKFILLER_CLIENT_TIMEOUT), and a request
+# sent just as the server closes its idle connection fails ("Server disconnected without
+# sending a response"), as the Python client's own 2 s (under the default 5 s keep-alive) avoids.
 IDLE_LIMITS = httpx.Limits(keepalive_expiry=0.5)
 
 
