@@ -12,6 +12,7 @@ p90 and maximum. Run with ``python -m bench.first_start``. Not a test: it assert
 from __future__ import annotations
 
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -85,7 +86,12 @@ def measure(name: str, processes: list[list[str]], url: str, count: int) -> None
         time.sleep(3)  # the daemon's workers are up, and it idles
         with httpx.Client(timeout=30) as client:
             started_after_launch(client, url, 0)  # warm up
-            figures = [started_after_launch(client, url, i) * 1000 for i in range(1, count + 1)]
+            figures = []
+            for i in range(1, count + 1):
+                # A random pause first, so that the launches fall at every phase of the
+                # daemon's planning interval instead of locking onto one.
+                time.sleep(random.uniform(0, 0.5))
+                figures.append(started_after_launch(client, url, i) * 1000)
     finally:
         for proc in started:
             proc.terminate()
