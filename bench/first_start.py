@@ -7,7 +7,8 @@ one-partition backfill of a no-op job over HTTP, ``BENCH_COUNT`` times one after
 (each waits for the previous one to finish), and takes the run's ``startedAt`` (as the server
 recorded it) minus the wall clock just before the launch request was sent; a random pause of
 up to 0.5 s before each launch spreads the launches over the daemon's planning interval
-(0.25 s). Prints the p50, p90 and maximum. Run with ``python -m bench.first_start``. Not a test: it asserts nothing.
+(0.25 s). Prints the p50, p90 and maximum. Run with ``python -m bench.first_start``. Not a
+test: it asserts nothing.
 """
 
 from __future__ import annotations
