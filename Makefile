@@ -50,7 +50,7 @@ typecheck: bootstrap
 # Each suite runs on TEST_PROCESSES pytest-xdist processes, a module to a process (module
 # fixtures start one server per module). Most tests wait on real servers and daemons, so
 # more processes than cores pay off; every process has its own databases and ports.
-TEST_PROCESSES ?= 3
+TEST_PROCESSES ?= 2
 XDIST = -n $(TEST_PROCESSES) --dist loadscope
 
 test-sqlite: bootstrap
