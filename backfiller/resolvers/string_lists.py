@@ -26,11 +26,11 @@ from graphql import (
     GraphQLNonNull,
     GraphQLScalarType,
     GraphQLSchema,
-    OperationDefinitionNode,
     is_input_type,
 )
 from graphql.utilities import type_from_ast
 
+from backfiller.resolvers.authorize import operation_of
 from backfiller.resolvers.plain_fields import PlainFieldsExecutor
 
 # Shorter lists are coerced by graphql-core: setting them aside would save nothing.
@@ -57,27 +57,25 @@ class StringListsExecutor(PlainFieldsExecutor):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
-        def build_with(variables: dict[str, Any] | None) -> Any:
-            return super(StringListsExecutor, cls).build(
-                schema,
-                document,
-                root_value,
-                context_value,
-                variables,
-                operation_name,
-                *args,
-                **kwargs,
-            )
-
         lifted, aside = set_aside(schema, document, operation_name, raw_variable_values)
-        if not aside:
-            return build_with(raw_variable_values)
-        built = build_with(lifted)
-        if isinstance(built, list):  # errors: each set-aside list was valid as it stands
+        built = super().build(
+            schema, document, root_value, context_value, lifted, operation_name, *args, **kwargs
+        )
+        # Errors: each set-aside list was valid as it stands. No list set aside: done.
+        if not aside or isinstance(built, list):
             return built
-        if not put_back(built.variable_values, raw_variable_values or {}, aside):
-            return build_with(raw_variable_values)
-        return built
+        if put_back(built.variable_values, raw_variable_values or {}, aside):
+            return built
+        return super().build(
+            schema,
+            document,
+            root_value,
+            context_value,
+            raw_variable_values,
+            operation_name,
+            *args,
+            **kwargs,
+        )
 
 
 def set_aside(
@@ -88,7 +86,7 @@ def set_aside(
 ) -> tuple[dict[str, Any] | None, dict[str, list[tuple[_Path, list[str]]]]]:
     """The variables with their long lists of strings emptied, and those lists by variable
     and by path (of coerced field names)."""
-    operation = _operation(document, operation_name)
+    operation = operation_of(document, operation_name)
     if operation is None or not isinstance(variables, dict):
         return variables, {}
     lifted = variables
@@ -128,13 +126,6 @@ def put_back(
         if name in sources:  # what error messages quote: the value as received
             sources[name] = sources[name]._replace(value=raw[name])
     return True
-
-
-def _operation(document: DocumentNode, name: str | None) -> OperationDefinitionNode | None:
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    if name is None:
-        return operations[0] if len(operations) == 1 else None
-    return next((o for o in operations if o.name and o.name.value == name), None)
 
 
 def _lift(
