@@ -640,3 +640,46 @@ def test_an_unstorable_key_is_refused_at_its_index_over_http_and_over_a_socket(
         assert over_socket == expected
     sock.close()
     assert row_counts(shared_database_url, ignore=("audit_log",)) == before
+
+
+def test_a_long_key_list_answers_alike_over_http_and_over_a_socket(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    """40 keys: the list is coerced in one step (resolvers/string_lists.py). A non-string key
+    is graphql-core's error at its index, a NUL is INVALID_ARGUMENT at its index, on both
+    transports, writing nothing; a valid list launches with its keys in order on both."""
+    query = """mutation($i: LaunchBackfillInput!) { launchBackfill(input: $i) {
+      backfill { partitionSelection { keys } } userErrors { code field } } }"""
+    keys = [f"2024-01-{d:02}" for d in range(1, 32)] + [f"2024-02-{d:02}" for d in range(1, 10)]
+    before = row_counts(shared_database_url, ignore=("audit_log",))
+    sock = Socket(server, tokens.operator)
+    not_a_string = {"i": {"target": {"job": "daily_sales"}, "partitions": {"keys": [*keys]}}}
+    not_a_string["i"]["partitions"]["keys"][33] = 20240203
+    over_http = post(server, query, not_a_string, tokens.operator).json()
+    over_socket = sock.ask(query, not_a_string)
+    assert over_http["data"] is None
+    (message,) = [e["message"] for e in over_http["errors"]]
+    assert message.startswith("Variable '$i' has invalid value at .partitions.keys[33]"), message
+    assert over_socket["payload"].get("data") is None
+    assert [e["message"] for e in over_socket["payload"]["errors"]] == [message]
+    nul = [*keys[:20], "2024-01-21\x00", *keys[21:]]
+    launch = {"i": {"target": {"job": "daily_sales"}, "partitions": {"keys": nul}}}
+    expected = {
+        "backfill": None,
+        "userErrors": [{"code": "INVALID_ARGUMENT", "field": ["partitions", "keys", "20"]}],
+    }
+    assert post(server, query, launch, tokens.operator).json()["data"]["launchBackfill"] == (
+        expected
+    )
+    assert sock.ask(query, launch)["payload"]["data"]["launchBackfill"] == expected
+    assert row_counts(shared_database_url, ignore=("audit_log",)) == before
+    for transport in ("http", "socket"):
+        valid = {"i": {"target": {"job": "daily_sales"}, "partitions": {"keys": keys}}}
+        if transport == "http":
+            answer = post(server, query, valid, tokens.operator).json()["data"]
+        else:
+            answer = sock.ask(query, valid)["payload"]["data"]
+        payload = answer["launchBackfill"]
+        assert payload["userErrors"] == []
+        assert payload["backfill"]["partitionSelection"]["keys"] == keys
+    sock.close()
