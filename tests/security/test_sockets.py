@@ -653,8 +653,8 @@ def test_a_long_key_list_answers_alike_over_http_and_over_a_socket(
     keys = [f"2024-01-{d:02}" for d in range(1, 32)] + [f"2024-02-{d:02}" for d in range(1, 10)]
     before = row_counts(shared_database_url, ignore=("audit_log",))
     sock = Socket(server, tokens.operator)
-    not_a_string = {"i": {"target": {"job": "daily_sales"}, "partitions": {"keys": [*keys]}}}
-    not_a_string["i"]["partitions"]["keys"][33] = 20240203
+    mixed: list[object] = [*keys[:33], 20240203, *keys[34:]]
+    not_a_string = {"i": {"target": {"job": "daily_sales"}, "partitions": {"keys": mixed}}}
     over_http = post(server, query, not_a_string, tokens.operator).json()
     over_socket = sock.ask(query, not_a_string)
     assert over_http["data"] is None
