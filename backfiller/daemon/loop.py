@@ -11,6 +11,7 @@ Busy passes are paced to at least ``min_pass_seconds`` so that results and claim
 batches. After a pass in which no task reported work (a falsy result, or a ``TickReport`` whose
 ``busy`` is False), the loop sleeps until the next task is due, at most ``idle_seconds``, or
 until :meth:`Loop.wake` is called (thread-safe: the launcher calls it when runs report).
+:meth:`Loop.run_soon` makes one task due at once (the daemon's launch watch: a new backfill).
 
 A task that raises is logged and retried after an exponential back-off (1 s, 2 s, ... up to its
 ``max_backoff``, 30 s by default); the other tasks keep running. :meth:`Loop.retry_all_now`
@@ -66,6 +67,13 @@ class Loop:
             if entry.failures:
                 entry.failures = 0
                 entry.next_at = 0.0
+
+    def run_soon(self, name: str) -> None:
+        """Make the task ``name`` due now and start the next pass (on the loop's thread)."""
+        for entry in self._entries:
+            if entry.name == name and not entry.failures:
+                entry.next_at = 0.0
+        self.wake()
 
     def wake(self) -> None:
         """Start the next pass now. Safe to call from any thread."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ from backfiller.launchers.base import (
 from backfiller.observability import daemon_metrics
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository, StartGate
+from backfiller.storage.launch_watch import watch_launches
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -44,6 +46,8 @@ class DaemonSettings:
             long has stopped its runs (at 80% of it) and is taken over by another daemon.
         heartbeat_seconds: how often the lease (and running runs' heartbeats) are renewed;
             well below ``lease_timeout_seconds`` (a tenth or less).
+        plan_seconds: how often backfills are planned; a launch seen by the launch watch
+            (``storage.launch_watch``) is planned at once instead.
         shutdown_grace_seconds: on stop, how long runs in flight may finish before their
             workers are stopped and the runs are requeued.
     """
@@ -209,10 +213,16 @@ class Daemon:
         self.launcher.set_notify(self.loop.wake)
         self.launcher.set_gate(_DaemonGate(self))
         logger.info("daemon %s started", self.owner)
+        watch = asyncio.create_task(
+            watch_launches(self.database, lambda: self.loop.run_soon("plan"))
+        )
         try:
             await self.lease()
             await self.loop.run(stop)
         finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
             await self.shutdown()
 
     async def shutdown(self) -> None:
