@@ -1,18 +1,23 @@
 """Benchmark of how soon a launched backfill's first run starts, with a daemon already running.
 
-Two set-ups on SQLite, each with its processes started and idle before the clock starts:
-``backfiller dev`` (the API and the daemon in one process), and ``backfiller serve`` beside
-``backfiller daemon`` (two processes sharing the database, as deployed). Each launches a
-one-partition backfill of a no-op job over HTTP, ``BENCH_COUNT`` times one after the other
-(each waits for the previous one to finish), and takes the run's ``startedAt`` (as the server
-recorded it) minus the wall clock just before the launch request was sent; a random pause of
-up to 0.5 s before each launch spreads the launches over the daemon's planning interval
-(0.25 s). Prints the p50, p90 and maximum. Run with ``python -m bench.first_start``. Not a
-test: it asserts nothing.
+Set-ups, each with its processes started and idle before the clock starts: ``backfiller dev``
+(the API and the daemon in one process) on SQLite, and ``backfiller serve`` beside
+``backfiller daemon`` (two processes sharing the database, as deployed) on SQLite and, with
+``--postgres URL`` (a server where a scratch database may be created), on PostgreSQL.
+
+Each launches a one-partition backfill of a no-op job over HTTP, ``BENCH_COUNT`` times one
+after the other (each waits for the previous one to finish), and takes the run's
+``startedAt`` (as the server recorded it) minus the wall clock just before the launch request
+was sent. A random pause of up to 0.5 s before each launch spreads the launches over the
+daemon's planning interval (0.25 s), which its launch watch (``storage.launch_watch``) cuts
+short. Prints the p50, p90 and maximum. Run with
+``python -m bench.first_start [--postgres URL]``. Not a test: it asserts nothing.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import random
 import statistics
@@ -20,9 +25,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import httpx
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from backfiller import HourlyPartitions
 from bench.launch import REPO, free_port
@@ -102,31 +111,55 @@ def measure(name: str, processes: list[list[str]], url: str, count: int) -> None
     figures.sort()
     p90 = figures[int(len(figures) * 0.9) - 1]
     print(
-        f"[{name:<16}] first run started after the launch: p50 {statistics.median(figures):6.0f}"
+        f"[{name:<26}] first run started after the launch: p50 {statistics.median(figures):6.0f}"
         f" ms  p90 {p90:6.0f} ms  max {figures[-1]:6.0f} ms  (n={len(figures)})"
     )
 
 
+def serve_and_daemon(name: str, database: str, count: int) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "backfiller", "db", "upgrade", "--database", database],
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serve = command("serve", "--database", database, "--port", str(port), "--auth", "none")
+    daemon = command("daemon", "--database", database, "--workers", "2")
+    measure(name, [[*serve, "--rate-limit", "0"], daemon], url, count)
+
+
+@contextlib.contextmanager
+def fresh_postgres(base: str) -> Iterator[str]:
+    """A new database on the server of ``base`` (dropped afterwards)."""
+    name = f"bench_first_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(make_url(base).set(drivername="postgresql+psycopg"))
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(base).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--postgres", metavar="URL", help="also serve + daemon on PostgreSQL")
+    args = parser.parse_args()
     count = int(os.environ.get("BENCH_COUNT", "30"))
-    print(f"First run's start after a launch, SQLite, daemon running; {os.cpu_count()} CPUs")
+    print(f"First run's start after a launch, daemon running; {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="bench-first-") as tmp:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         dev = command("dev", "--database", f"sqlite:///{tmp}/dev.db", "--port", str(port))
-        measure("dev", [dev], url, count)
-        database = f"sqlite:///{tmp}/split.db"
-        subprocess.run(
-            [sys.executable, "-m", "backfiller", "db", "upgrade", "--database", database],
-            check=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            capture_output=True,
-        )
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        serve = command("serve", "--database", database, "--port", str(port), "--auth", "none")
-        daemon = command("daemon", "--database", database, "--workers", "2")
-        measure("serve + daemon", [[*serve, "--rate-limit", "0"], daemon], url, count)
+        measure("dev, SQLite", [dev], url, count)
+        serve_and_daemon("serve + daemon, SQLite", f"sqlite:///{tmp}/split.db", count)
+    if args.postgres:
+        with fresh_postgres(args.postgres) as database:
+            serve_and_daemon("serve + daemon, PostgreSQL", database, count)
 
 
 if __name__ == "__main__":
