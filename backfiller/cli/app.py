@@ -6,6 +6,7 @@ The command's root, and its client commands, belong to the client distribution
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Sequence
 from typing import Annotated
@@ -13,7 +14,6 @@ from typing import Annotated
 import typer
 
 from backfiller_client.cli.app import (
-    SERVER_COMMANDS,
     _print_version,
     app,
     main,
@@ -81,15 +81,31 @@ def command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+# The module that defines each server command: importing it registers its commands.
+_MODULE_OF_COMMAND = {
+    "serve": "server",
+    "db": "server",
+    "schema": "server",
+    "worker": "worker",
+    "daemon": "daemon",
+    "dev": "daemon",
+    "token": "tokens",
+}
+
+
 def register_commands(argv: Sequence[str] | None = None) -> None:
     """Import the command modules (importing one registers its commands): the server's, and
     the client's unless ``argv`` runs a server command.
 
-    ``serve``, ``daemon`` and ``worker`` never use the client's commands, which bring httpx
-    and rich: leaving them out keeps an idle server process small.
+    A server command registers only its own module (and what that module imports): ``serve``
+    never uses the client's commands, which bring httpx and rich, nor the daemon's and the
+    worker's, which bring the launchers. Leaving them out keeps an idle server process small.
     """
-    if argv is None or command_of(argv) not in SERVER_COMMANDS:
-        register_client_commands()
+    command = None if argv is None else command_of(argv)
+    if command in _MODULE_OF_COMMAND:
+        importlib.import_module(f"backfiller.cli.{_MODULE_OF_COMMAND[command]}")
+        return
+    register_client_commands()
     from backfiller.cli import (  # noqa: F401
         daemon,
         server,
