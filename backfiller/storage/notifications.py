@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.notification_records import (
@@ -19,6 +18,7 @@ from backfiller.storage.notification_records import (
 )
 from backfiller.storage.records import BackfillEventRecord, BackfillRecord, table_of
 from backfiller.storage.rows import changed
+from backfiller.storage.upserts import upsert
 
 CURSOR = "events"
 PENDING = "pending"
@@ -134,7 +134,7 @@ class NotificationRepository:
         if not rows:
             return
         table = table_of(NotificationRecord)
-        ins = postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
+        ins = upsert(self.dialect, table)
         await self.session.execute(
             ins.on_conflict_do_nothing(),
             [
@@ -172,7 +172,7 @@ class NotificationRepository:
             return True
         # The migration creates the row; a table emptied since (by hand, by tests) gets it back.
         table = table_of(NotifierCursorRecord)
-        ins = postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
+        ins = upsert(self.dialect, table)
         # RETURNING says whether the row was made (psycopg reports rowcount -1 for this insert).
         made = await self.session.execute(
             ins.values(name=CURSOR, last_event_id=to)

@@ -7,8 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.rows import changed
@@ -17,6 +15,7 @@ from backfiller.storage.trigger_records import (
     TriggerOutcome,
     TriggerStateRecord,
 )
+from backfiller.storage.upserts import upsert
 
 
 class TriggerStateRepository:
@@ -54,9 +53,8 @@ class TriggerStateRepository:
             "updated_at": now,
         }
         dialect = self.session.get_bind().dialect.name
-        insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
         await self.session.execute(
-            insert(TriggerStateRecord).values(**values).on_conflict_do_nothing()
+            upsert(dialect, TriggerStateRecord).values(**values).on_conflict_do_nothing()
         )
         found = await self.get(name)
         assert found is not None

@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.domain import ACTIVE_RUN_STATES, BackfillState, RunState, SlotState
@@ -22,6 +21,7 @@ from backfiller.storage.records import (
     table_of,
 )
 from backfiller.storage.rows import changed
+from backfiller.storage.upserts import upsert
 
 __all__ = ["changed"]
 
@@ -125,7 +125,7 @@ def partition_states_upsert(
         seen = latest.get((job, key))
         if seen is None or seen[1] <= run_id:
             latest[(job, key)] = (state, run_id)
-    ins = postgresql.insert(states_t) if dialect == "postgresql" else sqlite.insert(states_t)
+    ins = upsert(dialect, states_t)
     stmt = ins.on_conflict_do_update(
         index_elements=[states_t.c.job_name, states_t.c.partition_key],
         set_={

@@ -14,11 +14,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from backfiller.domain import RunState
 from backfiller.storage.execution.common import ACTIVE, SessionRepository, changed
 from backfiller.storage.records import DaemonLeaseRecord, RunRecord
+from backfiller.storage.upserts import upsert
 
 
 class LeasesRepository(SessionRepository):
@@ -26,11 +26,7 @@ class LeasesRepository(SessionRepository):
         self, owner: str, now: datetime, expires_at: datetime, started_at: datetime
     ) -> None:
         """A new lease for a new owner name (an existing row of that name is left alone)."""
-        ins = (
-            postgresql.insert(DaemonLeaseRecord)
-            if self.dialect == "postgresql"
-            else sqlite.insert(DaemonLeaseRecord)
-        )
+        ins = upsert(self.dialect, DaemonLeaseRecord)
         await self.session.execute(
             ins.values(
                 owner=owner, heartbeat_at=now, started_at=started_at, expires_at=expires_at
