@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from backfiller.cli.app import app
-from backfiller.cli.event_loop import run_service
 from backfiller.cli.server import (
     EXAMPLE_DEFINITIONS,
     AllowedHostOption,
@@ -29,7 +28,6 @@ from backfiller.cli.server import (
     configure_logging,
     definitions_or_exit,
     fail,
-    http_server,
     prepare_database,
 )
 from backfiller.cli.worker import (
@@ -40,6 +38,8 @@ from backfiller.cli.worker import (
 )
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions
+from backfiller.event_loop import run_service
+from backfiller.web.serving import http_server
 
 if TYPE_CHECKING:
     from backfiller.daemon import Daemon

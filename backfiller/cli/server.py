@@ -6,18 +6,15 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from backfiller.cli.app import app, db_app, schema_app
-from backfiller.cli.event_loop import run_service
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
 from backfiller.logs import configure_logging as configure_logging  # cli/daemon.py uses it
-
-if TYPE_CHECKING:
-    import uvicorn
+from backfiller.web.serving import exec_server, serve_metrics_port, uvicorn_config
 
 EXIT_CONFIG = 2
 EXAMPLE_DEFINITIONS = "backfiller.examples.quickstart:definitions"
@@ -217,8 +214,9 @@ def serve(
     settings = replace(settings, database_url=url, definitions=target)
     if workers < 1:
         raise fail("--workers must be at least 1")
+    del defs  # loaded to fail here, with the command's message; the server loads its own
     if workers == 1:
-        run_service(run_server(defs, settings))
+        exec_server(settings)  # see web/serving.py: the server keeps no CLI library
     else:
         serve_workers(settings, workers)
 
@@ -252,33 +250,8 @@ def check_access_settings(settings: Settings) -> None:
         raise fail("--max-operations-per-socket must be 0 (no limit) or more")
 
 
-def http_server(defs: Definitions, settings: Settings) -> uvicorn.Server:
-    """A uvicorn server of the whole web application (API, REST, UI) for these settings."""
-    import uvicorn
-
-    from backfiller.resolvers.context import Services
-    from backfiller.storage import Database
-    from backfiller.web.app import create_app
-
-    services = Services(
-        database=Database(settings.database_url), definitions=defs, settings=settings
-    )
-    config = uvicorn.Config(
-        create_app(services),
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        lifespan="on",
-        ws="websockets-sansio",
-        ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
-        http="backfiller.web.protocol:DeadlineH11Protocol",  # slow clients are cut off
-    )
-    return uvicorn.Server(config)
-
-
 def serve_workers(settings: Settings, workers: int) -> None:
     """Serve with several uvicorn worker processes on one socket."""
-    import uvicorn
     from uvicorn.supervisors import Multiprocess
 
     from backfiller.web.workers import FACTORY, SETTINGS_VARIABLE, settings_to_environment
@@ -288,42 +261,13 @@ def serve_workers(settings: Settings, workers: int) -> None:
 
     prepare_multiprocess()  # the processes record into files that any of them renders
     serve_metrics_port(settings)
-    config = uvicorn.Config(
-        FACTORY,
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=workers,
-        log_level="warning",
-        lifespan="on",
-        ws="websockets-sansio",
-        ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
-        http="backfiller.web.protocol:DeadlineH11Protocol",  # slow clients are cut off
-    )
+    config = uvicorn_config(FACTORY, settings, factory=True, workers=workers)
     base = f"http://{settings.host}:{settings.port}"
     typer.echo(
         f"Backfiller API at {base}/graphql/v1 (UI at {base}/), {workers} worker processes",
         err=True,
     )
     Multiprocess(config, sockets=[config.bind_socket()]).run()
-
-
-async def run_server(defs: Definitions, settings: Settings) -> None:
-    check_access_settings(settings)
-    server = http_server(defs, settings)
-    base = f"http://{settings.host}:{settings.port}"
-    typer.echo(f"Backfiller API at {base}/graphql/v1 (UI at {base}/)", err=True)
-    serve_metrics_port(settings)
-    await server.serve()
-
-
-def serve_metrics_port(settings: Settings) -> None:
-    """``--metrics-port``: /metrics, /healthz and /readyz in a thread of this process."""
-    if settings.metrics_port is None:
-        return
-    from backfiller.observability.endpoint import start_endpoint
-
-    start_endpoint(settings.metrics_host, settings.metrics_port, ready=None)
 
 
 @db_app.command("upgrade")

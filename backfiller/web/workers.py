@@ -14,11 +14,14 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp
 
 from backfiller.config import Settings
+
+if TYPE_CHECKING:
+    from backfiller.definitions.loading import Definitions
 
 SETTINGS_VARIABLE = "BACKFILLER_WORKER_SETTINGS"
 FACTORY = "backfiller.web.workers:app_from_environment"
@@ -37,21 +40,27 @@ def settings_from_environment() -> Settings:
     return Settings(**{k: v for k, v in raw.items() if k in names})
 
 
+def definitions_and_settings_from_environment() -> tuple[Definitions, Settings]:
+    """The settings ``serve`` resolved, and the definitions they name, loaded again here."""
+    from backfiller.definitions.loading import load_definitions
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # definitions are found as `serve` found them
+    settings = settings_from_environment()
+    if settings.definitions is None:
+        raise RuntimeError("the server process was started without definitions")
+    return load_definitions(settings.definitions), settings
+
+
 def app_from_environment() -> ASGIApp:
     """uvicorn's factory in each worker process."""
-    from backfiller.definitions.loading import load_definitions
     from backfiller.logs import configure_logging
     from backfiller.resolvers.context import Services
     from backfiller.storage import Database
     from backfiller.web.app import create_app
 
     configure_logging()
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # definitions are found as `serve` found them
-    settings = settings_from_environment()
-    if settings.definitions is None:
-        raise RuntimeError("the worker was started without definitions")
-    definitions = load_definitions(settings.definitions)
+    definitions, settings = definitions_and_settings_from_environment()
     services = Services(
         database=Database(settings.database_url), definitions=definitions, settings=settings
     )

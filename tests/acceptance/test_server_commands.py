@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support import REPO
+from tests.support import REPO, LiveServer
 
 
 def backfiller(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -88,3 +89,25 @@ def test_schema_export_prints_the_committed_sdl(tmp_path: Path) -> None:
     out = tmp_path / "schema.graphql"
     assert backfiller("schema", "export", "--output", str(out)).returncode == 0
     assert out.read_text() == result.stdout
+
+
+def test_serve_hands_its_process_to_a_server_without_the_command_line(
+    tmp_path: Path, database_url: str
+) -> None:
+    server = LiveServer(database_url, cwd=tmp_path)
+    try:
+        launched = server.graphql(
+            'mutation { launchBackfill(input: {target: {job: "daily_sales"}, partitions: '
+            '{range: {start: "2024-01-01", end: "2024-01-02"}}}) { userErrors { code } } }'
+        )
+        assert launched.json()["data"]["launchBackfill"]["userErrors"] == []
+        pid = server.proc.pid  # the same process: whatever started `serve` signals the server
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert b"backfiller.web.serving" in cmdline
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        # typer checks options through pydantic; the server keeps neither.
+        assert "pydantic_core" not in maps
+        assert "Backfiller API at " + server.url in server.output_once_it_says("Backfiller API")
+    finally:
+        server.stop()
+    assert server.proc.returncode == -signal.SIGTERM, "stopped by the signal sent to `serve`"

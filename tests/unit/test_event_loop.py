@@ -6,7 +6,7 @@ import asyncio
 
 import uvloop
 
-from backfiller.cli.event_loop import run_service
+from backfiller.event_loop import run_service
 
 
 async def _loop_and_answer() -> tuple[asyncio.AbstractEventLoop, int]:
