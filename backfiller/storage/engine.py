@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +21,12 @@ from sqlalchemy.util import greenlet_spawn
 from backfiller.storage.inline_sqlite import WalCheckpointer, inline_connector
 
 T = TypeVar("T")
+I = TypeVar("I")  # noqa: E741 (an item of a batch)
+
+Batch = Callable[[Connection, Sequence[I]], Sequence[T]]
+"""Runs several items in the caller's transaction: ``batch(connection, items)`` returns each
+item's result, in order, as ``batch(connection, [item])`` would have (see
+``Database.transact_batched``)."""
 
 DEFAULT_SQLITE_PATH = Path(".backfiller") / "backfiller.db"
 
@@ -184,9 +190,22 @@ class Database:
         must therefore have no effect outside ``connection`` (it may run twice). On
         PostgreSQL, whose writers run side by side, this is ``transact``.
         """
+        return await self.transact_batched(_each, work)
+
+    async def transact_batched(self, batch: Batch[I, T], item: I) -> T:
+        """``transact_grouped`` of ``batch(connection, [item])``, except that on SQLite the
+        items of one group that share ``batch`` (the same function object: give a function of
+        a module, not a new closure per call) are handed to one call of it, so that it may
+        run each statement once for all of them (one ``executemany``).
+
+        ``batch`` must return exactly what each item would have got from a call of its own
+        with that item alone, in the same transaction after the items before it; an item
+        whose call of its own would raise must make the group's call raise (a group that
+        fails runs each item alone, ``batch(connection, [item])``, in its own transaction).
+        """
         if self.dialect != "sqlite":
-            return await self.transact(work)
-        return await self._group_commit.submit(work)
+            return await self.transact(_alone(batch, item))
+        return await self._group_commit.submit(batch, item)
 
     async def query(self, work: Callable[[Connection], T]) -> T:
         """Run ``work(connection)`` in a read-only transaction on a Core connection (rolled
@@ -215,17 +234,17 @@ class Database:
 
 
 class _GroupCommit:
-    """The queue of ``Database.transact_grouped``: one flusher task at a time per database."""
+    """The queue of ``Database.transact_batched``: one flusher task at a time per database."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
-        self.pending: list[tuple[Callable[[Connection], Any], asyncio.Future[Any]]] = []
+        self.pending: list[_Entry] = []
         self.flusher: asyncio.Task[None] | None = None
 
-    async def submit(self, work: Callable[[Connection], T]) -> T:
+    async def submit(self, batch: Batch[I, T], item: I) -> T:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self.pending.append((work, future))
+        self.pending.append((batch, item, future))
         if self.flusher is None or self.flusher.done():
             # Scheduled behind the requests that are ready to run now, so those that reach
             # their write in this turn of the loop join the same transaction.
@@ -245,33 +264,56 @@ class _GroupCommit:
                 group, self.pending = self.pending, []
                 await self._commit(group)
         except BaseException as error:  # cancelled at shutdown: nobody may wait forever
-            for _, future in self.pending:
+            for _, _, future in self.pending:
                 if not future.done():
                     future.set_exception(error)
             self.pending = []
             raise
 
-    async def _commit(
-        self, group: list[tuple[Callable[[Connection], Any], asyncio.Future[Any]]]
-    ) -> None:
+    async def _commit(self, group: list[_Entry]) -> None:
+        batches: dict[Batch[Any, Any], list[_Entry]] = {}
+        for entry in group:
+            batches.setdefault(entry[0], []).append(entry)
         try:
-            results = await greenlet_spawn(self._transact_all, [work for work, _ in group])
+            results = await greenlet_spawn(self._transact_all, list(batches.items()))
         except Exception:
-            # Rolled back as a whole: each work alone now, for its own result or exception.
-            for work, future in group:
+            # Rolled back as a whole: each item alone now, for its own result or exception.
+            for batch, item, future in group:
                 try:
-                    result = await self.database.transact(work)
+                    result = await self.database.transact(_alone(batch, item))
                 except Exception as error:
                     _settle(future, error=error)
                 else:
                     _settle(future, result=result)
             return
-        for (_, future), result in zip(group, results, strict=True):
-            _settle(future, result=result)
+        for entries, outcomes in zip(batches.values(), results, strict=True):
+            for (_, _, future), result in zip(entries, outcomes, strict=True):
+                _settle(future, result=result)
 
-    def _transact_all(self, works: list[Callable[[Connection], Any]]) -> list[Any]:
+    def _transact_all(
+        self, batches: list[tuple[Batch[Any, Any], list[_Entry]]]
+    ) -> list[Sequence[Any]]:
         with self.database.write_engine.sync_engine.begin() as conn:
-            return [work(conn) for work in works]
+            return [batch(conn, [item for _, item, _ in entries]) for batch, entries in batches]
+
+
+_Entry = tuple[Batch[Any, Any], Any, "asyncio.Future[Any]"]
+"""A queued item: its batch, the item and its caller's future."""
+
+
+def _each(conn: Connection, works: Sequence[Callable[[Connection], T]]) -> list[T]:
+    """The batch of ``transact_grouped``: works that share nothing but the transaction."""
+    return [work(conn) for work in works]
+
+
+def _alone(batch: Batch[I, T], item: I) -> Callable[[Connection], T]:
+    """The work of ``item`` in a batch of its own."""
+
+    def work(conn: Connection) -> T:
+        (result,) = batch(conn, [item])
+        return result
+
+    return work
 
 
 def _settle(future: asyncio.Future[Any], *, result: Any = None, error: Any = None) -> None:
