@@ -13,6 +13,7 @@ import enum
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
@@ -46,7 +47,7 @@ from backfiller.storage.repositories import (
     IdempotencyHit,
     NewBackfill,
     PartitionStateRepository,
-    launch_once,
+    launch_many,
 )
 
 MAX_TITLE = 500
@@ -459,17 +460,10 @@ async def create_backfill(
     commit or neither). A key already used by the same request returns that backfill (and
     writes no audit entry); by another request, an ``IDEMPOTENCY_KEY_REUSED`` problem.
     """
-    now = backend.clock()
-
-    def write(conn: Connection) -> BackfillRecord | IdempotencyHit:
-        outcome = launch_once(conn, new, now)
-        if audit is not None and isinstance(outcome, BackfillRecord):
-            add_audit_entry(conn, audit(outcome.id))
-        return outcome
-
+    launch = _Launch(new, backend.clock(), audit)
     for _ in range(LAUNCH_ATTEMPTS):
         try:
-            outcome = await backend.database.transact_grouped(write)
+            outcome = await backend.database.transact_batched(_write_launches, launch)
         except IdempotencyConflict:
             continue  # another request inserted this key first: the next attempt finds it
         if isinstance(outcome, BackfillRecord):
@@ -479,6 +473,27 @@ async def create_backfill(
         if existing is not None:
             return _same_request(existing, new)
     raise RuntimeError("could not insert or find the backfill of an idempotency key")
+
+
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    """One launch's write, as queued for its group's transaction."""
+
+    new: NewBackfill
+    now: datetime
+    audit: AuditOf | None
+
+
+def _write_launches(
+    conn: Connection, launches: Sequence[_Launch]
+) -> list[BackfillRecord | IdempotencyHit]:
+    """The writes of launches that commit together: each backfill once per idempotency key,
+    then the audit entry of each one created (the batch of ``Database.transact_batched``)."""
+    outcomes = launch_many(conn, [(launch.new, launch.now) for launch in launches])
+    for launch, outcome in zip(launches, outcomes, strict=True):
+        if launch.audit is not None and isinstance(outcome, BackfillRecord):
+            add_audit_entry(conn, launch.audit(outcome.id))
+    return outcomes
 
 
 def _same_request(existing: BackfillRecord, new: NewBackfill) -> Launched | LaunchProblem:
