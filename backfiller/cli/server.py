@@ -223,7 +223,7 @@ def serve(
 
 def check_access_settings(settings: Settings) -> None:
     """Refuse to start with settings that would expose the API to anyone."""
-    from backfiller.web.auth import is_loopback
+    from backfiller.web.binding import is_loopback
 
     if settings.auth_mode is AuthMode.NONE and not is_loopback(settings.host):
         if not settings.insecure_no_auth:

@@ -42,21 +42,6 @@ logger = logging.getLogger("backfiller.auth")
 API_PREFIXES = ("/graphql", "/api/")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PRINCIPAL_KEY = "principal"
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost", "[::1]"})
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` exposes the server to this machine only."""
-    import ipaddress
-
-    if host in LOOPBACK_HOSTS:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def is_api_path(path: str) -> bool:
     return path.startswith(API_PREFIXES)
 
