@@ -42,6 +42,8 @@ logger = logging.getLogger("backfiller.auth")
 API_PREFIXES = ("/graphql", "/api/")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PRINCIPAL_KEY = "principal"
+
+
 def is_api_path(path: str) -> bool:
     return path.startswith(API_PREFIXES)
 
