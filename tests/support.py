@@ -14,16 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from backfiller.api import build_schema
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
+from backfiller.domain import Order, Reprocess, SelectionKind
 from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal
 from backfiller.resolvers.context import Context, Services
 from backfiller.resolvers.source import StorageSource
 from backfiller.storage import Database
 from backfiller.storage.records import Base
+from backfiller.storage.repositories import NewBackfill
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -196,3 +198,39 @@ class LiveServer(LiveProcess):
             timeout=30,
         )
         return response
+
+
+def new_backfill(key: str | None = None, **changes: Any) -> NewBackfill:
+    """A backfill as a launch of ``daily_sales`` over two days would insert it."""
+    values: dict[str, Any] = {
+        "job_name": "daily_sales",
+        "selection_kind": SelectionKind.RANGE,
+        "range_start": "2024-01-01",
+        "range_end": "2024-01-02",
+        "keys": None,
+        "partitions_fingerprint": "f",
+        "first_index": 0,
+        "total": 2,
+        "reprocess": Reprocess.MISSING,
+        "order": Order.OLDEST_FIRST,
+        "max_concurrent_runs": None,
+        "run_config": None,
+        "tags": [],
+        "title": None,
+        "description": None,
+        "idempotency_key": key,
+        "request_fingerprint": "r",
+        "creator": None,
+    }
+    return NewBackfill(**{**values, **changes})
+
+
+def commits_of(database: Database) -> list[int]:
+    """A counter of the write engine's commits, from now on (its one item)."""
+    counted = [0]
+
+    @event.listens_for(database.write_engine.sync_engine, "commit")
+    def _count(_conn: Any) -> None:
+        counted[0] += 1
+
+    return counted

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection
 
 from backfiller.storage import Database
 from backfiller.storage.auth import AuditEntry, add_audit_entry
 from backfiller.storage.auth_records import AuditOutcome, AuditRecord
-from tests.support import count_rows
+from tests.support import commits_of, count_rows
 
 
 def entry(operation: str) -> AuditEntry:
@@ -44,16 +44,6 @@ def fails_after_writing(operation: str) -> Any:
         raise ValueError(operation)
 
     return work
-
-
-def commits_of(database: Database) -> list[int]:
-    counted = [0]
-
-    @event.listens_for(database.write_engine.sync_engine, "commit")
-    def _count(_conn: Any) -> None:
-        counted[0] += 1
-
-    return counted
 
 
 async def test_concurrent_writes_commit_together_and_each_gets_its_result(

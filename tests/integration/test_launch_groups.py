@@ -4,14 +4,13 @@ group): every launch gets what it would have got alone, on SQLite and PostgreSQL
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, inspect, select
+from sqlalchemy import inspect, select
 
-from backfiller.domain import EventKind, Order, Reprocess, SelectionKind
+from backfiller.domain import EventKind
 from backfiller.services.backend import Backend
 from backfiller.services.launching import (
     AuditOf,
@@ -36,34 +35,14 @@ from backfiller.storage.repositories import (
     NewBackfill,
     launch_many,
 )
-from tests.support import FrozenClock, count_rows
+from tests.support import FrozenClock, commits_of, count_rows, new_backfill
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 
-BASE = NewBackfill(
-    job_name="daily_sales",
-    selection_kind=SelectionKind.RANGE,
-    range_start="2024-01-01",
-    range_end="2024-01-02",
-    keys=None,
-    partitions_fingerprint="f",
-    first_index=0,
-    total=2,
-    reprocess=Reprocess.MISSING,
-    order=Order.OLDEST_FIRST,
-    max_concurrent_runs=None,
-    run_config=None,
-    tags=[],
-    title=None,
-    description=None,
-    idempotency_key=None,
-    request_fingerprint="same",
-    creator="tester",
-)
-
 
 def new(title: str, **changes: Any) -> NewBackfill:
-    return dataclasses.replace(BASE, title=title, **changes)
+    same = {"request_fingerprint": "same", "creator": "tester"}
+    return new_backfill(**{**same, "title": title, **changes})
 
 
 def audit_of(operation: str) -> AuditOf:
@@ -98,16 +77,6 @@ def _settings() -> Any:
     from backfiller.config import Settings
 
     return Settings()
-
-
-def commits_of(database: Database) -> list[int]:
-    counted = [0]
-
-    @event.listens_for(database.write_engine.sync_engine, "commit")
-    def _count(_conn: Any) -> None:
-        counted[0] += 1
-
-    return counted
 
 
 async def stored(database: Database, pk: int) -> BackfillRecord:

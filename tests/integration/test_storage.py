@@ -11,41 +11,15 @@ from sqlalchemy.exc import IntegrityError, StatementError
 
 from backfiller.domain import (
     BackfillState,
-    Order,
-    Reprocess,
     RunState,
-    SelectionKind,
     SlotState,
 )
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
-from backfiller.storage.repositories import BackfillRepository, NewBackfill, add_backfill
-from tests.support import count_rows
+from backfiller.storage.repositories import BackfillRepository, add_backfill
+from tests.support import count_rows, new_backfill
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
-
-
-def new_backfill(key: str | None = None) -> NewBackfill:
-    return NewBackfill(
-        job_name="daily_sales",
-        selection_kind=SelectionKind.RANGE,
-        range_start="2024-01-01",
-        range_end="2024-01-02",
-        keys=None,
-        partitions_fingerprint="f",
-        first_index=0,
-        total=2,
-        reprocess=Reprocess.MISSING,
-        order=Order.OLDEST_FIRST,
-        max_concurrent_runs=None,
-        run_config=None,
-        tags=[],
-        title=None,
-        description=None,
-        idempotency_key=key,
-        request_fingerprint="r",
-        creator=None,
-    )
 
 
 async def test_datetimes_come_back_aware_and_in_utc(database: Database) -> None:
