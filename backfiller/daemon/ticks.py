@@ -359,6 +359,7 @@ async def record_results(
             logs=logs,
             retry_rules=retry_rules(definitions),
         )
+    launcher.recorded(batch)
     if outcomes.written:
         launcher.discard_results(state.owner, outcomes.written)
     if outcomes.retried or outcomes.taken_back:

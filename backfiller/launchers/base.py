@@ -207,6 +207,11 @@ class Launcher(Protocol):
         """The results of these runs of ``owner`` are written: forget their durable copies."""
         ...
 
+    def recorded(self, events: Sequence[LauncherEvent]) -> None:
+        """These events of ``poll`` are settled in the database (written, or refused as a
+        stale attempt's): what the launcher kept to report them again may go."""
+        ...
+
     def forget_owner(self, owner: str) -> None:
         """``owner`` (another daemon) has no active run left: forget all that is kept for it.
         Blocking."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 
 from backfiller.definitions.loading import Definitions
@@ -114,6 +114,9 @@ class InlineLauncher:
 
     def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:
         return None
+
+    def recorded(self, events: Sequence[LauncherEvent]) -> None:
+        return None  # what it keeps is per run, and goes with discard_results
 
     def forget_owner(self, owner: str) -> None:
         return None

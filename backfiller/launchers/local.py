@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection, wait
@@ -320,6 +320,9 @@ class LocalLauncher:
             ):
                 with contextlib.suppress(OSError):
                     path.unlink()
+
+    def recorded(self, events: Sequence[LauncherEvent]) -> None:
+        return None  # what it keeps is per run, and goes with discard_results
 
     def forget_owner(self, owner: str) -> None:
         return None  # kept per run, discarded as written (and swept after a day)

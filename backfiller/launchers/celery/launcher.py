@@ -18,6 +18,13 @@ run's process group) and, after the grace period, leaves the run out of announce
 While the broker is out of reach the launcher keeps everything (runs not published yet, answers
 not sent) and carries on after reconnecting; heartbeats missed during the outage do not count.
 
+On RabbitMQ a message that reports something to write (a run's end, its log lines) is
+acknowledged only once the daemon has it in the database (``recorded``): a daemon that dies
+in between leaves it in its queue, where the takeover finds it (the broker gives back what a
+closed connection did not acknowledge). Other messages are acknowledged when received. On
+Redis, which would give an unacknowledged message back only after its visibility timeout (an
+hour), every message is taken as received.
+
 Workers report to the queue named after the daemon's lease owner (given by ``extend_lease``).
 That queue outlives the daemon: when it dies, its workers' results keep arriving there, and the
 daemon that takes its runs over reads them (``durable_results``, see :mod:`.results`) and then
@@ -33,7 +40,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -95,6 +102,14 @@ class _Run:
     sequence: int = 0
     published_at: float = 0.0
     republish_after: float = 0.0
+
+
+@dataclass
+class _Held:
+    """A received message not acknowledged yet, and how many of its events wait to be written."""
+
+    message: Any
+    waiting: int
 
 
 @dataclass
@@ -175,6 +190,12 @@ class CeleryLauncher:
         self._strays: deque[tuple[str, dict[str, Any]]] = deque()
         """Messages for a former owner's queue, received after leaving it: put back there."""
         self.kept = KeptResults(broker_url)
+        self.acks_after_write = broker_url.startswith(("amqp", "pyamqp"))
+        self._held: dict[int, tuple[LauncherEvent, _Held]] = {}
+        """Per event (by identity, and kept alive so that the identity stays its own) reported
+        by a message not acknowledged yet: the event and its message."""
+        self._to_ack: list[Any] = []
+        self._to_requeue: list[Any] = []
 
     # -- the daemon's side ---------------------------------------------------------------------
 
@@ -253,6 +274,9 @@ class CeleryLauncher:
             self._runs.clear()
             self._unpublished.clear()
             self.owner = None  # stop consuming its queue now; the next lease names the new one
+            # What was received and not written goes back to the queue, for the takeover.
+            self._to_requeue += self._unsettled()
+            self._held.clear()
         return tasks
 
     def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
@@ -264,6 +288,16 @@ class CeleryLauncher:
     def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:
         if owner != self.owner:
             self.kept.discard(owner, run_ids)
+
+    def recorded(self, events: Sequence[LauncherEvent]) -> None:
+        """Acknowledge the messages whose every event is now in the database."""
+        with self._lock:
+            for event in events:
+                _, held = self._held.pop(id(event), (None, None))
+                if held is not None:
+                    held.waiting -= 1
+                    if held.waiting == 0:
+                        self._to_ack.append(held.message)
 
     def forget_owner(self, owner: str) -> None:
         """``owner`` is wholly taken over: delete its queue."""
@@ -320,6 +354,23 @@ class CeleryLauncher:
         return lost
 
     # -- helpers (called with the lock held) ---------------------------------------------------
+
+    def _unsettled(self) -> list[Any]:
+        """The messages held (unacknowledged), each once."""
+        return list({id(h.message): h.message for _, h in self._held.values()}.values())
+
+    def _hold(self, message: Any, events: list[LauncherEvent]) -> None:
+        """Report ``events``; acknowledge ``message`` once they are written (see ``recorded``),
+        or now if it reports nothing."""
+        self._events += events
+        if not self.acks_after_write:
+            return
+        if not events:
+            self._to_ack.append(message)
+            return
+        held = _Held(message, len(events))
+        for event in events:
+            self._held[id(event)] = (event, held)
 
     def _signal(self) -> None:
         callback = self._notify
@@ -380,6 +431,10 @@ class CeleryLauncher:
         tasks = Producer(channel)
         with self._lock:
             self._connected_at = time.monotonic()
+            # Messages of a former connection: the broker gives them again on this one.
+            self._held.clear()
+            self._to_ack.clear()
+            self._to_requeue.clear()
         consumer: Any = None
         serving: str | None = None
         try:
@@ -392,6 +447,7 @@ class CeleryLauncher:
                 self._announce(leases)
                 self._watch()
                 self._drain(conn, consumer, 0.001 if more else POLL_SECONDS)
+                self._settle()
                 with self._lock:
                     self._signal()
             if consumer is not None and serving is not None:
@@ -402,6 +458,16 @@ class CeleryLauncher:
             with contextlib.suppress(Exception):
                 if consumer is not None:
                     consumer.cancel()
+
+    def _settle(self) -> None:
+        """Acknowledge what is written; give back what a lost lease leaves unwritten."""
+        with self._lock:
+            to_ack, self._to_ack = self._to_ack, []
+            to_requeue, self._to_requeue = self._to_requeue, []
+        for message in to_ack:
+            message.ack()
+        for message in to_requeue:
+            message.requeue()
 
     def _consume(self, channel: Any, consumer: Any, owner: str | None) -> tuple[Any, str | None]:
         """Stop consuming the former owner's queue (it stays, for the takeover) and consume
@@ -415,7 +481,7 @@ class CeleryLauncher:
         consumer = Consumer(
             channel, [owner_queue(owner)], callbacks=[self._on_message], accept=["json"]
         )
-        consumer.no_ack = True
+        consumer.no_ack = not self.acks_after_write
         consumer.consume()
         return consumer, owner
 
@@ -562,57 +628,65 @@ class CeleryLauncher:
         routed = (getattr(message, "delivery_info", None) or {}).get("routing_key")
         if routed and routed != self.queue_name:
             with self._lock:
-                self._strays.append((str(routed), body))
+                if self.acks_after_write:
+                    self._to_requeue.append(message)  # back to its queue, unacknowledged
+                else:
+                    self._strays.append((str(routed), body))
             return
+        with self._lock:
+            self._hold(message, self._events_of(body))
+
+    def _events_of(self, body: dict[str, Any]) -> list[LauncherEvent]:
+        """What a worker's message reports (called with the lock held)."""
         kind = body.get("t")
         try:
             run_id, attempt = int(body["run"]), int(body["attempt"])
         except (KeyError, TypeError, ValueError):
             logger.warning("ignoring a malformed message: %r", body)
-            return
-        with self._lock:
-            if kind == "start":
-                self._starts.append(
-                    _Start(
-                        run_id,
-                        attempt,
-                        str(body.get("worker")),
-                        str(body.get("reply")),
-                        float(body.get("until") or 0.0),
-                    )
+            return []
+        if kind == "start":
+            self._starts.append(
+                _Start(
+                    run_id,
+                    attempt,
+                    str(body.get("worker")),
+                    str(body.get("reply")),
+                    float(body.get("until") or 0.0),
                 )
-                self._starts_waiting.set()
-                run = self._runs.get(run_id)
-                if run is not None and run.published:
-                    self._asked[run.queue] = max(self._asked.get(run.queue, 0), run.sequence)
-                return
+            )
+            self._starts_waiting.set()
             run = self._runs.get(run_id)
-            if run is None or run.task.attempt != attempt:
-                return  # a stale attempt: fenced off
-            if kind == "beat":
-                run.last_beat = time.monotonic()
-            elif kind == "logs":
-                self._events.append(RunLogs(run_id, _lines(body.get("lines"))))
-            elif kind == "end":
-                self._on_end(run, body)
-            elif kind == "undelivered":
-                if run.reply is None:
-                    run.published = False  # its worker gave up waiting: publish it again
-                    self._unpublished.append(run)
-                elif run.reply == body.get("reply"):
-                    del self._runs[run_id]
-                    self._finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
+            if run is not None and run.published:
+                self._asked[run.queue] = max(self._asked.get(run.queue, 0), run.sequence)
+            return []
+        run = self._runs.get(run_id)
+        if run is None or run.task.attempt != attempt:
+            return []  # a stale attempt: fenced off
+        if kind == "beat":
+            run.last_beat = time.monotonic()
+        elif kind == "logs":
+            return [RunLogs(run_id, _lines(body.get("lines")))]
+        elif kind == "end":
+            return self._on_end(run, body)
+        elif kind == "undelivered":
+            if run.reply is None:
+                run.published = False  # its worker gave up waiting: publish it again
+                self._unpublished.append(run)
+            elif run.reply == body.get("reply"):
+                del self._runs[run_id]
+                self._finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
+        return []
 
-    def _on_end(self, run: _Run, body: dict[str, Any]) -> None:
+    def _on_end(self, run: _Run, body: dict[str, Any]) -> list[LauncherEvent]:
         if run.reply is None:
-            return
+            return []
+        events: list[LauncherEvent] = []
         lines = _lines(body.get("lines"))
         if lines:
-            self._events.append(RunLogs(run.task.run_id, lines))
+            events.append(RunLogs(run.task.run_id, lines))
         del self._runs[run.task.run_id]
-        self._events.append(
-            finished_from_message(body, run.task.run_id, run.task.attempt, run.worker)
-        )
+        events.append(finished_from_message(body, run.task.run_id, run.task.attempt, run.worker))
+        return events
 
     def _answer(self) -> None:
         """The gate's thread: answers start requests in batches, apart from the broker's
