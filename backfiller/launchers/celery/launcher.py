@@ -194,8 +194,14 @@ class CeleryLauncher:
         self._held: dict[int, tuple[LauncherEvent, _Held]] = {}
         """Per event (by identity, and kept alive so that the identity stays its own) reported
         by a message not acknowledged yet: the event and its message."""
-        self._to_ack: list[Any] = []
         self._to_requeue: list[Any] = []
+        self._unsettled: set[int] = set()
+        """Delivery tags of the messages held or to give back: the acknowledgements stop below
+        the lowest (one cumulative acknowledgement a pass, see ``_settle``)."""
+        self._given_back: set[int] = set()
+        """Delivery tags of messages given back to their queue (no longer to acknowledge)."""
+        self._received_up_to = 0
+        self._acked_up_to = 0
 
     # -- the daemon's side ---------------------------------------------------------------------
 
@@ -275,7 +281,8 @@ class CeleryLauncher:
             self._unpublished.clear()
             self.owner = None  # stop consuming its queue now; the next lease names the new one
             # What was received and not written goes back to the queue, for the takeover.
-            self._to_requeue += self._unsettled()
+            held = {id(h.message): h.message for _, h in self._held.values()}
+            self._to_requeue += held.values()
             self._held.clear()
         return tasks
 
@@ -297,7 +304,7 @@ class CeleryLauncher:
                 if held is not None:
                     held.waiting -= 1
                     if held.waiting == 0:
-                        self._to_ack.append(held.message)
+                        self._unsettled.discard(held.message.delivery_tag)
 
     def forget_owner(self, owner: str) -> None:
         """``owner`` is wholly taken over: delete its queue."""
@@ -355,19 +362,16 @@ class CeleryLauncher:
 
     # -- helpers (called with the lock held) ---------------------------------------------------
 
-    def _unsettled(self) -> list[Any]:
-        """The messages held (unacknowledged), each once."""
-        return list({id(h.message): h.message for _, h in self._held.values()}.values())
-
     def _hold(self, message: Any, events: list[LauncherEvent]) -> None:
         """Report ``events``; acknowledge ``message`` once they are written (see ``recorded``),
-        or now if it reports nothing."""
+        or at once if it reports nothing."""
         self._events += events
         if not self.acks_after_write:
             return
+        self._received_up_to = max(self._received_up_to, message.delivery_tag)
         if not events:
-            self._to_ack.append(message)
             return
+        self._unsettled.add(message.delivery_tag)
         held = _Held(message, len(events))
         for event in events:
             self._held[id(event)] = (event, held)
@@ -433,8 +437,10 @@ class CeleryLauncher:
             self._connected_at = time.monotonic()
             # Messages of a former connection: the broker gives them again on this one.
             self._held.clear()
-            self._to_ack.clear()
             self._to_requeue.clear()
+            self._unsettled.clear()
+            self._given_back.clear()
+            self._received_up_to = self._acked_up_to = 0
         consumer: Any = None
         serving: str | None = None
         try:
@@ -447,7 +453,7 @@ class CeleryLauncher:
                 self._announce(leases)
                 self._watch()
                 self._drain(conn, consumer, 0.001 if more else POLL_SECONDS)
-                self._settle()
+                self._settle(channel)
                 with self._lock:
                     self._signal()
             if consumer is not None and serving is not None:
@@ -459,15 +465,26 @@ class CeleryLauncher:
                 if consumer is not None:
                     consumer.cancel()
 
-    def _settle(self) -> None:
-        """Acknowledge what is written; give back what a lost lease leaves unwritten."""
+    def _settle(self, channel: Any) -> None:
+        """Give back what a lost lease left unwritten, then acknowledge every message received
+        up to the oldest still held, in one cumulative acknowledgement."""
         with self._lock:
-            to_ack, self._to_ack = self._to_ack, []
             to_requeue, self._to_requeue = self._to_requeue, []
-        for message in to_ack:
-            message.ack()
         for message in to_requeue:
             message.requeue()
+        with self._lock:
+            given_back = {m.delivery_tag for m in to_requeue}
+            self._unsettled -= given_back
+            self._given_back |= given_back
+            upto = min(self._unsettled) - 1 if self._unsettled else self._received_up_to
+            # The tag acknowledged must be one still unacknowledged (the broker refuses another).
+            while upto in self._given_back:
+                upto -= 1
+            if upto <= self._acked_up_to:
+                return
+            self._acked_up_to = upto
+            self._given_back = {tag for tag in self._given_back if tag > upto}
+        channel.basic_ack(upto, multiple=True)
 
     def _consume(self, channel: Any, consumer: Any, owner: str | None) -> tuple[Any, str | None]:
         """Stop consuming the former owner's queue (it stays, for the takeover) and consume
@@ -629,6 +646,8 @@ class CeleryLauncher:
         if routed and routed != self.queue_name:
             with self._lock:
                 if self.acks_after_write:
+                    self._received_up_to = max(self._received_up_to, message.delivery_tag)
+                    self._unsettled.add(message.delivery_tag)
                     self._to_requeue.append(message)  # back to its queue, unacknowledged
                 else:
                     self._strays.append((str(routed), body))
