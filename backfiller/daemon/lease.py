@@ -30,9 +30,9 @@ from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState, new_owner
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import Outcome, RunFinished
-from backfiller.launchers.base import Launcher
+from backfiller.launchers.base import Launcher, RunLogs
 from backfiller.storage import Database
-from backfiller.storage.execution import ExecutionRepository, Outcomes, RetryRule
+from backfiller.storage.execution import ExecutionRepository, LogEntry, Outcomes, RetryRule
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -165,7 +165,7 @@ async def take_over(
             if not attempts:
                 await repo.drop_lease(owner)
             else:
-                kept = await _durable_results(launcher, owner, attempts)
+                kept, lines = await _durable_results(launcher, owner, attempts)
                 lost = "the daemon running it was lost"
                 ends = [
                     kept.get(r) or RunFinished(r, now, Outcome.WORKER_LOST, lost) for r in attempts
@@ -173,6 +173,17 @@ async def take_over(
                 outcomes = await repo.record_results(
                     owner, now, ends=ends, retry_rules=rules, skip_locked=True
                 )
+                # The log lines of the runs ended here only: a run locked by another
+                # transaction is taken over again later, with its lines.
+                written = set(outcomes.written)
+                logs = [
+                    LogEntry(e.run_id, line.at, line.level, line.message)
+                    for e in lines
+                    if e.run_id in written
+                    for line in e.lines
+                ]
+                if logs:
+                    await repo.record_results(owner, now, logs=logs)
         if not attempts:
             if launcher is not None:
                 await asyncio.to_thread(launcher.forget_owner, owner)
@@ -186,13 +197,15 @@ async def take_over(
 
 async def _durable_results(
     launcher: Launcher | None, owner: str, attempts: dict[int, int]
-) -> dict[int, RunFinished]:
-    """The launcher's durable results of these runs, at their current attempt only."""
+) -> tuple[dict[int, RunFinished], list[RunLogs]]:
+    """The launcher's durable results of these runs, at their current attempt only, and the
+    log lines it kept of them (of their latest attempt)."""
     if launcher is None:
-        return {}
+        return {}, []
     found = await asyncio.to_thread(launcher.durable_results, owner, list(attempts))
+    lines = [e for e in found if isinstance(e, RunLogs) and e.run_id in attempts]
     kept = {}
-    for end in found:
+    for end in (e for e in found if isinstance(e, RunFinished)):
         current = attempts.get(end.run_id)
         if current is None:
             continue
@@ -205,7 +218,7 @@ async def _durable_results(
             )
             continue
         kept[end.run_id] = end
-    return kept
+    return kept, lines
 
 
 def _takeover_report(owner: str, kept: dict[int, RunFinished], outcomes: Outcomes) -> TickReport:

@@ -198,9 +198,10 @@ class Launcher(Protocol):
         """
         ...
 
-    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
+    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
         """How these runs of ``owner`` (a dead daemon being taken over) ended, as kept beyond
-        their daemon (empty if the launcher keeps none). Blocking."""
+        their daemon, with the log lines kept of them (``RunFinished`` and ``RunLogs``; empty
+        if the launcher keeps none). Blocking."""
         ...
 
     def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:

@@ -109,7 +109,7 @@ class InlineLauncher:
         self.started.clear()
         return tasks
 
-    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
+    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
         return []
 
     def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:

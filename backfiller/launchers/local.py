@@ -288,14 +288,14 @@ class LocalLauncher:
             self._events = [e for e in self._events if e.run_id not in ids]
         return revoked
 
-    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
+    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
         """Ends kept by workers of this results folder; ``NOT_STARTED`` for the runs a launcher
         of this folder held but never handed to a worker (a ``queued`` marker, no ``started``).
         A run this folder knows nothing of (another machine's) gets nothing. The folder is
         keyed by run, whatever daemon ran it: ``owner`` is not needed."""
         if self.results_dir is None:
             return []
-        found = []
+        found: list[LauncherEvent] = []
         for run_id in run_ids:
             end = read_result(result_path(self.results_dir, run_id))
             if end is not None:

@@ -49,7 +49,6 @@ from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import (
     Gate,
     LauncherEvent,
-    LogLine,
     Outcome,
     RunFinished,
     RunLogs,
@@ -64,7 +63,7 @@ from backfiller.launchers.celery.protocol import (
     daemon_queue,
     default_queue,
     finished_from_message,
-    from_timestamp,
+    log_lines,
     task_id,
     task_message,
 )
@@ -286,7 +285,7 @@ class CeleryLauncher:
             self._held.clear()
         return tasks
 
-    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
+    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
         """What ``owner``'s workers reported while no daemon read its queue (see ``results``)."""
         if owner == self.owner:
             return []
@@ -684,7 +683,7 @@ class CeleryLauncher:
         if kind == "beat":
             run.last_beat = time.monotonic()
         elif kind == "logs":
-            return [RunLogs(run_id, _lines(body.get("lines")))]
+            return [RunLogs(run_id, log_lines(body.get("lines")))]
         elif kind == "end":
             return self._on_end(run, body)
         elif kind == "undelivered":
@@ -700,7 +699,7 @@ class CeleryLauncher:
         if run.reply is None:
             return []
         events: list[LauncherEvent] = []
-        lines = _lines(body.get("lines"))
+        lines = log_lines(body.get("lines"))
         if lines:
             events.append(RunLogs(run.task.run_id, lines))
         del self._runs[run.task.run_id]
@@ -821,11 +820,3 @@ class _Replier:
             with contextlib.suppress(Exception):
                 self._conn.release()
         self._conn = self._producer = None
-
-
-def _lines(raw: Any) -> tuple[LogLine, ...]:
-    lines: list[LogLine] = []
-    for item in raw or []:
-        with contextlib.suppress(TypeError, ValueError, IndexError):
-            lines.append(LogLine(from_timestamp(float(item[0])), str(item[1]), str(item[2])))
-    return tuple(lines)

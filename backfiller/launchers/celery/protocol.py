@@ -34,12 +34,13 @@ under a second (NTP), as for any lease.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from backfiller.launchers.base import Outcome, RunFinished, RunTask
+from backfiller.launchers.base import LogLine, Outcome, RunFinished, RunTask
 
 TASK_NAME = "backfiller.run"
 DEFAULT_QUEUE = "backfiller"
@@ -125,6 +126,16 @@ def task_from_message(message: Mapping[str, Any]) -> RunTask:
 def task_id(task: RunTask) -> str:
     """The Celery task id: the run and its attempt (the fencing token)."""
     return f"run-{task.run_id}-{task.attempt}"
+
+
+def log_lines(raw: Any) -> tuple[LogLine, ...]:
+    """The lines of a ``logs`` or ``end`` message (``[[at, level, message], ...]``); a
+    malformed line is left out."""
+    lines: list[LogLine] = []
+    for item in raw or []:
+        with contextlib.suppress(TypeError, ValueError, IndexError):
+            lines.append(LogLine(from_timestamp(float(item[0])), str(item[1]), str(item[2])))
+    return tuple(lines)
 
 
 def finished_from_message(

@@ -21,13 +21,13 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from backfiller.launchers.base import Outcome, RunFinished
+from backfiller.launchers.base import LauncherEvent, LogLine, Outcome, RunFinished, RunLogs
 from backfiller.launchers.celery.app import owner_queue
-from backfiller.launchers.celery.protocol import finished_from_message
+from backfiller.launchers.celery.protocol import finished_from_message, log_lines
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -43,6 +43,7 @@ class Trace:
     end: RunFinished | None = None
     ran: bool = False
     asked: bool = False
+    lines: list[LogLine] = field(default_factory=list)
 
     def result(self, run_id: int) -> RunFinished | None:
         if self.end is not None:
@@ -66,17 +67,22 @@ class KeptResults:
         self._lock = threading.Lock()
         self._traces: dict[str, dict[int, Trace]] = {}
 
-    def results(self, owner: str, run_ids: Iterable[int]) -> list[RunFinished]:
-        """Drain ``owner``'s queue, then what is known of ``run_ids``."""
+    def results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
+        """Drain ``owner``'s queue, then what is known of ``run_ids``: the log lines of each
+        run's latest attempt, and its end when known."""
         drained = self._drain(owner)
         with self._lock:
             traces = self._traces.setdefault(owner, {})
             for body in drained:
                 _note(traces, body)
-            found = []
+            found: list[LauncherEvent] = []
             for run_id in run_ids:
                 trace = traces.get(run_id)
-                end = trace.result(run_id) if trace is not None else None
+                if trace is None:
+                    continue
+                if trace.lines:
+                    found.append(RunLogs(run_id, tuple(trace.lines)))
+                end = trace.result(run_id)
                 if end is not None:
                     found.append(end)
             return found
@@ -142,8 +148,12 @@ def _note(traces: dict[int, Trace], body: dict[str, Any]) -> None:
     match body.get("t"):
         case "start" | "undelivered":
             trace.asked = True
-        case "beat" | "logs":
+        case "beat":
             trace.ran = True
+        case "logs":
+            trace.ran = True
+            trace.lines += log_lines(body.get("lines"))
         case "end":
             trace.ran = True
+            trace.lines += log_lines(body.get("lines"))
             trace.end = finished_from_message(body, run_id, attempt)

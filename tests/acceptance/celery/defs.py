@@ -41,6 +41,7 @@ def recorded(context: RunContext) -> None:
         time.sleep(float(context.run_config.get("seconds", 0.0)))
         f.write(f"{context.run_id} {context.attempt} {socket.gethostname()}:{os.getpid()}\n")
         f.flush()
+        context.log.info("done %s", context.partition_key)  # shipped with the run's end
 
 
 @job(partitions=DAYS, queue=os.environ.get("BACKFILLER_TEST_GPU_QUEUE", "gpu"))

@@ -7,7 +7,8 @@ in A's queue, which outlives A. The other two wait on the worker for a start tha
 longer grant. Daemon B, started after the four finished, takes A's runs over once A's lease
 has expired: it records the four from A's queue (SUCCESS, at their first attempt), takes the
 two back as never started, runs them, and deletes A's queue. Every partition executed exactly
-once, and every execution is the one run recorded SUCCESS for its partition.
+once, every execution is the one run recorded SUCCESS for its partition, and the log line each
+run sent with its end is recorded once (B records those of the four from A's queue too).
 """
 
 from __future__ import annotations
@@ -103,7 +104,11 @@ def test_runs_finished_while_no_daemon_is_alive_are_recorded_from_the_dead_daemo
         rows = conn.execute(
             text("SELECT id, partition_key, attempt, status, failure_reason FROM runs")
         ).all()
+        logged = conn.execute(text("SELECT run_id, message FROM run_logs")).all()
     engine.dispose()
+    lines_of: dict[str, list[str]] = defaultdict(list)
+    for run_id, message in logged:
+        lines_of[f"run_{run_id}"].append(str(message))
     runs_of: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
     for run_id, key, attempt, status, _reason in rows:
         runs_of[key].append((f"run_{run_id}", int(attempt), str(status)))
@@ -123,3 +128,7 @@ def test_runs_finished_while_no_daemon_is_alive_are_recorded_from_the_dead_daemo
     # The four that finished while no daemon was alive ran once, as their first attempt.
     finished_dead = [k for k in KEYS if runs_of[k] == [(ran[k][0], 1, "success")]]
     assert len(finished_dead) >= SLOTS, dict(runs_of)
+    # Their last log line, sent with their end to the dead daemon's queue, is recorded once
+    # (as is every run's: the two run by B wrote theirs through B).
+    for key in KEYS:
+        assert lines_of[ran[key][0]].count(f"done {key}") == 1, (key, lines_of[ran[key][0]])

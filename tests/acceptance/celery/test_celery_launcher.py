@@ -72,8 +72,10 @@ def test_a_backfill_runs_on_celery_workers_with_exact_counts(
     for run in runs:
         assert run["worker"]["host"] == socket.gethostname()
         assert run["worker"]["pid"] in pools and run["worker"]["pid"] != daemon_pid
+        key = run["partitionKey"]
         assert [line["message"] for line in run["logs"]["nodes"]] == [
-            f"running {run['partitionKey']}"
+            f"running {key}",
+            f"done {key}",
         ]
     assert len({r["worker"]["pid"] for r in runs}) > 1  # spread over the workers
     ran = executions(marks)
