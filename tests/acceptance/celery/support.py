@@ -8,6 +8,7 @@ other's runs. The brokers are the machine's RabbitMQ and Redis on loopback.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import uuid
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.daemon_support import gql, wait_for
+from tests.acceptance.daemon_support import gql, launch, read, wait_for
 from tests.support import LiveProcess, LiveServer
 
 DEFINITIONS = "tests.acceptance.celery.defs:definitions"
@@ -214,3 +215,29 @@ def executions(marks: Path) -> dict[str, list[str]]:
     for path in marks.glob("[0-9]*"):
         found[path.name] = [line.split()[0] for line in path.read_text().splitlines() if line]
     return found
+
+
+def owner_of(output: str) -> str:
+    """The lease owner a daemon printed on starting."""
+    found = re.search(r"Backfiller daemon (\S+) running", output)
+    assert found is not None, output
+    return found.group(1)
+
+
+def runs_in_flight(
+    c: Cluster, keys: list[str], slots: int, seconds: float, *daemon_args: str
+) -> tuple[CeleryDaemon, str, str]:
+    """The API, one worker of ``slots`` processes and a daemon; a backfill of ``recorded``
+    over ``keys`` (``seconds`` each), until ``slots`` of its runs execute. Returns the daemon,
+    the backfill's id and the daemon's lease owner."""
+    c.start_server()
+    worker = c.start_worker(concurrency=slots)
+    daemon = c.start_daemon(*daemon_args)
+    worker.wait_ready()
+    backfill = launch(c.api, "recorded", keys[0], keys[-1], runConfig={"seconds": seconds})
+
+    def running() -> bool:
+        return int(read(c.api, backfill)["counts"]["running"]) == slots
+
+    wait_for(f"{slots} runs executing", running, 60)
+    return daemon, backfill, owner_of(daemon.output())

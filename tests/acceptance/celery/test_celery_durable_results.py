@@ -20,8 +20,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.acceptance.celery.support import Cluster, broker_url, cluster, executions, overlaps
-from tests.acceptance.daemon_support import launch, read, wait_for, wait_status
+from tests.acceptance.celery.support import (
+    broker_url,
+    cluster,
+    executions,
+    overlaps,
+    runs_in_flight,
+)
+from tests.acceptance.daemon_support import wait_for, wait_status
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -33,19 +39,9 @@ RUN_SECONDS = 3.0
 KEYS = [f"2023-03-0{day}" for day in range(1, 7)]
 
 
-def running(c: Cluster, backfill: str) -> int:
-    return int(read(c.api, backfill)["counts"]["running"])
-
-
 def finished(marks: Path) -> int:
     """Executions that ran to their end."""
     return sum(len(ids) for ids in executions(marks).values())
-
-
-def owner_of(output: str) -> str:
-    found = re.search(r"Backfiller daemon (\S+) running", output)
-    assert found is not None, output
-    return found.group(1)
 
 
 def queue_exists(broker: str, owner: str) -> bool:
@@ -72,13 +68,7 @@ def test_runs_finished_while_no_daemon_is_alive_are_recorded_from_the_dead_daemo
     marks = tmp_path / "marks"
     marks.mkdir()
     with cluster(database_url, broker, marks) as c:
-        c.start_server()
-        worker = c.start_worker(concurrency=SLOTS)
-        a = c.start_daemon(*LEASE)
-        worker.wait_ready()
-        backfill = launch(c.api, "recorded", KEYS[0], KEYS[-1], runConfig={"seconds": RUN_SECONDS})
-        wait_for("four runs executing", lambda: running(c, backfill) == SLOTS, 60)
-        dead = owner_of(a.output())
+        a, backfill, dead = runs_in_flight(c, KEYS, SLOTS, RUN_SECONDS, *LEASE)
         a.kill()  # SIGKILL, while its four runs are in flight
         assert finished(marks) == 0  # none had finished
         wait_for("the four to finish", lambda: finished(marks) == SLOTS, 2 * RUN_SECONDS)

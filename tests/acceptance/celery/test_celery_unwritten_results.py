@@ -21,9 +21,15 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from backfiller.launchers.celery.protocol import daemon_queue
-from tests.acceptance.celery.support import broker_url, cluster, executions, overlaps
-from tests.acceptance.celery.test_celery_durable_results import finished, owner_of, running
-from tests.acceptance.daemon_support import launch, wait_for, wait_status
+from tests.acceptance.celery.support import (
+    broker_url,
+    cluster,
+    executions,
+    overlaps,
+    runs_in_flight,
+)
+from tests.acceptance.celery.test_celery_durable_results import finished
+from tests.acceptance.daemon_support import wait_for, wait_status
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -52,13 +58,7 @@ def test_results_received_but_not_written_by_a_daemon_that_dies_are_recorded_by_
     marks.mkdir()
     engine = create_engine(database_url)
     with cluster(database_url, broker, marks) as c:
-        c.start_server()
-        worker = c.start_worker(concurrency=SLOTS)
-        a = c.start_daemon(*LEASE)
-        worker.wait_ready()
-        backfill = launch(c.api, "recorded", KEYS[0], KEYS[-1], runConfig={"seconds": RUN_SECONDS})
-        wait_for("four runs executing", lambda: running(c, backfill) == SLOTS, 60)
-        dead = owner_of(a.output())
+        a, backfill, dead = runs_in_flight(c, KEYS, SLOTS, RUN_SECONDS, *LEASE)
         with engine.connect() as blocker:
             # Reads go on (ACCESS SHARE); A's writes of the runs wait for this transaction.
             blocker.execute(text("LOCK TABLE runs IN EXCLUSIVE MODE"))
