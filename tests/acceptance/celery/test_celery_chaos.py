@@ -26,14 +26,10 @@ PARTITIONS = 2_000
 
 
 def test_killing_workers_and_daemons_loses_and_doubles_nothing(
-    database_url: str, is_postgres: bool, tmp_path: Path
+    database_url: str, marks: Path
 ) -> None:
-    if not is_postgres:
-        pytest.skip("the Celery launcher's tests run on PostgreSQL")
     # RabbitMQ in CI; BACKFILLER_TEST_CHAOS_BROKER=redis runs it on Redis.
     broker = broker_url(os.environ.get("BACKFILLER_TEST_CHAOS_BROKER", "rabbitmq"))
-    marks = tmp_path / "marks"
-    marks.mkdir()
     chance = random.Random(14)
     with cluster(database_url, broker, marks) as c:
         c.start_server()

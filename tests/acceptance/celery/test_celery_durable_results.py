@@ -60,13 +60,9 @@ def queue_exists(broker: str, owner: str) -> bool:
 
 @pytest.mark.parametrize("broker_name", ["rabbitmq", "redis"])
 def test_runs_finished_while_no_daemon_is_alive_are_recorded_from_the_dead_daemons_queue(
-    database_url: str, is_postgres: bool, tmp_path: Path, broker_name: str
+    database_url: str, marks: Path, broker_name: str
 ) -> None:
-    if not is_postgres:
-        pytest.skip("the Celery launcher's tests run on PostgreSQL")
     broker = broker_url(broker_name)
-    marks = tmp_path / "marks"
-    marks.mkdir()
     with cluster(database_url, broker, marks) as c:
         a, backfill, dead = runs_in_flight(c, KEYS, SLOTS, RUN_SECONDS, *LEASE)
         a.kill()  # SIGKILL, while its four runs are in flight

@@ -6,8 +6,8 @@ runs, logs that it lost its lease and starts over as a new owner, which names a 
 Once the link is back, it takes its former name's runs over (from the old queue: results
 that arrived meanwhile, or that it had received and not written) and goes on, its new runs
 reporting to its new queue. The backfill completes; every partition succeeded once and ran to
-its end once, never two executions of a partition at the same time; and runs leased to the new
-name succeeded, which they could only do through the new queue.
+its end once, never two executions of a partition at the same time; and runs leased to a new
+name succeeded, which they could only do through a new queue.
 """
 
 from __future__ import annotations
@@ -31,13 +31,9 @@ OUTAGE_SECONDS = 9
 
 
 def test_a_daemon_that_loses_its_lease_goes_on_under_a_new_name_and_queue(
-    database_url: str, is_postgres: bool, tmp_path: Path
+    database_url: str, marks: Path
 ) -> None:
-    if not is_postgres:
-        pytest.skip("the Celery launcher's tests run on PostgreSQL")
     broker = broker_url("rabbitmq")
-    marks = tmp_path / "marks"
-    marks.mkdir()
     url = make_url(database_url)
     proxy = Proxy(url.port or 5432)
     proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
@@ -78,8 +74,10 @@ def test_a_daemon_that_loses_its_lease_goes_on_under_a_new_name_and_queue(
     engine.dispose()
     successes = Counter(key for key, status, _ in rows if status == "success")
     assert len(successes) == total and set(successes.values()) == {1}
-    new_name = [key for key, status, owner in rows if status == "success" and owner == second]
-    assert new_name, "runs of the new name succeeded: the daemon read its new queue"
+    # Under a loaded machine the daemon may lose its lease more than once: any name after the
+    # first is a new queue.
+    later = [key for key, status, owner in rows if status == "success" and owner != first]
+    assert later, f"runs of a later name ({second}, ...) succeeded: the daemon read its new queue"
     assert overlaps(marks) == []
     ran = executions(marks)
     assert Counter({key: len(ids) for key, ids in ran.items()}) == Counter(

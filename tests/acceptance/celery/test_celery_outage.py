@@ -24,15 +24,9 @@ OUTAGE_SECONDS = 30
 PARTITIONS = 200
 
 
-def test_a_broker_outage_loses_and_doubles_nothing(
-    database_url: str, is_postgres: bool, tmp_path: Path
-) -> None:
-    if not is_postgres:
-        pytest.skip("the Celery launcher's tests run on PostgreSQL")
+def test_a_broker_outage_loses_and_doubles_nothing(database_url: str, marks: Path) -> None:
     broker_url("rabbitmq")
     proxy = Proxy(5672)
-    marks = tmp_path / "marks"
-    marks.mkdir()
     broker = f"amqp://guest:guest@127.0.0.1:{proxy.port}//"
     # Runs ride out an outage shorter than half the heartbeat timeout.
     with cluster(database_url, broker, marks, heartbeat_timeout=2.5 * OUTAGE_SECONDS) as c:

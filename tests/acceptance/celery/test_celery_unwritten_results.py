@@ -28,12 +28,11 @@ from tests.acceptance.celery.support import (
     overlaps,
     runs_in_flight,
 )
-from tests.acceptance.celery.test_celery_durable_results import finished
+from tests.acceptance.celery.test_celery_durable_results import LEASE, finished
 from tests.acceptance.daemon_support import wait_for, wait_status
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
-LEASE = ["--lease-timeout", "8"]
 SLOTS = 4
 RUN_SECONDS = 2.0
 KEYS = [f"2023-04-0{day}" for day in range(1, SLOTS + 1)]
@@ -49,13 +48,9 @@ def ready_messages(broker: str, owner: str) -> int:
 
 
 def test_results_received_but_not_written_by_a_daemon_that_dies_are_recorded_by_its_takeover(
-    database_url: str, is_postgres: bool, tmp_path: Path
+    database_url: str, marks: Path
 ) -> None:
-    if not is_postgres:
-        pytest.skip("the Celery launcher's tests run on PostgreSQL")
     broker = broker_url("rabbitmq")
-    marks = tmp_path / "marks"
-    marks.mkdir()
     engine = create_engine(database_url)
     with cluster(database_url, broker, marks) as c:
         a, backfill, dead = runs_in_flight(c, KEYS, SLOTS, RUN_SECONDS, *LEASE)
