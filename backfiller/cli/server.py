@@ -14,7 +14,7 @@ from backfiller.cli.app import app, db_app, schema_app
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
 from backfiller.logs import configure_logging as configure_logging  # cli/daemon.py uses it
-from backfiller.web.serving import exec_server, serve_metrics_port, uvicorn_config
+from backfiller.web.serving import api_line, exec_server, serve_metrics_port, uvicorn_config
 
 EXIT_CONFIG = 2
 EXAMPLE_DEFINITIONS = "backfiller.examples.quickstart:definitions"
@@ -262,11 +262,7 @@ def serve_workers(settings: Settings, workers: int) -> None:
     prepare_multiprocess()  # the processes record into files that any of them renders
     serve_metrics_port(settings)
     config = uvicorn_config(FACTORY, settings, factory=True, workers=workers)
-    base = f"http://{settings.host}:{settings.port}"
-    typer.echo(
-        f"Backfiller API at {base}/graphql/v1 (UI at {base}/), {workers} worker processes",
-        err=True,
-    )
+    typer.echo(f"{api_line(settings)}, {workers} worker processes", err=True)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 
