@@ -77,6 +77,10 @@ WATCH_SECONDS = 0.1
 OVERTAKEN_SECONDS = 10.0
 """A run overtaken on its queue for this long is published again (``_republish_if_overtaken``)."""
 PUBLISH_BATCH = 256
+RUNS_PER_TASK = 8
+"""At most this many runs of one job travel in one task, when the job's runs are short."""
+SHORT_RUN_SECONDS = 0.1
+"""A job whose runs have lately taken less than this (on average) is short."""
 MAX_BATCH = 1_000
 FENCE_MARGIN_SECONDS = 1.0
 """Waited past a run's ``stop_by`` before it is taken for stopped (clock skew, kill time)."""
@@ -101,6 +105,10 @@ class _Run:
     sequence: int = 0
     published_at: float = 0.0
     republish_after: float = 0.0
+    granted_at: float = 0.0
+    """When its start was granted (wall clock, for the job's run time)."""
+    mates: list[_Run] = field(default_factory=list)
+    """The other runs of the task that carries it (short runs travel together)."""
 
 
 @dataclass
@@ -140,6 +148,7 @@ class CeleryLauncher:
         owner: the daemon's lease owner, which names the queue its workers report to; the
             daemon gives it (and each new one) with ``extend_lease``.
         max_active: runs handed over at once, waiting on the broker and running.
+        runs_per_task: runs of a short job sent in one task, at most (1: one run a task).
         grace_seconds: between SIGTERM and SIGKILL when a run is canceled or times out.
         heartbeat_timeout: a run silent for this long ends ``WORKER_LOST``.
         api_url: given to runs so that ``context.client`` can reach the service.
@@ -152,6 +161,7 @@ class CeleryLauncher:
         owner: str | None = None,
         *,
         max_active: int | None = None,
+        runs_per_task: int = RUNS_PER_TASK,
         grace_seconds: float = 5.0,
         heartbeat_timeout: float = 20.0,
         api_url: str | None = None,
@@ -160,6 +170,9 @@ class CeleryLauncher:
         self.definitions = definitions
         self.owner = owner
         self.max_active = max_active or 256
+        self.runs_per_task = max(1, runs_per_task)
+        self._took: dict[str, float] = {}
+        """Per job, how long its runs took lately (seconds, a moving average)."""
         self.grace_seconds = grace_seconds
         self.heartbeat_timeout = heartbeat_timeout
         self.api_url = api_url
@@ -522,24 +535,48 @@ class CeleryLauncher:
                 if self._runs.get(run.task.run_id) is run and not run.published:
                     todo.append(run)
             more = bool(self._unpublished)
-        for run in todo:
-            message = task_message(run.task, run.owner)
-            message["grace"] = self.grace_seconds
-            name = task_id(run.task)
+        for batch in self._batches(todo):
+            messages = []
+            for run in batch:
+                message = task_message(run.task, run.owner)
+                message["grace"] = self.grace_seconds
+                messages.append(message)
+            name = task_id(batch[0].task, len(batch))
             # Celery's own message (protocol 2) and publishing, without ``send_task``'s routing,
             # result and parent lookups; Celery's repr of the arguments costs more than the
             # rest of the message, so the task id stands for them.
             celery_message = self.app.amqp.create_task_message(
-                name, TASK_NAME, [message], {}, argsrepr=f"[{name}]", kwargsrepr="{}"
+                name, TASK_NAME, messages, {}, argsrepr=f"[{name}]", kwargsrepr="{}"
             )
             self.app.amqp.send_task_message(
-                producer, TASK_NAME, celery_message, queue=run.queue, retry=False
+                producer, TASK_NAME, celery_message, queue=batch[0].queue, retry=False
             )
             with self._lock:
-                run.published = True
-                self._sequence += 1
-                run.sequence, run.published_at = self._sequence, time.monotonic()
+                for run in batch:
+                    run.published = True
+                    run.mates = batch
+                    self._sequence += 1
+                    run.sequence, run.published_at = self._sequence, time.monotonic()
         return more
+
+    def _batches(self, runs: list[_Run]) -> list[list[_Run]]:
+        """The runs in tasks: each alone, but a short job's runs (``SHORT_RUN_SECONDS``) up to
+        ``runs_per_task`` together; they then cost one task's messages between them, and the
+        start request of each but the first travels with its predecessor's end."""
+        batches: list[list[_Run]] = []
+        open_batches: dict[tuple[str, str, str], list[_Run]] = {}
+        for run in runs:
+            took = self._took.get(run.task.job_name)
+            if self.runs_per_task == 1 or took is None or took >= SHORT_RUN_SECONDS:
+                batches.append([run])
+                continue
+            key = (run.queue, run.owner, run.task.job_name)
+            batch = open_batches.get(key)
+            if batch is None or len(batch) >= self.runs_per_task:
+                batch = open_batches[key] = []
+                batches.append(batch)
+            batch.append(run)
+        return batches
 
     def _send_replies(self, producer: Any) -> None:
         """Send the answers and cancels waiting (from this thread or the gate's)."""
@@ -611,6 +648,17 @@ class CeleryLauncher:
                     del self._runs[run_id]
                     why = "canceled" if run.dropped is Outcome.CANCELED else "the worker was lost"
                     self._finish(run, run.dropped, why)
+                    self._republish_mates(run)
+
+    def _republish_mates(self, run: _Run) -> None:
+        """The runs that came in one task with ``run``, lost or stopped, and that have not
+        asked to start: its worker's process may be gone with them (killed), so they are
+        published again (a copy that asks second is refused)."""
+        for mate in run.mates:
+            waiting = mate.reply is None and mate.published
+            if waiting and mate is not run and self._runs.get(mate.task.run_id) is mate:
+                mate.published = False
+                self._unpublished.append(mate)
 
     def _republish_if_overtaken(self, run: _Run, now: float) -> None:
         """Publish a run again when runs published after it on its queue have asked to start
@@ -657,6 +705,9 @@ class CeleryLauncher:
     def _events_of(self, body: dict[str, Any]) -> list[LauncherEvent]:
         """What a worker's message reports (called with the lock held)."""
         kind = body.get("t")
+        following = body.get("next")
+        if kind == "end" and isinstance(following, dict) and following.get("t") == "start":
+            self._events_of(following)  # the next run's start request, sent with this end
         try:
             run_id, attempt = int(body["run"]), int(body["attempt"])
         except (KeyError, TypeError, ValueError):
@@ -703,7 +754,11 @@ class CeleryLauncher:
         if lines:
             events.append(RunLogs(run.task.run_id, lines))
         del self._runs[run.task.run_id]
-        events.append(finished_from_message(body, run.task.run_id, run.task.attempt, run.worker))
+        finished = finished_from_message(body, run.task.run_id, run.task.attempt, run.worker)
+        events.append(finished)
+        took = max(0.0, finished.at.timestamp() - run.granted_at)
+        job = run.task.job_name
+        self._took[job] = took if job not in self._took else 0.8 * self._took[job] + 0.2 * took
         return events
 
     def _answer(self) -> None:
@@ -760,7 +815,7 @@ class CeleryLauncher:
                     self._finish(run, Outcome.NOT_STARTED, "not started")
                     continue
                 run.reply, run.worker = start.reply, start.worker
-                run.last_beat = time.monotonic()
+                run.last_beat, run.granted_at = time.monotonic(), time.time()
                 run.fence = stop_by
                 # The gate only reads: the start is written with the run's other events.
                 self._events.append(RunStarted(start.run_id, start.at, start.worker, start.attempt))

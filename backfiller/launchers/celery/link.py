@@ -159,8 +159,13 @@ class Link:
 
     # -- the task body's side ------------------------------------------------------------------
 
-    def ask_start(self, task: RunTask, owner: str, timeout: float) -> dict[str, Any] | None:
-        """Ask ``owner`` to start ``task``; its answer, or None when it is gone or silent."""
+    def ask_start(
+        self, task: RunTask, owner: str, timeout: float, carrying: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """Ask ``owner`` to start ``task``; its answer, or None when it is gone or silent.
+
+        ``carrying``: the end of the run before it, sent (confirmed) with the first request,
+        as one message: ``next`` in the end holds the request."""
         self._listening.wait(timeout)  # answers come to the listener's queue
         token = (task.run_id, task.attempt)
         answered = threading.Event()
@@ -176,8 +181,12 @@ class Link:
         }
         deadline = time.monotonic() + timeout
         try:
+            if carrying is not None:
+                self.publisher.send(owner, {**carrying, "next": request})
             while not answered.is_set():
-                if not self._requests.try_send(owner, request):
+                if carrying is not None:
+                    carrying = None  # the request went with the end
+                elif not self._requests.try_send(owner, request):
                     if time.monotonic() > deadline:
                         return None
                     time.sleep(0.5)

@@ -1,6 +1,8 @@
 """What the daemon and the Celery workers say to each other over the broker.
 
-The run itself travels as a Celery task (``backfiller.run``) on the job's queue. Everything else
+The run itself travels as a Celery task (``backfiller.run``) on the job's queue: the task's
+arguments are the run (``task_message``), or several runs of one job whose runs are short, run
+one after another. Everything else
 travels on two exchanges of Backfiller's own, as small JSON messages:
 
 - ``backfiller.control`` (direct): each daemon consumes a durable queue named after its lease
@@ -22,7 +24,8 @@ kind            from -> to       fields
 ``beat``        worker -> daemon ``run``, ``attempt``
 ``logs``        worker -> daemon ``run``, ``attempt``, ``lines``
 ``end``         worker -> daemon ``run``, ``attempt``, ``outcome``, ``error``, ``trace``,
-                                 ``worker``, ``at``, ``lines``
+                                 ``worker``, ``at``, ``lines``, ``next`` (optional: the start
+                                 request of the next run of the same task)
 ``undelivered`` worker -> daemon ``run``, ``attempt`` (gave up before starting: resend it)
 ``cancel``      daemon -> worker ``run``, ``attempt``
 ``lease``       daemon -> all    ``owner``, ``stop_by``, ``drop`` (list of [run, attempt])
@@ -123,9 +126,11 @@ def task_from_message(message: Mapping[str, Any]) -> RunTask:
     )
 
 
-def task_id(task: RunTask) -> str:
-    """The Celery task id: the run and its attempt (the fencing token)."""
-    return f"run-{task.run_id}-{task.attempt}"
+def task_id(task: RunTask, runs: int = 1) -> str:
+    """The Celery task id: its first run and that run's attempt (the fencing token), and how
+    many runs follow in the same task."""
+    name = f"run-{task.run_id}-{task.attempt}"
+    return name if runs == 1 else f"{name}+{runs - 1}"
 
 
 def log_lines(raw: Any) -> tuple[LogLine, ...]:

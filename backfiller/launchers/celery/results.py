@@ -136,6 +136,9 @@ class KeptResults:
 
 def _note(traces: dict[int, Trace], body: dict[str, Any]) -> None:
     """Add one message of a dead daemon's queue to what is known of its run."""
+    following = body.get("next")
+    if isinstance(following, dict):
+        _note(traces, following)  # the next run's start request, sent with an end
     try:
         run_id, attempt = int(body["run"]), int(body["attempt"])
     except (KeyError, TypeError, ValueError):

@@ -1,11 +1,13 @@
 """The body of the ``backfiller.run`` Celery task, in a worker's pool process.
 
-One delivery of the task is one attempt of one partition. Before running it, the body asks the
-daemon that submitted it for leave to start (a start request through the broker); the daemon
-grants it only if that attempt is still waiting (so a second delivery of the same attempt, after
-a worker died or a visibility timeout, is refused: the attempt is the fencing token) and, with a
-database gate, only while the backfill still runs. Heartbeats, log lines and the result then go
-back to that daemon through the broker: a worker never holds the database's credentials.
+One delivery of the task is one attempt of one partition, or of several partitions of one job
+whose runs are short (the daemon sends those together, see :mod:`.launcher`). Before running
+one, the body asks the daemon that submitted it for leave to start (a start request through the
+broker); the daemon grants it only if that attempt is still waiting (so a second delivery of the
+same attempt, after a worker died or a visibility timeout, is refused: the attempt is the
+fencing token) and, with a database gate, only while the backfill still runs. Heartbeats, log
+lines and the result then go back to that daemon through the broker: a worker never holds the
+database's credentials.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
@@ -88,6 +91,8 @@ class _LogBuffer(logging.Handler):
             )
 
 
+HANDED_BACK = "handed back: the daemon did not answer"
+
 _link: Link | None = None
 _started: set[tuple[int, int]] = set()
 """Attempts this process has started: a second delivery of one is refused without asking."""
@@ -101,29 +106,77 @@ def link_for(broker_url: str) -> Link:
     return _link
 
 
-def run_delivery(
-    message: dict[str, Any], definitions: Any, broker_url: str, api_url: str | None = None
+def run_deliveries(
+    messages: Sequence[dict[str, Any]],
+    definitions: Any,
+    broker_url: str,
+    api_url: str | None = None,
 ) -> str:
-    """Run one delivery of the task; returns what became of it (for the worker's log)."""
-    task = task_from_message(message)
-    owner = str(message["owner"])
+    """Run one delivery of the task: its runs (one, or several short runs of one job that its
+    daemon sent together), one after another; returns what became of each (for the log).
+
+    Each run asks for leave to start just before it starts, as a run alone does; from the
+    second run on, the request travels in one message with the previous run's end."""
+    link = link_for(broker_url)
+    told: list[str] = []
+    ended: tuple[str, dict[str, Any]] | None = None
+    """The previous run's end, not sent yet: the next start request carries it."""
+    for index, message in enumerate(messages):
+        task = task_from_message(message)
+        owner = str(message["owner"])
+        carried = None
+        if ended is not None and ended[0] == owner:
+            carried, ended = ended[1], None
+        elif ended is not None:
+            link.publisher.send(*ended)
+            ended = None
+        outcome, result = _run_delivery(link, task, owner, message, definitions, api_url, carried)
+        told.append(outcome)
+        if outcome is HANDED_BACK:
+            # Its daemon is gone or out of reach: the runs left are handed back too.
+            for rest in messages[index + 1 :]:
+                _hand_back(link, task_from_message(rest), str(rest["owner"]))
+                told.append(outcome)
+            break
+        if result is not None:
+            ended = (owner, result)
+    if ended is not None:
+        link.publisher.send(*ended)
+    return ", ".join(told)
+
+
+def _hand_back(link: Link, task: RunTask, owner: str) -> None:
+    note = {"t": "undelivered", "run": task.run_id, "attempt": task.attempt}
+    note["reply"] = link.queue_name
+    link.publisher.try_send(owner, note)
+
+
+def _run_delivery(
+    link: Link,
+    task: RunTask,
+    owner: str,
+    message: dict[str, Any],
+    definitions: Any,
+    api_url: str | None,
+    carried: dict[str, Any] | None,
+) -> tuple[str, dict[str, Any] | None]:
+    """Ask leave for one run (sending ``carried``, the previous run's end, with the request)
+    and run it; what became of it, and its end to send."""
     grace = float(message.get("grace") or 5.0)
     token = (task.run_id, task.attempt)
     if token in _started:
-        return "refused: this attempt already started in this process"
-    link = link_for(broker_url)
-    answer = link.ask_start(task, owner, GRANT_WAIT_SECONDS)
+        if carried is not None:
+            link.publisher.send(owner, carried)
+        return "refused: this attempt already started in this process", None
+    answer = link.ask_start(task, owner, GRANT_WAIT_SECONDS, carrying=carried)
     if answer is None:
-        note = {"t": "undelivered", "run": task.run_id, "attempt": task.attempt}
-        note["reply"] = link.queue_name
-        link.publisher.try_send(owner, note)
-        return "handed back: the daemon did not answer"
+        _hand_back(link, task, owner)
+        return HANDED_BACK, None
     if not answer.get("ok"):
-        return "refused: " + str(answer.get("why") or "not startable")
+        return "refused: " + str(answer.get("why") or "not startable"), None
     _started.add(token)
     current = Current(task=task, owner=owner, grace=grace, stop_by=float(answer["stop_by"]))
     buffer = _LogBuffer(link, current)
-    result: dict[str, Any] = {}
 
     def final_if_killed() -> dict[str, Any] | None:
         outcome = current.terminating or Outcome.WORKER_LOST
@@ -137,8 +190,7 @@ def run_delivery(
         result = _end(task, link, outcome, error, trace, buffer.take(True))
     finally:
         link.end()
-    link.publisher.send(owner, result)
-    return outcome.value
+    return outcome.value, result
 
 
 def _reason(outcome: Outcome, task: RunTask) -> str:

@@ -15,13 +15,14 @@ def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) ->
     """The Celery app of a worker, with the ``backfiller.run`` task bound to ``definitions``."""
     from celery.signals import worker_process_init
 
-    from backfiller.launchers.celery.runner import run_delivery
+    from backfiller.launchers.celery.runner import run_deliveries
 
     app = make_app(broker_url)
 
     @app.task(name=TASK_NAME, acks_late=True, ignore_result=True)  # type: ignore[untyped-decorator]
-    def run(message: dict[str, Any]) -> str:
-        return run_delivery(message, definitions, broker_url, api_url)
+    def run(*messages: dict[str, Any]) -> str:
+        # One argument per run: several short runs of one job may travel in one task.
+        return run_deliveries(messages, definitions, broker_url, api_url)
 
     del run
 

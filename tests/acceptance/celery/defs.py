@@ -66,9 +66,28 @@ def sleepy(context: RunContext) -> None:
     (_folder() / f"done-{context.partition_key}-{context.attempt}").touch()
 
 
+STALL = {
+    "type": "object",
+    "properties": {"stall": {"type": "string"}},
+    "additionalProperties": False,
+}
+
+
+@job(partitions=DAYS, retry=RetryPolicy(max_retries=1), config=STALL)
+def stalls(context: RunContext) -> None:
+    """Short: records its execution at once, but the first attempt of the partition named by
+    ``stall`` writes its pid and sleeps 60 s first (to be killed)."""
+    key = context.partition_key
+    if key == context.run_config.get("stall") and context.attempt == 1:
+        (_folder() / f"stall-{key}").write_text(str(os.getpid()))
+        time.sleep(60)
+    with open(_folder() / key, "a") as f:
+        f.write(f"{context.run_id} {context.attempt} {socket.gethostname()}:{os.getpid()}\n")
+
+
 @job(partitions=DAYS)
 def noop(context: RunContext) -> None:
     """Does nothing."""
 
 
-definitions = Definitions(jobs=[recorded, on_gpu, too_slow, sleepy, noop])
+definitions = Definitions(jobs=[recorded, on_gpu, too_slow, sleepy, stalls, noop])

@@ -6,6 +6,7 @@ PostgreSQL only (the deployment the Celery launcher is for), with RabbitMQ and w
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from tests.acceptance.celery.support import (
     broker_url,
     cluster,
     executions,
+    kill_quietly,
     overlaps,
 )
 from tests.acceptance.daemon_support import adds_up, gql, launch, wait_for, wait_status
@@ -116,6 +118,37 @@ def test_a_killed_worker_s_run_ends_worker_lost_and_runs_again_elsewhere(
             lambda: f"run-{run_id}-1] succeeded" in other.output() and "refused" in other.output(),
             timeout=30,
         )
+
+
+def test_short_runs_share_tasks_and_a_killed_run_s_task_mates_run_again(
+    celery_cluster: Cluster, marks: Path
+) -> None:
+    c = celery_cluster
+    # A first backfill shows the daemon that the job's runs are short.
+    learnt = launch(c.api, "stalls", "2024-05-01", "2024-05-04")
+    assert wait_status(c.api, learnt, {"COMPLETED_SUCCESS"}, timeout=60)
+    # The next one's 16 runs then travel 8 to a task. The 12th stalls, and its pool process is
+    # SIGKILLed: the 4 runs after it in its task never asked to start, and nothing published
+    # after them would show them overtaken: the daemon publishes them again.
+    keys = [f"2024-06-{day:02d}" for day in range(1, 17)]
+    backfill = launch(c.api, "stalls", keys[0], keys[-1], runConfig={"stall": keys[11]})
+    pid_file = marks / f"stall-{keys[11]}"
+    wait_for("the stalled run to start", pid_file.exists, timeout=60)
+    pid = int(wait_for("its pid", pid_file.read_text))
+    kill_quietly(pid)
+
+    done = wait_status(c.api, backfill, {"COMPLETED_SUCCESS", "COMPLETED_FAILED"}, timeout=90)
+    assert done["status"] == "COMPLETED_SUCCESS" and done["counts"]["succeeded"] == 16
+    runs = c.runs(backfill)
+    lost = [r for r in runs if r["status"] == "FAILED"]
+    assert [(r["partitionKey"], r["failureReason"]) for r in lost] == [(keys[11], "WORKER_LOST")]
+    assert lost[0]["worker"]["pid"] == pid
+    assert sorted(r["partitionKey"] for r in runs if r["status"] == "SUCCESS") == keys
+    ran = executions(marks)
+    assert all(len(ran[key]) == 1 for key in keys)  # each ran to its end once
+    # Celery's own log names the tasks: several carried 8 runs (the first and 7 more).
+    logs = "".join(w.output() for w in c.workers if w.proc.poll() is None)
+    assert re.search(r"backfiller\.run\[run-\d+-1\+7\] received", logs), logs[-3000:]
 
 
 def test_cancel_and_timeout_stop_runs_on_their_worker(celery_cluster: Cluster, marks: Path) -> None:
