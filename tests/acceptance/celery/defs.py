@@ -73,12 +73,12 @@ STALL = {
 }
 
 
-@job(partitions=DAYS, retry=RetryPolicy(max_retries=1), config=STALL)
+@job(partitions=DAYS, config=STALL, lost_worker_retries=0)
 def stalls(context: RunContext) -> None:
-    """Short: records its execution at once, but the first attempt of the partition named by
-    ``stall`` writes its pid and sleeps 60 s first (to be killed)."""
+    """Short: records its execution at once, but the partition named by ``stall`` writes its
+    pid and sleeps 60 s first (to be killed). No retries, not even of a lost run."""
     key = context.partition_key
-    if key == context.run_config.get("stall") and context.attempt == 1:
+    if key == context.run_config.get("stall"):
         (_folder() / f"stall-{key}").write_text(str(os.getpid()))
         time.sleep(60)
     with open(_folder() / key, "a") as f:
