@@ -34,6 +34,7 @@ from backfiller.cli.worker import (
     BrokerOption,
     HeartbeatTimeoutOption,
     LauncherOption,
+    RunsPerTaskOption,
     checked_broker,
 )
 from backfiller.config import AuthMode, Settings
@@ -158,6 +159,7 @@ class DaemonOptions:
     launcher: str = "local"
     broker: str | None = None
     heartbeat_timeout: float = 20.0
+    runs_per_task: int = 8
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -189,6 +191,7 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
             grace_seconds=options.grace_seconds,
             heartbeat_timeout=options.heartbeat_timeout,
             api_url=options.api_url,
+            runs_per_task=options.runs_per_task,
         )
     else:
         prepare_worker_metrics()  # before the workers start: they inherit where to record
@@ -268,6 +271,7 @@ def daemon(
     launcher: LauncherOption = "local",
     broker: BrokerOption = None,
     heartbeat_timeout: HeartbeatTimeoutOption = 20.0,
+    runs_per_task: RunsPerTaskOption = 8,
 ) -> None:
     """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
     configure_logging()
@@ -279,6 +283,8 @@ def daemon(
         raise fail("--heartbeat-seconds must leave several renewals within --lease-timeout")
     if launcher not in ("local", "celery"):
         raise fail("--launcher must be local or celery")
+    if runs_per_task < 1:
+        raise fail("--runs-per-task must be at least 1")
     if launcher == "celery":
         broker = checked_broker(broker)
     target = definitions or EXAMPLE_DEFINITIONS
@@ -305,6 +311,7 @@ def daemon(
         launcher,
         broker,
         heartbeat_timeout,
+        runs_per_task,
     )
     run_service(run_daemon(url, defs, options))
 

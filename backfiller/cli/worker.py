@@ -50,6 +50,17 @@ HeartbeatTimeoutOption = Annotated[
 ]
 
 
+RunsPerTaskOption = Annotated[
+    int,
+    typer.Option(
+        "--runs-per-task",
+        help="Celery launcher: runs of a job whose runs are short (under 0.1 s lately) sent "
+        "together in one task, at most; each still asks to start just before it runs. "
+        "1 sends one run a task, as workers from before this option expect.",
+    ),
+]
+
+
 def checked_broker(url: str | None) -> str:
     if not url:
         raise fail(f"the Celery launcher needs --broker (or ${BROKER_ENV})")
@@ -67,6 +78,7 @@ def celery_launcher(
     grace_seconds: float,
     heartbeat_timeout: float,
     api_url: str | None,
+    runs_per_task: int,
 ) -> CeleryLauncher:
     """The daemon's Celery launcher, started (its queue is named once the daemon has a lease)."""
     from backfiller.launchers.celery.launcher import CeleryLauncher
@@ -75,6 +87,7 @@ def celery_launcher(
         broker,
         definitions,
         max_active=max_runs,
+        runs_per_task=runs_per_task,
         grace_seconds=grace_seconds,
         heartbeat_timeout=heartbeat_timeout,
         api_url=api_url,

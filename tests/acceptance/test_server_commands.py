@@ -111,3 +111,18 @@ def test_serve_hands_its_process_to_a_server_without_the_command_line(
     finally:
         server.stop()
     assert server.proc.returncode == -signal.SIGTERM, "stopped by the signal sent to `serve`"
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--launcher", "elsewhere"], "error: --launcher must be local or celery"),
+        (["--launcher", "celery", "--runs-per-task", "0"], "error: --runs-per-task must be at"),
+        (["--launcher", "celery", "--broker", "http://x"], "error: --broker must be an amqp://"),
+    ],
+)
+def test_bad_daemon_options_give_one_clear_message(options: list[str], expected: str) -> None:
+    result = backfiller("daemon", *options)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(expected), result.stderr
+    assert "Traceback" not in result.stderr

@@ -4,13 +4,15 @@ Two daemons and three Celery workers (RabbitMQ, or Redis with
 ``BACKFILLER_TEST_CHAOS_BROKER=redis``; PostgreSQL). The job holds an exclusive lock on
 its partition's file while it runs and appends one line per execution that ran to its end.
 Afterwards: every partition succeeded exactly once, no two executions of a partition overlapped,
-and every execution recorded by the job is a run in the database (no attempt ran twice).
+and every execution recorded by the job is a run in the database (no attempt ran twice). The
+job's runs are short, so most travel several to a Celery task.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -61,6 +63,10 @@ def test_killing_workers_and_daemons_loses_and_doubles_nothing(
 
         wait_for("the backfill to complete", finished, timeout=300, every=0.5)
         counts = read(c.api, backfill)["counts"]
+        # The job's runs are short, so they went several to a task (Celery's log names such a
+        # task run-<id>-<attempt>+<more>): the kills hit tasks of several runs too.
+        logs = "".join(w.output() for w in c.workers if w.proc.poll() is None)
+        assert re.search(r"backfiller\.run\[run-\d+-\d+\+\d+\] received", logs)
 
     assert kills == 3
     assert counts["succeeded"] == PARTITIONS == counts["total"], counts
