@@ -10,12 +10,13 @@ On PostgreSQL and RabbitMQ (both on 127.0.0.1), a no-op backfill of ``--size`` p
 Workers are started and ready before the clock starts. For each run it prints runs/s and the
 CPU per run spent by each of the daemon's threads (this process: the event loop, the
 launcher's broker thread, its gate thread), by the Celery workers' main and pool processes,
-and by the PostgreSQL backends of the benchmark's database, to show where the time goes.
-Prints figures; asserts nothing.
+by the PostgreSQL backends of the benchmark's database and by RabbitMQ (when it runs on this
+machine), to show where the time goes. Prints figures; asserts nothing.
 
-Options: ``--workers 2,1,3`` (the Celery worker counts, in order), ``--concurrency`` (processes
-per worker), ``--no-local`` (skip the local launcher), ``--profile FILE`` (a cProfile of the
-daemon's threads, for ``pstats``).
+Options: ``--workers 2,1,3`` (the Celery worker counts, in order), ``--runs-per-task 8,1`` (the
+daemon's setting, each in turn for each worker count: short runs together, then one a task),
+``--concurrency`` (processes per worker), ``--no-local`` (skip the local launcher),
+``--profile FILE`` (a cProfile of the daemon's threads, for ``pstats``).
 
 Run with ``python -m bench.celery`` (``--quick`` for 2,000 partitions). Needs PostgreSQL
 (``--database``, a server URL; a database is created and dropped) and RabbitMQ (``--broker``).
@@ -103,6 +104,19 @@ def database_cpu(url: str) -> float:
         except (OSError, IndexError):
             continue
         total += _stat_cpu(fields, children=False)
+    return total
+
+
+def broker_cpu() -> float | None:
+    """CPU seconds of RabbitMQ's Erlang VM on this machine, when it runs here (and is visible)."""
+    total = None
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            name, _, rest = stat.read_text().partition(")")
+        except OSError:
+            continue
+        if name.endswith("(beam.smp"):
+            total = (total or 0.0) + _stat_cpu(rest.split(), children=False)
     return total
 
 
@@ -252,7 +266,13 @@ async def local(server: str, size: int) -> None:
 
 
 async def celery(
-    server: str, broker: str, size: int, workers: int, concurrency: int, profiles: Profiles
+    server: str,
+    broker: str,
+    size: int,
+    workers: int,
+    concurrency: int,
+    runs_per_task: int,
+    profiles: Profiles,
 ) -> None:
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     os.environ["BACKFILLER_CELERY_QUEUE"] = queue
@@ -260,24 +280,30 @@ async def celery(
     try:
         pool.wait_ready()
         with fresh_postgres(server) as url:
-            launcher = CeleryLauncher(broker, definitions, max_active=512)
+            launcher = CeleryLauncher(
+                broker, definitions, max_active=512, runs_per_task=runs_per_task
+            )
             profiles.wrap(launcher)
             launcher.start()
-            main0, pool0 = pool.cpu()
+            main0, pool0, broker0 = *pool.cpu(), broker_cpu()
             took, cpu = await timed_backfill(url, launcher, size, profiles)
-            main1, pool1 = pool.cpu()
+            main1, pool1, broker1 = *pool.cpu(), broker_cpu()
     finally:
         pool.stop()
     database = cpu.pop("PostgreSQL")
     daemon = sum(cpu.values())
     worker = main1 - main0 + pool1 - pool0
+    rabbit = ""
+    if broker0 is not None and broker1 is not None and broker.startswith("amqp"):
+        rabbit = f"; RabbitMQ {1000 * (broker1 - broker0) / size:.2f} ms"
     print(
-        f"celery, {workers} worker(s) x {concurrency}:     {size / took:6.0f} runs/s  "
+        f"celery, {workers} worker(s) x {concurrency}, up to {runs_per_task} run(s) a task: "
+        f"{size / took:6.0f} runs/s  "
         f"({took:6.1f} s; daemon CPU {daemon:5.1f} s, workers' CPU {worker:5.1f} s)\n"
         f"  per run: daemon {1000 * daemon / size:.2f} ms ({by_thread(cpu, size)}); "
         f"workers {1000 * worker / size:.2f} ms (Celery's main processes "
         f"{1000 * (main1 - main0) / size:.2f}, pool processes {1000 * (pool1 - pool0) / size:.2f})"
-        f"; PostgreSQL {1000 * database / size:.2f} ms"
+        f"; PostgreSQL {1000 * database / size:.2f} ms{rabbit}"
     )
     profiles.dump()
 
@@ -288,6 +314,12 @@ async def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--workers", default="2,1,3", help="Celery worker counts, in order")
+    parser.add_argument(
+        "--runs-per-task",
+        default="8",
+        help="the daemon's --runs-per-task values, in order, for each worker count (8,1: "
+        "short runs together, then one run a task)",
+    )
     parser.add_argument("--no-local", action="store_true", help="skip the local launcher")
     parser.add_argument("--profile", help="write a cProfile of the daemon's threads here")
     parser.add_argument("--database", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -299,8 +331,17 @@ async def main() -> None:
     if not args.no_local:
         await local(args.database, size)
     for workers in (int(w) for w in args.workers.split(",")):
-        profiles = Profiles(args.profile)
-        await celery(args.database, args.broker, size, workers, args.concurrency, profiles)
+        for runs_per_task in (int(r) for r in args.runs_per_task.split(",")):
+            profiles = Profiles(args.profile)
+            await celery(
+                args.database,
+                args.broker,
+                size,
+                workers,
+                args.concurrency,
+                runs_per_task,
+                profiles,
+            )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
