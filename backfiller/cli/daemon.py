@@ -251,6 +251,26 @@ async def run_daemon(database_url: str, defs: Definitions, options: DaemonOption
         await daemon.database.dispose()
 
 
+def _check_counts(
+    workers: int | None,
+    lease_timeout: float,
+    heartbeat_seconds: float | None,
+    launcher: str,
+    runs_per_task: int,
+) -> None:
+    """The daemon's options that a value alone makes wrong: one line each, exit 2."""
+    if workers is not None and workers < 1:
+        raise fail("--workers must be at least 1")
+    if lease_timeout <= 0 or (heartbeat_seconds is not None and heartbeat_seconds <= 0):
+        raise fail("--lease-timeout and --heartbeat-seconds must be positive")
+    if heartbeat_seconds is not None and heartbeat_seconds * 3 > lease_timeout * 0.8:
+        raise fail("--heartbeat-seconds must leave several renewals within --lease-timeout")
+    if launcher not in ("local", "celery"):
+        raise fail("--launcher must be local or celery")
+    if runs_per_task < 1:
+        raise fail("--runs-per-task must be at least 1")
+
+
 @app.command()
 def daemon(
     definitions: DefinitionsOption = None,
@@ -275,16 +295,7 @@ def daemon(
 ) -> None:
     """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
     configure_logging()
-    if workers is not None and workers < 1:
-        raise fail("--workers must be at least 1")
-    if lease_timeout <= 0 or (heartbeat_seconds is not None and heartbeat_seconds <= 0):
-        raise fail("--lease-timeout and --heartbeat-seconds must be positive")
-    if heartbeat_seconds is not None and heartbeat_seconds * 3 > lease_timeout * 0.8:
-        raise fail("--heartbeat-seconds must leave several renewals within --lease-timeout")
-    if launcher not in ("local", "celery"):
-        raise fail("--launcher must be local or celery")
-    if runs_per_task < 1:
-        raise fail("--runs-per-task must be at least 1")
+    _check_counts(workers, lease_timeout, heartbeat_seconds, launcher, runs_per_task)
     if launcher == "celery":
         broker = checked_broker(broker)
     target = definitions or EXAMPLE_DEFINITIONS

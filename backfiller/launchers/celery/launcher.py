@@ -86,6 +86,10 @@ FENCE_MARGIN_SECONDS = 1.0
 """Waited past a run's ``stop_by`` before it is taken for stopped (clock skew, kill time)."""
 
 
+STOPPED = frozenset({Outcome.CANCELED, Outcome.TIMEOUT, Outcome.WORKER_LOST})
+"""Ends after which the run's worker process may have been killed (see ``link``)."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -653,7 +657,7 @@ class CeleryLauncher:
     def _republish_mates(self, run: _Run) -> None:
         """The runs that came in one task with ``run``, lost or stopped, and that have not
         asked to start: its worker's process may be gone with them (killed), so they are
-        published again (a copy that asks second is refused)."""
+        published again (if it is not, the copy that asks second is refused)."""
         for mate in run.mates:
             waiting = mate.reply is None and mate.published
             if waiting and mate is not run and self._runs.get(mate.task.run_id) is mate:
@@ -759,6 +763,9 @@ class CeleryLauncher:
         took = max(0.0, finished.at.timestamp() - run.granted_at)
         job = run.task.job_name
         self._took[job] = took if job not in self._took else 0.8 * self._took[job] + 0.2 * took
+        if finished.outcome in STOPPED:
+            # A run that ignored SIGTERM is killed after its end is sent, with its process.
+            self._republish_mates(run)
         return events
 
     def _answer(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import socket
 import time
 from pathlib import Path
@@ -68,17 +69,20 @@ def sleepy(context: RunContext) -> None:
 
 STALL = {
     "type": "object",
-    "properties": {"stall": {"type": "string"}},
+    "properties": {"stall": {"type": "string"}, "stubborn": {"type": "boolean"}},
     "additionalProperties": False,
 }
 
 
-@job(partitions=DAYS, config=STALL, lost_worker_retries=0)
+@job(partitions=DAYS, config=STALL, lost_worker_retries=0, timeout_seconds=5.0)
 def stalls(context: RunContext) -> None:
     """Short: records its execution at once, but the partition named by ``stall`` writes its
-    pid and sleeps 60 s first (to be killed). No retries, not even of a lost run."""
+    pid and sleeps 60 s first (to be killed, or to time out after 5 s; ``stubborn``: ignoring
+    SIGTERM, so that its worker kills its process). No retries, not even of a lost run."""
     key = context.partition_key
     if key == context.run_config.get("stall"):
+        if context.run_config.get("stubborn"):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         (_folder() / f"stall-{key}").write_text(str(os.getpid()))
         time.sleep(60)
     with open(_folder() / key, "a") as f:

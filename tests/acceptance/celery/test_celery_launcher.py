@@ -10,6 +10,7 @@ import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,29 +121,27 @@ def test_a_killed_worker_s_run_ends_worker_lost_and_runs_again_elsewhere(
         )
 
 
-def test_short_runs_share_tasks_and_a_killed_run_s_task_mates_run_again(
-    celery_cluster: Cluster, marks: Path
-) -> None:
-    c = celery_cluster
+def _stalled(c: Cluster, marks: Path, month: str, stubborn: bool = False) -> tuple[str, list[str]]:
+    """A backfill of 16 runs of the short job ``stalls`` that travel 8 to a task, whose 12th
+    stalls: the backfill's id and keys, once the 12th is executing."""
     # A first backfill shows the daemon that the job's runs are short.
-    learnt = launch(c.api, "stalls", "2024-05-01", "2024-05-04")
+    learnt = launch(c.api, "stalls", f"{month}-20", f"{month}-23")
     assert wait_status(c.api, learnt, {"COMPLETED_SUCCESS"}, timeout=60)
-    # The next one's 16 runs then travel 8 to a task. The 12th stalls, and its pool process is
-    # SIGKILLed: the 4 runs after it in its task never asked to start, and nothing published
-    # after them (no retry) would show them overtaken: the daemon publishes them again.
-    keys = [f"2024-06-{day:02d}" for day in range(1, 17)]
-    backfill = launch(c.api, "stalls", keys[0], keys[-1], runConfig={"stall": keys[11]})
-    pid_file = marks / f"stall-{keys[11]}"
-    wait_for("the stalled run to start", pid_file.exists, timeout=60)
-    pid = int(wait_for("its pid", pid_file.read_text))
-    kill_quietly(pid)
+    keys = [f"{month}-{day:02d}" for day in range(1, 17)]
+    config = {"stall": keys[11], "stubborn": stubborn}
+    backfill = launch(c.api, "stalls", keys[0], keys[-1], runConfig=config)
+    wait_for("the stalled run to start", (marks / f"stall-{keys[11]}").exists, timeout=60)
+    return backfill, keys
 
+
+def _only_the_stalled_run_failed(
+    c: Cluster, marks: Path, backfill: str, keys: list[str], reason: str
+) -> dict[str, Any]:
     done = wait_status(c.api, backfill, {"COMPLETED_SUCCESS", "COMPLETED_FAILED"}, timeout=90)
     assert (done["counts"]["succeeded"], done["counts"]["failed"]) == (15, 1)
     runs = c.runs(backfill)
     lost = [r for r in runs if r["status"] == "FAILED"]
-    assert [(r["partitionKey"], r["failureReason"]) for r in lost] == [(keys[11], "WORKER_LOST")]
-    assert lost[0]["worker"]["pid"] == pid
+    assert [(r["partitionKey"], r["failureReason"]) for r in lost] == [(keys[11], reason)]
     others = [key for key in keys if key != keys[11]]
     assert sorted(r["partitionKey"] for r in runs if r["status"] == "SUCCESS") == others
     ran = executions(marks)
@@ -150,6 +149,31 @@ def test_short_runs_share_tasks_and_a_killed_run_s_task_mates_run_again(
     # Celery's own log names the tasks: several carried 8 runs (the first and 7 more).
     logs = "".join(w.output() for w in c.workers if w.proc.poll() is None)
     assert re.search(r"backfiller\.run\[run-\d+-1\+7\] received", logs), logs[-3000:]
+    return lost[0]
+
+
+def test_short_runs_share_tasks_and_a_killed_run_s_task_mates_run_again(
+    celery_cluster: Cluster, marks: Path
+) -> None:
+    # The 12th run's pool process is SIGKILLed: the 4 runs after it in its task never asked to
+    # start, and nothing published after them (no retry) would show them overtaken: the daemon
+    # publishes them again.
+    c = celery_cluster
+    backfill, keys = _stalled(c, marks, "2024-06")
+    pid = int(wait_for("its pid", (marks / f"stall-{keys[11]}").read_text))
+    kill_quietly(pid)
+    lost = _only_the_stalled_run_failed(c, marks, backfill, keys, "WORKER_LOST")
+    assert lost["worker"]["pid"] == pid
+
+
+def test_a_run_killed_at_its_timeout_has_its_task_mates_run_again(
+    celery_cluster: Cluster, marks: Path
+) -> None:
+    # The 12th run ignores SIGTERM: at its 5 s timeout, then the grace period, its worker
+    # sends its end and kills its process, with the 4 runs after it in its task.
+    c = celery_cluster
+    backfill, keys = _stalled(c, marks, "2024-07", stubborn=True)
+    _only_the_stalled_run_failed(c, marks, backfill, keys, "TIMEOUT")
 
 
 def test_cancel_and_timeout_stop_runs_on_their_worker(celery_cluster: Cluster, marks: Path) -> None:
