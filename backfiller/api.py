@@ -41,6 +41,7 @@ from backfiller.schema.asset_backfills import Asset
 from backfiller.schema.backfills import Backfill, BackfillConnection, Run, RunConnection
 from backfiller.schema.common import Node
 from backfiller.schema.jobs import Job
+from backfiller.schema.naming import RememberingNameConverter
 from backfiller.schema.payloads import (
     CancelBackfillPayload,
     DynamicPartitionsPayload,
@@ -208,7 +209,9 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
         mutation=Mutation,
         subscription=Subscription,
         types=[Backfill, Run, TriggerEvaluation],
-        config=StrawberryConfig(disable_field_suggestions=False),
+        config=StrawberryConfig(
+            disable_field_suggestions=False, name_converter=RememberingNameConverter()
+        ),
         extensions=protective,
         execution_context_class=AuthorizingExecutor,  # refused mutations: no coercion
     )
