@@ -10,7 +10,9 @@ connection upgraded to a WebSocket, is not affected. ``seconds`` is 30, or
 
 The server parses HTTP with httptools (llhttp, in C; uvicorn's ``standard`` extra), which
 costs a fraction of the pure-Python h11 per request; :data:`PROTOCOL` falls back to h11 where
-httptools is not installed.
+httptools is not installed. h11 holds at most 16 KiB of an unfinished request head; httptools
+holds whatever arrives, so the same bound is kept here: a head still unfinished past
+``MAX_HEAD_BYTES`` is answered 400 and the connection closed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import os
 from typing import Any
 
 CLIENT_TIMEOUT = float(os.environ.get("BACKFILLER_CLIENT_TIMEOUT") or 30.0)
+MAX_HEAD_BYTES = 16 * 1024
+"""What a request's head (request line and headers) may take, as h11's own bound."""
 
 
 class _ClientDeadline:
@@ -80,8 +84,28 @@ except ImportError:  # pragma: no cover (httptools comes with uvicorn[standard])
 else:
 
     class DeadlineHttpToolsProtocol(_ClientDeadline, HttpToolsProtocol):
+        _in_head = False
+        _head_bytes = 0
+
         def handle_websocket_upgrade(self) -> None:
             self._disarm()
             super().handle_websocket_upgrade()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._in_head, self._head_bytes = True, 0
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            super().on_headers_complete()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._in_head and not self.transport.is_closing():
+                # Counted after parsing (only then is it known where the head ended): what
+                # is held stays under the bound plus one read.
+                self._head_bytes += len(data)
+                if self._head_bytes > MAX_HEAD_BYTES:
+                    self.send_400_response("Request head too large.")
 
     PROTOCOL = "backfiller.web.protocol:DeadlineHttpToolsProtocol"
