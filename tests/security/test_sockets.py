@@ -395,8 +395,8 @@ def _answer_then_close(conn: socket.socket) -> bytes:
 def test_a_request_head_still_unfinished_past_16_kib_is_a_400_and_closed(
     server: LiveServer,
 ) -> None:
-    # 64 KiB of one header that never ends: the server stops reading it (h11 bounds what it
-    # holds of an unfinished head at 16 KiB) instead of buffering whatever the client sends.
+    # 64 KiB of one header that never ends: the server stops reading it (it holds at most
+    # 16 KiB of an unfinished head, web/protocol.py) instead of buffering whatever is sent.
     head = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"x" * 64 * 1024
     with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
         conn.sendall(head)
