@@ -40,6 +40,7 @@ from backfiller.schema.admin import (
 from backfiller.schema.asset_backfills import Asset
 from backfiller.schema.backfills import Backfill, BackfillConnection, Run, RunConnection
 from backfiller.schema.common import Node
+from backfiller.schema.input_values import build_inputs_directly
 from backfiller.schema.jobs import Job
 from backfiller.schema.naming import RememberingNameConverter
 from backfiller.schema.payloads import (
@@ -204,7 +205,7 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
         protective += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
     protective += [lambda: QueryCostLimiter(max_cost=cost), Authorize]
     protective.append(MaskUnexpectedErrors)
-    return PublicSchema(
+    built = PublicSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
@@ -215,6 +216,8 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
         extensions=protective,
         execution_context_class=AuthorizingExecutor,  # refused mutations: no coercion
     )
+    build_inputs_directly(built)  # inputs built in one step, not field by field
+    return built
 
 
 class PublicSchema(strawberry.Schema):
