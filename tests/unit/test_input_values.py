@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from graphql import coerce_input_value
+from graphql import GraphQLInputObjectType, coerce_input_value
 from strawberry.types.arguments import convert_argument
 from strawberry.types.base import StrawberryObjectDefinition
 
@@ -28,7 +28,11 @@ FULL_LAUNCH = {
     "description": None,
     "idempotencyKey": "k-1",
     "notify": [
-        {"url": "https://example.com/hook", "events": ["LAUNCHED", "COMPLETED_FAILED"], "format": "SLACK"},
+        {
+            "url": "https://example.com/hook",
+            "events": ["LAUNCHED", "COMPLETED_FAILED"],
+            "format": "SLACK",
+        },
         {"url": "https://example.com/other"},
     ],
 }
@@ -45,10 +49,25 @@ CASES = [
         {"target": {"job": "daily"}, "partitions": {"all": True}, "tags": []},
     ),
     ("RetryBackfillInput", RetryBackfillInput, {"id": "bf_1", "include": ["FAILED"]}),
-    ("BackfillFilter", BackfillFilter, {"statuses": ["RUNNING"], "tag": {"key": "a", "value": "b"}}),
+    (
+        "BackfillFilter",
+        BackfillFilter,
+        {"statuses": ["RUNNING"], "tag": {"key": "a", "value": "b"}},
+    ),
     ("BackfillFilter", BackfillFilter, {}),
-    ("CreateApiTokenInput", CreateApiTokenInput, {"name": "ci", "role": "OPERATOR", "expiresAt": "2030-01-01T00:00:00Z", "jobs": ["daily"]}),
+    (
+        "CreateApiTokenInput",
+        CreateApiTokenInput,
+        {"name": "ci", "role": "OPERATOR", "expiresAt": "2030-01-01T00:00:00Z", "jobs": ["daily"]},
+    ),
 ]
+
+
+def coerced(name: str, raw: dict[str, Any]) -> Any:
+    """``raw`` (a client's JSON) as graphql-core gives it to a resolver."""
+    input_type = schema._schema.get_type(name)
+    assert isinstance(input_type, GraphQLInputObjectType)
+    return coerce_input_value(raw, input_type)
 
 
 @contextmanager
@@ -71,11 +90,11 @@ def strawberrys_own_conversion() -> Iterator[None]:
 def test_an_input_built_in_one_step_equals_strawberrys_conversion(
     name: str, cls: type, raw: dict[str, Any]
 ) -> None:
-    coerced = coerce_input_value(raw, schema._schema.get_type(name))
+    value = coerced(name, raw)
     registry, config = schema.schema_converter.scalar_registry, schema.config
-    ours = convert_argument(coerced, cls, registry, config)
+    ours = convert_argument(value, cls, registry, config)
     with strawberrys_own_conversion():
-        theirs = convert_argument(coerced, cls, registry, config)
+        theirs = convert_argument(value, cls, registry, config)
     assert type(ours) is cls
     assert ours == theirs
     assert repr(ours) == repr(theirs)  # nested classes, enums, UNSET and None alike
@@ -91,9 +110,9 @@ def test_every_input_class_builds_in_one_step() -> None:
 def test_a_list_given_as_the_default_is_copied_each_time() -> None:
     # graphql-core may hand every request the same default list: a value built from it must
     # not share it.
-    coerced = coerce_input_value(FULL_LAUNCH, schema._schema.get_type("LaunchBackfillInput"))
+    value = coerced("LaunchBackfillInput", FULL_LAUNCH)
     registry, config = schema.schema_converter.scalar_registry, schema.config
-    first = convert_argument(coerced, LaunchBackfillInput, registry, config)
+    first = convert_argument(value, LaunchBackfillInput, registry, config)
     assert isinstance(first, LaunchBackfillInput)
-    assert first.partitions.keys is not coerced["partitions"]["keys"]
-    assert first.partitions.keys == coerced["partitions"]["keys"]
+    assert first.partitions.keys is not value["partitions"]["keys"]
+    assert first.partitions.keys == value["partitions"]["keys"]
