@@ -30,8 +30,6 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
     """uvicorn's configuration of every server process (one, or each of ``--workers N``)."""
     import uvicorn
 
-    from backfiller.web.protocol import PROTOCOL
-
     return uvicorn.Config(
         app,
         host=settings.host,
@@ -40,7 +38,7 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
         lifespan="on",
         ws="websockets-sansio",
         ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
-        http=PROTOCOL,  # slow clients are cut off
+        http="backfiller.web.protocol:DeadlineH11Protocol",  # slow clients are cut off
         **options,
     )
 
