@@ -1,10 +1,12 @@
 """The Celery launcher: the daemon's side. Runs are Celery tasks; the daemon keeps the records.
 
-``submit`` publishes one ``backfiller.run`` task per run on its job's queue. A worker that takes
-a task asks this launcher for leave to start it (see :mod:`.runner`): the launcher answers from
-one thread, in batches, through the daemon's start gate when it has one, and refuses a second
-start of an attempt (a duplicate delivery). From then on the worker reports heartbeats, log
-lines and the result to this daemon's queue, and this launcher turns them into the usual
+``submit`` publishes a ``backfiller.run`` task per run on its job's queue, or, for a job whose
+runs are short, one task for up to ``runs_per_task`` of its runs (``_batches``). Before running
+a run, the worker that took its task asks this launcher for leave to start it (see
+:mod:`.runner`; from the second run of a task on, the request comes with the previous run's
+end): the launcher answers from one thread, in batches, through the daemon's start gate when it
+has one, and refuses a second start of an attempt (a duplicate delivery). From then on the
+worker reports heartbeats, log lines and the result to this daemon's queue, and this launcher turns them into the usual
 :class:`~backfiller.launchers.base.LauncherEvent` values; it writes nothing to the database.
 
 Liveness: about once a second the launcher announces on the broker until when its runs may
