@@ -6,8 +6,9 @@ a run, the worker that took its task asks this launcher for leave to start it (s
 :mod:`.runner`; from the second run of a task on, the request comes with the previous run's
 end): the launcher answers from one thread, in batches, through the daemon's start gate when it
 has one, and refuses a second start of an attempt (a duplicate delivery). From then on the
-worker reports heartbeats, log lines and the result to this daemon's queue, and this launcher turns them into the usual
-:class:`~backfiller.launchers.base.LauncherEvent` values; it writes nothing to the database.
+worker reports heartbeats, log lines and the result to this daemon's queue, and this launcher
+turns them into the usual :class:`~backfiller.launchers.base.LauncherEvent` values; it writes
+nothing to the database.
 
 Liveness: about once a second the launcher announces on the broker until when its runs may
 execute (``stop_by``: at most half the heartbeat timeout ahead, and never past the daemon's
