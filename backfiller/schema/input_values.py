@@ -55,6 +55,7 @@ class _Builder:
         self.definition = definition
         self.plan: list[tuple[str, str, Convert | None]] | None = None
         self.nones: dict[str, None] = {}
+        """The fields with no default, None unless given (as strawberry's own conversion)."""
 
     def __call__(self, cls: type, value: Mapping[str, Any], context: InputContext) -> Any:
         plan = self.plan
@@ -71,15 +72,20 @@ class _Builder:
 
     def _plan(self, context: InputContext) -> list[tuple[str, str, Convert | None]]:
         definition = self.definition
-        plan = []
-        for field in definition.fields:
-            graphql_name = context.config.name_converter.from_field(field)
-            type_ = field.resolve_type(type_definition=definition)
-            plan.append((graphql_name, field.python_name, _converter(type_, context)))
-            no_default = field.default_value is dataclasses.MISSING
-            if no_default and field.default_factory is dataclasses.MISSING:
-                self.nones[field.python_name] = None
-        return plan
+        self.nones = {
+            field.python_name: None
+            for field in definition.fields
+            if field.default_value is dataclasses.MISSING
+            and field.default_factory is dataclasses.MISSING
+        }
+        return [
+            (
+                context.config.name_converter.from_field(field),
+                field.python_name,
+                _converter(field.resolve_type(type_definition=definition), context),
+            )
+            for field in definition.fields
+        ]
 
 
 def _is_leaf(type_: Any, context: InputContext) -> bool:

@@ -181,17 +181,17 @@ class Link:
         }
         deadline = time.monotonic() + timeout
         try:
+            sent = carrying is not None  # the first request goes with that end, confirmed
             if carrying is not None:
                 self.publisher.send(owner, {**carrying, "next": request})
             while not answered.is_set():
-                if carrying is not None:
-                    carrying = None  # the request went with the end
-                elif not self._requests.try_send(owner, request):
+                if not sent and not self._requests.try_send(owner, request):
                     if time.monotonic() > deadline:
                         return None
                     time.sleep(0.5)
                     continue
                 # Unconfirmed: asked again if no answer came (the daemon answers once).
+                sent = False
                 asked = time.monotonic()
                 while not answered.wait(0.1) and time.monotonic() - asked < ASK_AGAIN_SECONDS:
                     if time.monotonic() > deadline or self.owner_gone(owner):

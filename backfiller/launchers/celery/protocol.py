@@ -2,8 +2,8 @@
 
 The run itself travels as a Celery task (``backfiller.run``) on the job's queue: the task's
 arguments are the run (``task_message``), or several runs of one job whose runs are short, run
-one after another. Everything else
-travels on two exchanges of Backfiller's own, as small JSON messages:
+one after another. Everything else travels on two exchanges of Backfiller's own, as small JSON
+messages:
 
 - ``backfiller.control`` (direct): each daemon consumes a durable queue named after its lease
   owner, and each worker process an auto-deleted queue of its own; the routing key is the queue
