@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.auth_records import ApiTokenRecord, AuditOutcome, AuditRecord, Role
+from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import table_of
 from backfiller.storage.rows import changed
 
@@ -151,13 +152,13 @@ class AuditEntry:
     run_id: str | None = None
 
 
-_INSERT_AUDIT = insert(table_of(AuditRecord))
+_INSERT_AUDIT = Prepared(insert(table_of(AuditRecord)))
 
 
 def add_audit_entry(conn: Connection, entry: AuditEntry) -> None:
     """Append an entry to the audit log, in the caller's transaction (synchronous)."""
-    conn.execute(
-        _INSERT_AUDIT,
+    _INSERT_AUDIT.rows(
+        conn,
         {
             "at": entry.at,
             "actor": entry.actor,

@@ -34,6 +34,7 @@ from backfiller.domain import (
 )
 from backfiller.storage.errors import IdempotencyConflict
 from backfiller.storage.notifications import WebhookTarget, add_webhooks
+from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import (
     BackfillEventRecord,
     BackfillRecord,
@@ -64,12 +65,15 @@ def event_row(
     }
 
 
-_INSERT_TAG = insert(table_of(BackfillTagRecord))
-_INSERT_BACKFILL = insert(table_of(BackfillRecord)).returning(table_of(BackfillRecord).c.id)
+_INSERT_TAG = Prepared(insert(table_of(BackfillTagRecord)))
+_INSERT_BACKFILL = Prepared(
+    insert(table_of(BackfillRecord)).returning(table_of(BackfillRecord).c.id)
+)
 # Several rows at once (``_insert_backfill_rows``): with their ids on SQLite, else numbered
 # by the database and returned in the order of the rows.
-_INSERT_NUMBERED_BACKFILLS = insert(table_of(BackfillRecord))
-_LARGEST_BACKFILL_ID = select(func.max(BackfillRecord.id))
+_INSERT_NUMBERED_BACKFILLS = Prepared(insert(table_of(BackfillRecord)))
+_LARGEST_BACKFILL_ID = Prepared(select(func.max(BackfillRecord.id)))
+_LAUNCHED_EVENTS = Prepared(INSERT_EVENT)
 _INSERT_BACKFILLS = insert(table_of(BackfillRecord)).returning(
     table_of(BackfillRecord).c.id, sort_by_parameter_order=True
 )
@@ -179,11 +183,11 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
     an ORM flush.
     """
     values = _backfill_values(new, now)
-    pk: int = conn.execute(_INSERT_BACKFILL, values).scalar_one()
+    ((pk,),) = _INSERT_BACKFILL.rows(conn, values)
     if new.tags:
-        conn.execute(_INSERT_TAG, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
+        _INSERT_TAG.many(conn, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
     add_webhooks(conn, pk, new.notify)
-    conn.execute(INSERT_EVENT, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
+    _LAUNCHED_EVENTS.rows(conn, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
     return _detached_record(pk, values)
 
 
@@ -236,14 +240,14 @@ def add_backfills(
         for k, v in new.tags
     ]
     if tags:
-        conn.execute(_INSERT_TAG, tags)
+        _INSERT_TAG.many(conn, tags)
     for pk, (new, _) in zip(pks, launches, strict=True):
         add_webhooks(conn, pk, new.notify)
     events = [
         event_row(pk, EventKind.LAUNCHED, now, new.creator, None)
         for pk, (new, now) in zip(pks, launches, strict=True)
     ]
-    conn.execute(INSERT_EVENT, events)
+    _LAUNCHED_EVENTS.many(conn, events)
     return [_detached_record(pk, row) for pk, row in zip(pks, values, strict=True)]
 
 
@@ -258,11 +262,12 @@ def _insert_backfill_rows(conn: Connection, rows: list[dict[str, Any]]) -> list[
     """
     if conn.dialect.name != "sqlite":
         return list(conn.execute(_INSERT_BACKFILLS, rows).scalars())
-    first = (conn.execute(_LARGEST_BACKFILL_ID).scalar() or 0) + 1
+    ((largest,),) = _LARGEST_BACKFILL_ID.rows(conn, {})
+    first = (largest or 0) + 1
     pks = list(range(first, first + len(rows)))
     for pk, row in zip(pks, rows, strict=True):
         row["id"] = pk
-    conn.execute(_INSERT_NUMBERED_BACKFILLS, rows)
+    _INSERT_NUMBERED_BACKFILLS.many(conn, rows)
     return pks
 
 

@@ -37,6 +37,7 @@ from backfiller.storage.execution.common import (
     slots_t,
 )
 from backfiller.storage.execution.planning import PlanningRepository
+from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import BackfillRecord, DaemonLeaseRecord, RunRecord, SlotRecord
 
 
@@ -238,18 +239,8 @@ class ClaimsRepository(SessionRepository):
     async def _mark_queued(self, pk: int, chosen: Sequence[Any], now: datetime) -> None:
         """PENDING -> QUEUED for every slot of ``chosen`` (one attempt more each), or
         ``ClaimConflict`` when any of them is no longer PENDING."""
-        moved = await self.session.execute(
-            update(slots_t)
-            .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
-            .values(
-                status=SlotState.QUEUED,
-                attempts=slots_t.c.attempts + 1,
-                next_attempt_at=None,
-                updated_at=now,
-            ),
-            [{"b_id": c.id} for c in chosen],
-        )
-        if changed(moved) != len(chosen):
+        moved = await self.run_many(_MARK_QUEUED, [{"b_id": c.id, "b_now": now} for c in chosen])
+        if moved != len(chosen):
             raise ClaimConflict(f"backfill {pk}: slots changed while claiming")
 
     async def _queue(
@@ -281,3 +272,16 @@ class ClaimsRepository(SessionRepository):
         )
         await self._count(pk, len(claimed), now, to="queued")
         return claimed
+
+
+_MARK_QUEUED = Prepared(
+    update(slots_t)
+    .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
+    .values(
+        status=SlotState.QUEUED,
+        attempts=slots_t.c.attempts + 1,
+        next_attempt_at=None,
+        updated_at=bindparam("b_now"),
+    )
+)
+"""Built once (``storage/prepared.py``): every claim runs it for each slot it queues."""

@@ -9,8 +9,10 @@ from typing import Any
 
 from sqlalchemy import insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from backfiller.domain import ACTIVE_RUN_STATES, BackfillState, RunState, SlotState
+from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import (
     BackfillRecord,
     DaemonLeaseRecord,
@@ -72,6 +74,17 @@ class SessionRepository:
         self.session = session
         self.dialect = session.get_bind().dialect.name
 
+    async def run_many(self, statement: Prepared, rows: Sequence[dict[str, Any]]) -> int:
+        """``statement`` for each of ``rows`` in this session's transaction (one
+        ``executemany``); the rows it matched or wrote, all told."""
+        if not rows:
+            return 0
+
+        def run(session: Session) -> int:
+            return statement.many(session.connection(), rows)
+
+        return await self.session.run_sync(run)
+
     async def insert_runs(self, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Insert run rows (one per slot), in one multi-row statement; their ids in row order.
 
@@ -112,29 +125,37 @@ class SessionRepository:
     ) -> None:
         """Upsert the latest outcome of each (job, partition); an older run never wins."""
         stmt, rows = partition_states_upsert(self.dialect, states, now)
-        if rows:
-            await self.session.execute(stmt, rows)
+        await self.run_many(stmt, rows)
+
+
+def _states_upsert(dialect: str) -> Prepared:
+    ins = upsert(dialect, states_t)
+    return Prepared(
+        ins.on_conflict_do_update(
+            index_elements=[states_t.c.job_name, states_t.c.partition_key],
+            set_={
+                "status": ins.excluded.status,
+                "run_id": ins.excluded.run_id,
+                "updated_at": ins.excluded.updated_at,
+            },
+            where=or_(states_t.c.run_id.is_(None), states_t.c.run_id <= ins.excluded.run_id),
+        )
+    )
+
+
+_STATES_UPSERT = {dialect: _states_upsert(dialect) for dialect in ("sqlite", "postgresql")}
 
 
 def partition_states_upsert(
     dialect: str, states: Sequence[tuple[str, str, RunState, int]], now: datetime
-) -> tuple[Any, list[dict[str, Any]]]:
+) -> tuple[Prepared, list[dict[str, Any]]]:
     """The upsert of the latest run state per (job, partition), and its parameter rows."""
     latest: dict[tuple[str, str], tuple[RunState, int]] = {}
     for job, key, state, run_id in states:
         seen = latest.get((job, key))
         if seen is None or seen[1] <= run_id:
             latest[(job, key)] = (state, run_id)
-    ins = upsert(dialect, states_t)
-    stmt = ins.on_conflict_do_update(
-        index_elements=[states_t.c.job_name, states_t.c.partition_key],
-        set_={
-            "status": ins.excluded.status,
-            "run_id": ins.excluded.run_id,
-            "updated_at": ins.excluded.updated_at,
-        },
-        where=or_(states_t.c.run_id.is_(None), states_t.c.run_id <= ins.excluded.run_id),
-    )
+    stmt = _STATES_UPSERT[dialect]
     rows = [
         {
             "job_name": job,

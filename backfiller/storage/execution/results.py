@@ -27,6 +27,7 @@ from backfiller.storage.execution.common import (
     runs_t,
     slots_t,
 )
+from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import RunRecord, SlotRecord
 from backfiller.storage.repositories import INSERT_EVENT, event_row
 
@@ -107,14 +108,13 @@ class ResultsRepository(SessionRepository):
         if ranged:
             # Never skipped when locked: a range is written whole (its lead is locked already).
             rows += await self._active_rows(owner, ranged, False, members=True)
-        if logs:
-            await self.session.execute(
-                insert(logs_t),
-                [
-                    {"run_id": e.run_id, "at": e.at, "level": e.level[:16], "message": e.message}
-                    for e in logs
-                ],
-            )
+        await self.run_many(
+            _LOGS,
+            [
+                {"run_id": e.run_id, "at": e.at, "level": e.level[:16], "message": e.message}
+                for e in logs
+            ],
+        )
         if not rows:
             return outcomes
         statuses = await self.statuses_of({int(r.backfill_id) for r in rows})
@@ -168,58 +168,59 @@ class ResultsRepository(SessionRepository):
         return rows
 
     async def _write(self, changes: _Changes, now: datetime) -> None:
-        if changes.starts:
-            await self.session.execute(
-                update(runs_t)
-                .where(
-                    runs_t.c.id == bindparam("b_id"),
-                    one_of(runs_t.c.status, run_sources_of(RunState.RUNNING)),
-                    runs_t.c.lease_owner == bindparam("b_owner"),
-                )
-                .values(
-                    status=RunState.RUNNING,
-                    started_at=bindparam("b_at"),
-                    heartbeat_at=bindparam("b_at"),
-                    worker=bindparam("b_worker"),
-                ),
-                changes.starts,
-            )
-        if changes.runs:
-            await self.session.execute(
-                update(runs_t)
-                .where(
-                    runs_t.c.id == bindparam("b_id"),
-                    one_of(runs_t.c.status, _ENDS_FROM),
-                    runs_t.c.lease_owner == bindparam("b_owner"),
-                )
-                .values(
-                    status=bindparam("b_status"),
-                    failure_reason=bindparam("b_reason"),
-                    error_message=bindparam("b_message"),
-                    error_traceback=bindparam("b_trace"),
-                    started_at=func.coalesce(runs_t.c.started_at, bindparam("b_started")),
-                    ended_at=bindparam("b_ended"),
-                    worker=func.coalesce(bindparam("b_worker"), runs_t.c.worker),
-                ),
-                changes.runs,
-            )
-        if changes.slots:
-            await self.session.execute(
-                update(slots_t)
-                .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == bindparam("b_old"))
-                .values(
-                    status=bindparam("b_new"),
-                    next_attempt_at=bindparam("b_next"),
-                    free_attempts=slots_t.c.free_attempts + bindparam("b_free"),
-                    lost_attempts=slots_t.c.lost_attempts + bindparam("b_lost"),
-                    updated_at=bindparam("b_now"),
-                ),
-                changes.slots,
-            )
-        if changes.events:
-            await self.session.execute(INSERT_EVENT, changes.events)
+        await self.run_many(_START_RUNS, changes.starts)
+        await self.run_many(_END_RUNS, changes.runs)
+        await self.run_many(_MOVE_SLOTS, changes.slots)
+        await self.run_many(_EVENTS, changes.events)
         await self.record_partition_states(changes.states, now)
         await self.apply_moves(changes.moves, now)
+
+
+# Built once (``storage/prepared.py``): a tick writes them for every run that started or ended.
+_START_RUNS = Prepared(
+    update(runs_t)
+    .where(
+        runs_t.c.id == bindparam("b_id"),
+        one_of(runs_t.c.status, run_sources_of(RunState.RUNNING)),
+        runs_t.c.lease_owner == bindparam("b_owner"),
+    )
+    .values(
+        status=RunState.RUNNING,
+        started_at=bindparam("b_at"),
+        heartbeat_at=bindparam("b_at"),
+        worker=bindparam("b_worker"),
+    )
+)
+_END_RUNS = Prepared(
+    update(runs_t)
+    .where(
+        runs_t.c.id == bindparam("b_id"),
+        one_of(runs_t.c.status, _ENDS_FROM),
+        runs_t.c.lease_owner == bindparam("b_owner"),
+    )
+    .values(
+        status=bindparam("b_status"),
+        failure_reason=bindparam("b_reason"),
+        error_message=bindparam("b_message"),
+        error_traceback=bindparam("b_trace"),
+        started_at=func.coalesce(runs_t.c.started_at, bindparam("b_started")),
+        ended_at=bindparam("b_ended"),
+        worker=func.coalesce(bindparam("b_worker"), runs_t.c.worker),
+    )
+)
+_MOVE_SLOTS = Prepared(
+    update(slots_t)
+    .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == bindparam("b_old"))
+    .values(
+        status=bindparam("b_new"),
+        next_attempt_at=bindparam("b_next"),
+        free_attempts=slots_t.c.free_attempts + bindparam("b_free"),
+        lost_attempts=slots_t.c.lost_attempts + bindparam("b_lost"),
+        updated_at=bindparam("b_now"),
+    )
+)
+_EVENTS = Prepared(INSERT_EVENT)
+_LOGS = Prepared(insert(logs_t))
 
 
 def _same_attempt(end: RunFinished | None, attempt: int) -> bool:

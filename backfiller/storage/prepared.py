@@ -1,0 +1,161 @@
+"""Statements compiled once and handed straight to SQLite's cursor: the hottest writes.
+
+``Connection.execute`` spends tens of microseconds of Python on every statement beyond the
+database's own work: an execution context, the parameters looked up and converted one by one,
+a result wrapped around the cursor. For a launch (three statements) or a daemon's tick (a
+dozen), that is a large share of the whole. A :class:`Prepared` statement compiles its Core
+statement once per set of parameter names, keeps the SQL, the order of the parameters and
+each one's bind processor (the column type's own conversion, so what is stored is exactly
+what SQLAlchemy itself would store), and then runs on the DBAPI cursor of the caller's
+connection, in the caller's transaction.
+
+Only on SQLite, and only when nothing listens to SQLAlchemy's statement events (tracing does):
+anywhere else, and for a statement this module cannot take (column defaults computed in
+Python, expanding ``IN`` parameters), it is ``Connection.execute``, with the same results. A
+driver's error is raised as SQLAlchemy's own wrapper (``IntegrityError`` and so on), and a
+value a column refuses as a ``StatementError``, as ``Connection.execute`` would raise them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import Executable
+
+Processor = Callable[[Any], Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    sql: str
+    names: tuple[str, ...]
+    """The statement's parameters, in the order of its ``?`` marks."""
+    defaults: tuple[Any, ...]
+    """A parameter's value when a call does not give it (a literal of the statement)."""
+    given: tuple[bool, ...]
+    """Whether a call gives the parameter (else its default)."""
+    processors: tuple[Processor, ...]
+    results: tuple[Processor, ...] | None
+    """The result columns' processors, when the statement returns rows."""
+
+
+_NOT_PREPARED = None
+
+
+class Prepared:
+    """A Core ``statement`` to run many times (see the module's docstring)."""
+
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+        self._plans: dict[tuple[str, ...], _Plan | None] = {}
+
+    def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Run the statement once with ``params``; the rows it returns, as tuples."""
+        plan = self._plan_for(conn, params)
+        if plan is None:
+            result = conn.execute(self.statement, dict(params))
+            return [tuple(r) for r in result] if result.returns_rows else []
+        cursor = conn.connection.cursor()
+        try:
+            try:
+                values = _values(plan, params)
+                cursor.execute(plan.sql, values)
+            except Exception as error:
+                raise _wrapped(conn.dialect, plan.sql, params, error) from error
+            if plan.results is None:
+                return []
+            return [_row(plan.results, r) for r in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    def many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Run the statement for each of ``rows`` (one ``executemany``); the rows it matched
+        or wrote, all told. Every row must give the same parameters."""
+        if not rows:
+            return 0
+        plan = self._plan_for(conn, rows[0])
+        if plan is None:
+            result = conn.execute(self.statement, [dict(r) for r in rows])
+            return int(result.rowcount)
+        cursor = conn.connection.cursor()
+        try:
+            try:
+                cursor.executemany(plan.sql, [_values(plan, r) for r in rows])
+            except Exception as error:
+                raise _wrapped(conn.dialect, plan.sql, rows, error) from error
+            return int(cursor.rowcount)
+        finally:
+            cursor.close()
+
+    def _plan_for(self, conn: Connection, params: Mapping[str, Any]) -> _Plan | None:
+        if conn.dialect.name != "sqlite" or conn.dispatch.before_cursor_execute:
+            return _NOT_PREPARED
+        keys = tuple(params)
+        try:
+            return self._plans[keys]
+        except KeyError:
+            plan = self._plans[keys] = _compile(self.statement, conn.dialect, keys)
+            return plan
+
+
+def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> _Plan | None:
+    """The plan of ``statement`` for calls that give ``keys``, or ``None`` when it needs
+    SQLAlchemy at every call."""
+    compile: Any = statement.compile  # type: ignore[attr-defined]
+    compiled: Any = compile(dialect=dialect, column_keys=list(keys))
+    names = compiled.positiontup
+    if (
+        not dialect.positional
+        or names is None
+        or compiled.insert_prefetch
+        or compiled.update_prefetch
+        or compiled.literal_execute_params
+        or compiled.post_compile_params
+    ):
+        return None
+    given = set(keys)
+    binds = [compiled.binds[name] for name in names]
+    if any(name not in given and b.required for name, b in zip(names, binds, strict=True)):
+        return None
+    results: tuple[Processor, ...] | None = None
+    if getattr(statement, "_returning", None) or getattr(statement, "is_select", False):
+        columns = statement.exported_columns  # type: ignore[attr-defined]
+        results = tuple(
+            c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns
+        )
+    return _Plan(
+        sql=compiled.string,
+        names=tuple(names),
+        defaults=tuple(b.effective_value for b in binds),
+        given=tuple(name in given for name in names),
+        processors=tuple(b.type.dialect_impl(dialect).bind_processor(dialect) for b in binds),
+        results=results,
+    )
+
+
+def _values(plan: _Plan, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    out = []
+    for name, given, default, process in zip(
+        plan.names, plan.given, plan.defaults, plan.processors, strict=True
+    ):
+        value = params[name] if given else default
+        out.append(value if process is None else process(value))
+    return tuple(out)
+
+
+def _row(processors: tuple[Processor, ...], row: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(
+        value if process is None else process(value)
+        for process, value in zip(processors, row, strict=True)
+    )
+
+
+def _wrapped(dialect: Dialect, sql: str, params: Any, error: Exception) -> Exception:
+    """``error`` as ``Connection.execute`` raises it: a driver's error as SQLAlchemy's
+    ``DBAPIError`` of the same kind, a bind processor's error as a ``StatementError``."""
+    return DBAPIError.instance(sql, params, error, dialect.loaded_dbapi.Error, dialect=dialect)
