@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, Select, bindparam, create_engine, eve
 from backfiller.domain import BackfillState, RunState
 from backfiller.storage.engine import LOCK_PATIENCE_SECONDS, sync_database_url
 from backfiller.storage.execution.common import backfills_t, leases_t, runs_t
+from backfiller.storage.prepared import Prepared
 
 
 class StartGate:
@@ -62,7 +63,7 @@ class StartGate:
         self.engine.dispose()
 
 
-def _may_start_query() -> Select[tuple[int, int]]:
+def _may_start_query(one: bool) -> Select[tuple[int, int]]:
     leased = (
         select(leases_t.c.owner)
         .where(leases_t.c.owner == bindparam("owner"), leases_t.c.expires_at > bindparam("now"))
@@ -72,7 +73,9 @@ def _may_start_query() -> Select[tuple[int, int]]:
         select(runs_t.c.id, runs_t.c.attempt)
         .join(backfills_t, backfills_t.c.id == runs_t.c.backfill_id)
         .where(
-            runs_t.c.id.in_(bindparam("ids", expanding=True)),
+            runs_t.c.id == bindparam("id")
+            if one
+            else runs_t.c.id.in_(bindparam("ids", expanding=True)),
             runs_t.c.status == RunState.QUEUED,
             runs_t.c.lease_owner == bindparam("owner"),
             backfills_t.c.status == BackfillState.RUNNING,
@@ -81,9 +84,12 @@ def _may_start_query() -> Select[tuple[int, int]]:
     )
 
 
-MAY_START = _may_start_query()
+MAY_START = _may_start_query(one=False)
 """Built once: SQLAlchemy then reuses its compiled form, so a check costs tens of
 microseconds of Python, where building the statement per check cost ten times more."""
+_MAY_ONE_START = Prepared(_may_start_query(one=True))
+"""The check of one run, as a worker asks it before each run: prepared, since an expanding
+``IN`` is rendered anew at every call."""
 
 
 def may_start(
@@ -91,6 +97,10 @@ def may_start(
 ) -> set[int]:
     """The runs of ``requests`` that may start: lease valid, run QUEUED and leased to
     ``owner`` at that attempt, backfill RUNNING."""
+    if len(requests) == 1:
+        ((run_id, attempt),) = requests
+        found = _MAY_ONE_START.rows(conn, {"id": run_id, "owner": owner, "now": now})
+        return {run_id for _, at in found if at == attempt}
     attempts = dict(requests)
     rows = conn.execute(MAY_START, {"ids": list(attempts), "owner": owner, "now": now})
     return {int(r.id) for r in rows if attempts[int(r.id)] == int(r.attempt)}
