@@ -75,7 +75,8 @@ class Prepared:
 
     def many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
         """Run the statement for each of ``rows`` (one ``executemany``); the rows it matched
-        or wrote, all told. Every row must give the same parameters."""
+        or wrote, all told (for an UPDATE or DELETE; an INSERT may tell -1, as the driver does).
+        Every row must give the same parameters."""
         if not rows:
             return 0
         plan = self._plan_for(conn, rows[0])

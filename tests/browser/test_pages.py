@@ -327,7 +327,8 @@ def test_a_server_restart_under_an_open_page_recovers_without_reloading(
     args = ["--definitions", DEFINITIONS, "--auth", "none"]
     server = LiveServer(url, DEFINITIONS)
     port = server.port
-    console.allow(r"ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|503|502")
+    # The server going away: refused, empty or reset (a request in flight as it stops).
+    console.allow(r"ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|503|502")
     restarted: LiveProcess | None = None
     try:
         page = new_page()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, event, insert, select, text
+from sqlalchemy import Connection, bindparam, event, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from backfiller.domain import EventKind, Order, Reprocess, SelectionKind
@@ -64,7 +64,7 @@ async def test_rows_are_stored_as_sqlalchemy_stores_them(database: Database) -> 
 
     def work(conn: Connection) -> None:
         conn.execute(backfills, _backfill_row(1, "k1"))
-        assert Prepared(backfills).many(conn, [_backfill_row(2, "k2")]) == 1
+        Prepared(backfills).many(conn, [_backfill_row(2, "k2")])
         one, two = _stored(conn, "backfills", 1), _stored(conn, "backfills", 2)
         assert one.pop("idempotency_key") == "k1" and two.pop("idempotency_key") == "k2"
         assert one == two
@@ -99,6 +99,24 @@ async def test_rows_read_back_through_the_columns_types(database: Database) -> N
         return largest.rows(conn, {})
 
     assert await database.transact(work) == [(7, NOW)]
+
+
+async def test_many_tells_how_many_rows_an_update_matched(database: Database) -> None:
+    table = table_of(BackfillRecord)
+    retitle = Prepared(
+        update(table).where(table.c.id == bindparam("b_id")).values(title=bindparam("b_title"))
+    )
+
+    def work(conn: Connection) -> int:
+        Prepared(insert(table)).many(conn, [_backfill_row(1, "a"), _backfill_row(2, "b")])
+        rows = [{"b_id": pk, "b_title": f"t{pk}"} for pk in (1, 2, 3)]
+        return retitle.many(conn, rows)
+
+    assert await database.transact(work) == 2
+    titles = await database.query(
+        lambda conn: conn.execute(select(table.c.title).order_by(table.c.id)).scalars().all()
+    )
+    assert titles == ["t1", "t2"]
 
 
 async def test_a_refused_row_raises_sqlalchemy_s_error_and_writes_nothing(
