@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from backfiller.pickled import by_position
+
 
 class BackfillState(enum.StrEnum):
     REQUESTED = "requested"
@@ -253,6 +255,7 @@ class Outcome(enum.StrEnum):
     """The start gate refused the run (its backfill was paused or canceled): it never ran."""
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class RunFinished:
     """How one run ended: the single representation of a run's end, from worker to storage.

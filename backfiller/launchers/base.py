@@ -58,11 +58,13 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from backfiller.domain import Outcome, RunFinished
+from backfiller.pickled import by_position
 
 MAX_LOG_LINES_PER_RUN = 10_000
 MAX_LOG_LINE_CHARS = 8_000
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class RunTask:
     """One attempt of one partition, as a worker needs it (picklable).
@@ -89,6 +91,7 @@ class RunTask:
     run of one partition. ``partition_start``/``partition_end`` then span the range."""
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class LogLine:
     at: datetime
@@ -96,6 +99,7 @@ class LogLine:
     message: str
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class RunStarted:
     """A run began on a worker: its start time and where (the daemon records it RUNNING; with
@@ -107,6 +111,7 @@ class RunStarted:
     attempt: int | None = None
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class RunLogs:
     run_id: int
@@ -131,6 +136,7 @@ Gate = Callable[[Sequence[StartRequest]], set[int]]
 """Returns the ids of the requested runs that may start now. Blocking."""
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class StartCheck:
     """What a worker process needs to ask the start gate itself (picklable): the database,

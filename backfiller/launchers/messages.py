@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from backfiller.launchers.base import LogLine, RunFinished, RunTask, StartCheck
+from backfiller.pickled import by_position
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,7 @@ class Stop:
     """Launcher to worker: finish and exit."""
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class Gated:
     """Launcher to worker: run ``task`` if the start gate, asked with ``check``, lets it."""
@@ -30,6 +32,7 @@ class Gated:
     check: StartCheck
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class Started:
     """Worker to launcher: the gated run passed its gate at ``at`` and is starting."""
@@ -53,6 +56,7 @@ class Fatal:
     message: str
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class Logs:
     """Worker to launcher: log lines of the running run."""
@@ -61,6 +65,7 @@ class Logs:
     lines: tuple[LogLine, ...]
 
 
+@by_position
 @dataclass(frozen=True, slots=True)
 class Done:
     """Worker to launcher: the run ended, with its last log lines."""
