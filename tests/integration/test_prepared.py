@@ -92,13 +92,18 @@ async def test_rows_are_stored_as_sqlalchemy_stores_them(database: Database) -> 
 
 
 async def test_rows_read_back_through_the_columns_types(database: Database) -> None:
-    largest = Prepared(select(table_of(BackfillRecord).c.id, table_of(BackfillRecord).c.created_at))
+    table = table_of(BackfillRecord)
+    created = Prepared(select(table.c.id, table.c.created_at).order_by(table.c.id))
+    later = NOW.replace(hour=13)
+    # The same object in rows one after the other is converted once (see ``_all_values``).
+    rows = [_backfill_row(7, "a"), _backfill_row(8, "b"), _backfill_row(9, "c")]
+    rows[1]["created_at"] = later
 
     def work(conn: Connection) -> list[tuple[Any, ...]]:
-        Prepared(insert(table_of(BackfillRecord))).many(conn, [_backfill_row(7, "k")])
-        return largest.rows(conn, {})
+        Prepared(insert(table)).many(conn, rows)
+        return created.rows(conn, {})
 
-    assert await database.transact(work) == [(7, NOW)]
+    assert await database.transact(work) == [(7, NOW), (8, later), (9, NOW)]
 
 
 async def test_many_tells_how_many_rows_an_update_matched(database: Database) -> None:
