@@ -29,7 +29,7 @@ from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.authorize import Authorize
 from backfiller.resolvers.authorize_early import AuthorizingExecutor
 from backfiller.resolvers.errors import MaskUnexpectedErrors
-from backfiller.resolvers.limits import QueryCostLimiter, tag_error_codes
+from backfiller.resolvers.limits import DocumentMemo, QueryCostLimiter, tag_error_codes
 from backfiller.schema.admin import (
     ApiTokenConnection,
     AuditEntryConnection,
@@ -203,7 +203,10 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
     ]
     if settings.graphql_cache:
         protective += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
-    protective += [lambda: QueryCostLimiter(max_cost=cost), Authorize]
+    # Sizes and costs remembered per parsed document, which only the parse cache makes
+    # the same object again.
+    memo = DocumentMemo(512 if settings.graphql_cache else 0)
+    protective += [lambda: QueryCostLimiter(max_cost=cost, memo=memo), Authorize]
     protective.append(MaskUnexpectedErrors)
     built = PublicSchema(
         query=Query,

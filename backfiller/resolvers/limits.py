@@ -8,7 +8,8 @@ Other lists count as one (they are small or bounded by the definitions).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from graphql import (
@@ -54,16 +55,21 @@ class QueryCostLimiter(SchemaExtension):
     ``GRAPHQL_VALIDATION_FAILED``.
     """
 
-    def __init__(self, max_cost: int, max_fields: int = 10_000) -> None:
+    def __init__(
+        self, max_cost: int, max_fields: int = 10_000, memo: DocumentMemo | None = None
+    ) -> None:
         self.max_cost = max_cost
         self.max_fields = max_fields
+        self.memo = memo or DocumentMemo(0)
 
     def on_parse(self) -> Iterator[None]:
         yield
         document = self.execution_context.graphql_document
         if document is None or self.max_fields <= 0:
             return
-        size = expanded_size(document, self.max_fields)
+        size = self.memo.get(
+            document, ("size", None), lambda: (expanded_size(document, self.max_fields), True)
+        )
         if size > self.max_fields:
             raise PublicError(
                 f"the document selects more than {self.max_fields} fields once its fragments "
@@ -75,8 +81,11 @@ class QueryCostLimiter(SchemaExtension):
         context = self.execution_context
         document = context.graphql_document
         if document is not None and self.max_cost > 0:
-            cost = estimate_cost(
-                context.schema._schema, document, context.operation_name, context.variables or {}
+            schema, variables = context.schema._schema, context.variables or {}
+            cost = self.memo.get(
+                document,
+                ("cost", context.operation_name),
+                lambda: _estimate(schema, document, context.operation_name, variables),
             )
             if cost > self.max_cost:
                 raise PublicError(
@@ -144,12 +153,53 @@ def expanded_size(document: Any, cap: int) -> int:
     )
 
 
+class DocumentMemo:
+    """What the limiter worked out for a document seen before: its expanded size, and its
+    cost when no variable went into it (a mutation's is the same at every request).
+
+    Keyed by the document object: the parse cache (``ParserCache``) hands back the same
+    object for the same text. The ``size`` most recent documents are kept, and held, so an
+    object's id is never another's while its entry lives. ``size`` 0 keeps nothing.
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[int, str, str | None], tuple[Any, int]] = OrderedDict()
+
+    def get(
+        self, document: Any, key: tuple[str, str | None], work: Callable[[], tuple[int, bool]]
+    ) -> int:
+        """The figure ``key`` of ``document``: remembered, or ``work()``, which also says
+        whether it may be remembered."""
+        entry = (id(document), key[0], key[1])
+        found = self._entries.get(entry)
+        if found is not None and found[0] is document:
+            self._entries.move_to_end(entry)
+            return found[1]
+        value, constant = work()
+        if constant and self.size > 0:
+            self._entries[entry] = (document, value)
+            if len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return value
+
+
 def estimate_cost(
     schema: GraphQLSchema,
     document: Any,
     operation_name: str | None,
     variables: Mapping[str, Any],
 ) -> int:
+    return _estimate(schema, document, operation_name, variables)[0]
+
+
+def _estimate(
+    schema: GraphQLSchema,
+    document: Any,
+    operation_name: str | None,
+    variables: Mapping[str, Any],
+) -> tuple[int, bool]:
+    """The cost, and whether it is the same whatever the variables (none went into it)."""
     fragments = {
         d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
     }
@@ -162,15 +212,16 @@ def estimate_cost(
             continue
         root = schema.get_root_type(definition.operation)
         if root is None:
-            return 0
+            return 0, True
         defaults = {
             v.variable.name.value: v.default_value
             for v in definition.variable_definitions or ()
             if v.default_value is not None
         }
         walker = _Walker(schema, fragments, variables, defaults)
-        return walker.unit(definition.selection_set, root, 0)
-    return 0
+        cost = walker.unit(definition.selection_set, root, 0)
+        return cost, not walker.read_variables
+    return 0, True
 
 
 class _Walker:
@@ -192,6 +243,7 @@ class _Walker:
         self.variables = variables
         self.defaults = defaults
         self.memo: dict[str, int] = {}
+        self.read_variables = False
 
     def cost(
         self, selection_set: SelectionSetNode, parent: Any, multiplier: int, depth: int
@@ -244,6 +296,7 @@ class _Walker:
             if isinstance(value, IntValueNode):
                 return _clamp(value.value)
             if isinstance(value, VariableNode):
+                self.read_variables = True
                 name = value.name.value
                 if name in self.variables:
                     return _clamp(self.variables[name])

@@ -112,6 +112,28 @@ def test_deep_wide_and_bomb_queries_are_refused_with_a_code(
     assert post(server, wide_ok, token=tokens.viewer).json()["data"]["a29"] == "v1"
 
 
+def test_the_same_document_is_costed_again_when_its_variables_change(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    """The server remembers a parsed document's cost only when no variable goes into it:
+    the same text asks again for as much as its variables say, every time."""
+    query = (
+        "query Q($outer: Int, $inner: Int) { backfills(first: $outer) { nodes { "
+        "runs(first: $inner) { nodes { logs(first: 100) { nodes { message } } } } } } }"
+    )
+    small, large = {"outer": 2, "inner": 2}, {"outer": 100, "inner": 100}
+    for variables in (small, large, small, large):
+        response = post(server, query, variables, token=tokens.viewer)
+        expected = [] if variables is small else ["QUERY_TOO_COMPLEX"]
+        assert codes(response) == expected, (variables, response.text[:300])
+    constant = (
+        "{ backfills(first: 100) { nodes { runs(first: 100) { nodes { "
+        "logs { nodes { message } } } } } } }"
+    )
+    for _ in range(2):
+        assert codes(post(server, constant, token=tokens.viewer)) == ["QUERY_TOO_COMPLEX"]
+
+
 def test_introspection_still_works_for_tools(server: LiveServer, tokens: Tokens) -> None:
     from graphql import get_introspection_query
 
