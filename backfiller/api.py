@@ -13,9 +13,12 @@ from strawberry.extensions import (
     MaxTokensLimiter,
     ParserCache,
     QueryDepthLimiter,
+    SchemaExtension,
     ValidationCache,
 )
+from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.config import StrawberryConfig
+from strawberry.types import ExecutionContext
 
 from backfiller.config import Settings
 from backfiller.ids import parse_backfill_id, parse_evaluation_id, parse_run_id
@@ -40,6 +43,7 @@ from backfiller.schema.admin import (
 from backfiller.schema.asset_backfills import Asset
 from backfiller.schema.backfills import Backfill, BackfillConnection, Run, RunConnection
 from backfiller.schema.common import Node
+from backfiller.schema.extension_hooks import RememberingExtensionsRunner
 from backfiller.schema.input_values import build_inputs_directly
 from backfiller.schema.jobs import Job
 from backfiller.schema.naming import RememberingNameConverter
@@ -228,6 +232,11 @@ class PublicSchema(strawberry.Schema):
 
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
         tag_error_codes(errors)
+
+    def create_extensions_runner(
+        self, execution_context: ExecutionContext, extensions: list[SchemaExtension]
+    ) -> SchemaExtensionsRunner:
+        return RememberingExtensionsRunner(execution_context, extensions)
 
 
 schema = build_schema()
