@@ -85,7 +85,7 @@ class QueryCostLimiter(SchemaExtension):
             cost = self.memo.get(
                 document,
                 ("cost", context.operation_name),
-                lambda: _estimate(schema, document, context.operation_name, variables),
+                lambda: estimate_cost(schema, document, context.operation_name, variables),
             )
             if cost > self.max_cost:
                 raise PublicError(
@@ -185,15 +185,6 @@ class DocumentMemo:
 
 
 def estimate_cost(
-    schema: GraphQLSchema,
-    document: Any,
-    operation_name: str | None,
-    variables: Mapping[str, Any],
-) -> int:
-    return _estimate(schema, document, operation_name, variables)[0]
-
-
-def _estimate(
     schema: GraphQLSchema,
     document: Any,
     operation_name: str | None,

@@ -35,11 +35,10 @@ _Plan = tuple[Callable[[SchemaExtension], Any], bool]
 _PLANS: dict[tuple[type, str], _Plan | None] = {}
 
 
-def _plan_of(cls: type, stage: str) -> _Plan | None:
-    """The plan of ``cls``'s hook for ``stage``: None when it has none (or one that
-    strawberry refuses, which it then refuses as ever)."""
-    hook = getattr(cls, stage)
-    if hook is getattr(SchemaExtension, stage) or not callable(hook):
+def _plan_of(hook: Callable[..., Any], stage: str) -> _Plan | None:
+    """The plan of an extension class's (callable) ``hook`` for ``stage``: None when it is
+    ``SchemaExtension``'s own, which does nothing."""
+    if hook is getattr(SchemaExtension, stage):
         return None
     if inspect.isgeneratorfunction(hook):
         return contextlib.contextmanager(hook), False
@@ -72,11 +71,12 @@ class _RememberedHooks:
         try:
             plan = _PLANS[key]
         except KeyError:
-            plan = _PLANS[key] = _plan_of(type(extension), self.HOOK_NAME)
+            hook = getattr(type(extension), self.HOOK_NAME)
+            if not callable(hook):  # strawberry refuses it, as ever (never remembered)
+                return super().get_hook(extension)  # type: ignore[misc,no-any-return]
+            plan = _PLANS[key] = _plan_of(hook, self.HOOK_NAME)
         if plan is None:
-            if callable(getattr(type(extension), self.HOOK_NAME)):
-                return None
-            return super().get_hook(extension)  # type: ignore[misc,no-any-return]  # refused
+            return None
         make, is_async = plan
         return WrappedHook(extension, functools.partial(make, extension), is_async)
 

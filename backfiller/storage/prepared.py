@@ -60,18 +60,10 @@ class Prepared:
         if plan is None:
             result = conn.execute(self.statement, dict(params))
             return [tuple(r) for r in result] if result.returns_rows else []
-        cursor = conn.connection.cursor()
-        try:
-            try:
-                values = _values(plan, params)
-                cursor.execute(plan.sql, values)
-            except Exception as error:
-                raise _wrapped(conn.dialect, plan.sql, params, error) from error
-            if plan.results is None:
-                return []
-            return [_row(plan.results, r) for r in cursor.fetchall()]
-        finally:
-            cursor.close()
+        found, _ = _on_cursor(
+            conn, plan, params, lambda c: c.execute(plan.sql, _values(plan, params))
+        )
+        return [_row(plan.results, r) for r in found] if plan.results is not None else []
 
     def many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
         """Run the statement for each of ``rows`` (one ``executemany``); the rows it matched
@@ -83,15 +75,10 @@ class Prepared:
         if plan is None:
             result = conn.execute(self.statement, [dict(r) for r in rows])
             return int(result.rowcount)
-        cursor = conn.connection.cursor()
-        try:
-            try:
-                cursor.executemany(plan.sql, _all_values(plan, rows))
-            except Exception as error:
-                raise _wrapped(conn.dialect, plan.sql, rows, error) from error
-            return int(cursor.rowcount)
-        finally:
-            cursor.close()
+        _, count = _on_cursor(
+            conn, plan, rows, lambda c: c.executemany(plan.sql, _all_values(plan, rows))
+        )
+        return count
 
     def _plan_for(self, conn: Connection, params: Mapping[str, Any]) -> _Plan | None:
         if conn.dialect.name != "sqlite" or conn.dispatch.before_cursor_execute:
@@ -137,6 +124,24 @@ def _compile(statement: Executable, dialect: Dialect, keys: tuple[str, ...]) -> 
         processors=tuple(b.type.dialect_impl(dialect).bind_processor(dialect) for b in binds),
         results=results,
     )
+
+
+def _on_cursor(
+    conn: Connection, plan: _Plan, params: Any, run: Callable[[Any], Any]
+) -> tuple[Sequence[Any], int]:
+    """``run(cursor)`` on a cursor of ``conn``'s connection: the rows it returned (when the
+    statement returns rows) and its row count. Errors are raised as ``Connection.execute``
+    raises them."""
+    cursor = conn.connection.cursor()
+    try:
+        try:
+            run(cursor)
+        except Exception as error:
+            raise _wrapped(conn.dialect, plan.sql, params, error) from error
+        found = cursor.fetchall() if plan.results is not None else []
+        return found, int(cursor.rowcount)
+    finally:
+        cursor.close()
 
 
 def _values(plan: _Plan, params: Mapping[str, Any]) -> tuple[Any, ...]:

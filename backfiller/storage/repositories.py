@@ -50,6 +50,8 @@ from backfiller.storage.rows import changed
 
 # Statements built once: building an ORM insert per call costs more than running it.
 INSERT_EVENT = insert(table_of(BackfillEventRecord))
+EVENTS = Prepared(INSERT_EVENT)
+"""``INSERT_EVENT`` prepared (``storage/prepared.py``): for a launch's and a tick's events."""
 
 
 def event_row(
@@ -73,7 +75,6 @@ _INSERT_BACKFILL = Prepared(
 # by the database and returned in the order of the rows.
 _INSERT_NUMBERED_BACKFILLS = Prepared(insert(table_of(BackfillRecord)))
 _LARGEST_BACKFILL_ID = Prepared(select(func.max(BackfillRecord.id)))
-_LAUNCHED_EVENTS = Prepared(INSERT_EVENT)
 _INSERT_BACKFILLS = insert(table_of(BackfillRecord)).returning(
     table_of(BackfillRecord).c.id, sort_by_parameter_order=True
 )
@@ -187,7 +188,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
     if new.tags:
         _INSERT_TAG.many(conn, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
     add_webhooks(conn, pk, new.notify)
-    _LAUNCHED_EVENTS.rows(conn, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
+    EVENTS.rows(conn, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
     return _detached_record(pk, values)
 
 
@@ -247,7 +248,7 @@ def add_backfills(
         event_row(pk, EventKind.LAUNCHED, now, new.creator, None)
         for pk, (new, now) in zip(pks, launches, strict=True)
     ]
-    _LAUNCHED_EVENTS.many(conn, events)
+    EVENTS.many(conn, events)
     return [_detached_record(pk, row) for pk, row in zip(pks, values, strict=True)]
 
 

@@ -29,7 +29,7 @@ from backfiller.storage.execution.common import (
 )
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import RunRecord, SlotRecord
-from backfiller.storage.repositories import INSERT_EVENT, event_row
+from backfiller.storage.repositories import EVENTS, event_row
 
 RetryRule = Budget
 """The job's retry budgets, as storage receives them (see ``backfiller.retries``)."""
@@ -171,7 +171,7 @@ class ResultsRepository(SessionRepository):
         await self.run_many(_START_RUNS, changes.starts)
         await self.run_many(_END_RUNS, changes.runs)
         await self.run_many(_MOVE_SLOTS, changes.slots)
-        await self.run_many(_EVENTS, changes.events)
+        await self.run_many(EVENTS, changes.events)
         await self.record_partition_states(changes.states, now)
         await self.apply_moves(changes.moves, now)
 
@@ -219,7 +219,6 @@ _MOVE_SLOTS = Prepared(
         updated_at=bindparam("b_now"),
     )
 )
-_EVENTS = Prepared(INSERT_EVENT)
 _LOGS = Prepared(insert(logs_t))
 
 
