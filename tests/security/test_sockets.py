@@ -707,3 +707,24 @@ def test_a_post_that_offers_an_upgrade_to_http2_is_read_and_answered_over_http_1
     status, _, rest = answer.partition(b"\r\n")
     assert status == b"HTTP/1.1 200 OK", answer[:300]
     assert json.loads(rest.partition(b"\r\n\r\n")[2]) == {"data": {"apiVersion": "v1"}}
+
+
+def test_the_same_document_is_costed_again_over_a_socket_when_its_variables_change(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    """As over HTTP (test_hostile): the cost a server remembers for a parsed document never
+    stands in for one that its variables change."""
+    query = (
+        "query Q($outer: Int, $inner: Int) { backfills(first: $outer) { nodes { "
+        "runs(first: $inner) { nodes { logs(first: 100) { nodes { message } } } } } } }"
+    )
+    small, large = {"outer": 2, "inner": 2}, {"outer": 100, "inner": 100}
+    sock = Socket(server, tokens.viewer)
+    for variables in (small, large, small, large):
+        message = sock.ask(query, variables)
+        payload = message["payload"]
+        errors = payload if message["type"] == "error" else payload.get("errors") or []
+        found = [e.get("extensions", {}).get("code") for e in errors]
+        expected = [] if variables is small else ["QUERY_TOO_COMPLEX"]
+        assert found == expected, (variables, message)
+    sock.close()
