@@ -43,6 +43,7 @@ from backfiller.storage import Database
 from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord, SlotRecord
 from bench.defs import definitions
+from bench.launch_cpu import cpu_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "bench.defs:definitions"
@@ -106,6 +107,7 @@ async def throughput(folder: Path, size: int, workers: int, profile: bool) -> No
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
+    cpu_before = {pid: cpu_seconds(pid) for pid in [os.getpid(), *launcher.worker_pids()]}
     started = time.perf_counter()
     pk = await api.launch(size)
     first_success: float | None = None
@@ -119,6 +121,7 @@ async def throughput(folder: Path, size: int, workers: int, profile: bool) -> No
         if record.status is BackfillState.COMPLETED_SUCCESS:
             break
     ended = time.perf_counter()
+    cpu_used = {pid: cpu_seconds(pid) - before for pid, before in cpu_before.items()}
     if profiler:
         profiler.disable()
     stop.set()
@@ -130,6 +133,11 @@ async def throughput(folder: Path, size: int, workers: int, profile: bool) -> No
     print(f"  launch to COMPLETED_SUCCESS:  {took:7.2f} s  {size / took:7.0f} runs/s")
     print(f"  first run succeeded after:    {first_success - started:7.2f} s")
     print(f"  (before: daemon start to workers ready: {ready:.2f} s, spawn + imports, once)")
+    daemon_cpu = cpu_used.pop(os.getpid())
+    print(
+        f"  CPU per run:  daemon (and API) {daemon_cpu / size * 1e6:5.0f} us, "
+        f"workers {sum(cpu_used.values()) / size * 1e6:5.0f} us"
+    )
     print(f"  daemon totals: {daemon.totals}")
     if profiler:
         stats = pstats.Stats(profiler)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, func, or_, select, text, update
+from sqlalchemy import Integer, bindparam, func, or_, select, text, update
 
 from backfiller.domain import (
     BackfillState,
@@ -33,16 +33,29 @@ from backfiller.storage.execution.common import (
     ACTIVE,
     CHUNK,
     SessionRepository,
+    backfills_t,
     changed,
+    leases_t,
+    one_of,
+    runs_t,
     slots_t,
 )
 from backfiller.storage.execution.planning import PlanningRepository
 from backfiller.storage.prepared import Prepared
-from backfiller.storage.records import BackfillRecord, DaemonLeaseRecord, RunRecord, SlotRecord
+from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 
 class ClaimConflict(Conflict):
     """A claim lost a race; its transaction must roll back (the next tick tries again)."""
+
+
+class PendingSlot(NamedTuple):
+    """A slot a claim may take."""
+
+    id: int
+    position: int
+    partition_key: str
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +80,8 @@ class Claim:
 class ClaimsRepository(SessionRepository):
     async def check_lease(self, owner: str, now: datetime) -> None:
         """Raise :class:`LeaseLost` unless ``owner`` holds an unexpired lease (shared lock)."""
-        stmt = select(DaemonLeaseRecord.owner).where(
-            DaemonLeaseRecord.owner == owner, DaemonLeaseRecord.expires_at > now
-        )
-        if self.dialect == "postgresql":
-            stmt = stmt.with_for_update(read=True)
-        if (await self.session.execute(stmt)).scalar_one_or_none() is None:
+        held = await self.rows_of(_LEASE_HELD[self.dialect], {"b_owner": owner, "b_now": now})
+        if not held:
             raise LeaseLost(f"the lease of {owner} is gone or expired")
 
     async def _serialize_job(self, job_name: str) -> None:
@@ -86,44 +95,28 @@ class ClaimsRepository(SessionRepository):
         self, pk: int, job_name: str, want: int, backfill_limit: int | None, job_limit: int | None
     ) -> tuple[int, int]:
         """How many runs the limits allow now, and how many runs of the job are active."""
-        locked = await self.session.execute(
-            select(BackfillRecord.queued, BackfillRecord.running)
-            .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
-            .with_for_update()
-        )
-        row = locked.one_or_none()
-        if row is None:
+        locked = await self.rows_of(_LOCK_RUNNING, {"b_pk": pk})
+        if not locked:
             return 0, 0
+        queued, running = locked[0]
         allowed = want
         if backfill_limit is not None:
-            allowed = min(allowed, backfill_limit - int(row.queued) - int(row.running))
+            allowed = min(allowed, backfill_limit - int(queued) - int(running))
         if job_limit is not None:
             await self._serialize_job(job_name)
-        active_of_job = int(
-            (
-                await self.session.execute(
-                    select(func.count()).where(
-                        RunRecord.job_name == job_name, RunRecord.status.in_(ACTIVE)
-                    )
-                )
-            ).scalar_one()
-        )
+        ((active_of_job,),) = await self.rows_of(_ACTIVE_OF_JOB, {"b_job": job_name})
         if job_limit is not None:
-            allowed = min(allowed, job_limit - active_of_job)
-        return allowed, active_of_job
+            allowed = min(allowed, job_limit - int(active_of_job))
+        return allowed, int(active_of_job)
 
     async def _busy(self, job_name: str, keys: Sequence[str]) -> set[str]:
         """The keys with an active run of ``job_name`` (in any backfill)."""
         busy: set[str] = set()
         for i in range(0, len(keys), CHUNK):
-            result = await self.session.execute(
-                select(RunRecord.partition_key).where(
-                    RunRecord.job_name == job_name,
-                    RunRecord.partition_key.in_(list(keys[i : i + CHUNK])),
-                    RunRecord.status.in_(ACTIVE),
-                )
+            found = await self.rows_of(
+                _BUSY[self.dialect], {"b_job": job_name, "b_keys": keys[i : i + CHUNK]}
             )
-            busy.update(result.scalars())
+            busy.update(key for (key,) in found)
         return busy
 
     async def claim_slots(
@@ -196,45 +189,17 @@ class ClaimsRepository(SessionRepository):
 
     async def _count(self, pk: int, n: int, now: datetime, *, to: str) -> None:
         """Move ``n`` from the backfill's ``pending`` counter to ``to``."""
-        column = getattr(BackfillRecord, to)
-        counted = await self.session.execute(
-            update(BackfillRecord)
-            .where(
-                BackfillRecord.id == pk,
-                BackfillRecord.status == BackfillState.RUNNING,
-                BackfillRecord.pending >= n,
-            )
-            .values(
-                {
-                    BackfillRecord.pending: BackfillRecord.pending - n,
-                    column: column + n,
-                    BackfillRecord.updated_at: now,
-                    BackfillRecord.version: BackfillRecord.version + 1,
-                }
-            )
-            .execution_options(synchronize_session=False)
-        )
-        if not changed(counted):
+        counted = await self.run_many(_COUNT_TO[to], [{"b_pk": pk, "b_n": n, "b_now": now}])
+        if not counted:
             raise ClaimConflict(f"backfill {pk} changed while claiming")
 
-    async def _due_pending(self, pk: int, now: datetime, limit: int) -> Sequence[Any]:
+    async def _due_pending(self, pk: int, now: datetime, limit: int) -> list[PendingSlot]:
         """The first ``limit`` PENDING slots of backfill ``pk`` due now, in position order
         (on PostgreSQL locked, skipping those another claim holds)."""
-        stmt = (
-            select(
-                SlotRecord.id, SlotRecord.position, SlotRecord.partition_key, SlotRecord.attempts
-            )
-            .where(
-                SlotRecord.backfill_id == pk,
-                SlotRecord.status == SlotState.PENDING,
-                or_(SlotRecord.next_attempt_at.is_(None), SlotRecord.next_attempt_at <= now),
-            )
-            .order_by(SlotRecord.position)
-            .limit(limit)
+        found = await self.rows_of(
+            _DUE_PENDING[self.dialect], {"b_pk": pk, "b_now": now, "b_limit": limit}
         )
-        if self.dialect == "postgresql":
-            stmt = stmt.with_for_update(skip_locked=True)
-        return (await self.session.execute(stmt)).all()
+        return [PendingSlot._make(row) for row in found]
 
     async def _mark_queued(self, pk: int, chosen: Sequence[Any], now: datetime) -> None:
         """PENDING -> QUEUED for every slot of ``chosen`` (one attempt more each), or
@@ -285,3 +250,74 @@ _MARK_QUEUED = Prepared(
     )
 )
 """Built once (``storage/prepared.py``): every claim runs it for each slot it queues."""
+
+
+def _lease_held(dialect: str) -> Prepared:
+    stmt = select(leases_t.c.owner).where(
+        leases_t.c.owner == bindparam("b_owner"), leases_t.c.expires_at > bindparam("b_now")
+    )
+    return Prepared(stmt.with_for_update(read=True) if dialect == "postgresql" else stmt)
+
+
+def _due_pending(dialect: str) -> Prepared:
+    stmt = (
+        select(slots_t.c.id, slots_t.c.position, slots_t.c.partition_key, slots_t.c.attempts)
+        .where(
+            slots_t.c.backfill_id == bindparam("b_pk"),
+            slots_t.c.status == SlotState.PENDING,
+            or_(
+                slots_t.c.next_attempt_at.is_(None), slots_t.c.next_attempt_at <= bindparam("b_now")
+            ),
+        )
+        .order_by(slots_t.c.position)
+        .limit(bindparam("b_limit", type_=Integer))
+    )
+    return Prepared(stmt.with_for_update(skip_locked=True) if dialect == "postgresql" else stmt)
+
+
+def _busy(dialect: str) -> Prepared:
+    return Prepared(
+        select(runs_t.c.partition_key).where(
+            runs_t.c.job_name == bindparam("b_job"),
+            one_of_list(dialect, runs_t.c.partition_key, "b_keys"),
+            one_of(runs_t.c.status, ACTIVE),
+        )
+    )
+
+
+def _count_to(to: str) -> Prepared:
+    n = bindparam("b_n", type_=Integer)
+    pending, column = backfills_t.c.pending, backfills_t.c[to]
+    return Prepared(
+        update(backfills_t)
+        .where(
+            backfills_t.c.id == bindparam("b_pk"),
+            backfills_t.c.status == BackfillState.RUNNING,
+            pending >= n,
+        )
+        .values(
+            {
+                pending: pending - n,
+                column: column + n,
+                backfills_t.c.updated_at: bindparam("b_now"),
+                backfills_t.c.version: backfills_t.c.version + 1,
+            }
+        )
+    )
+
+
+# Built once: a claim runs each of them (the dialect's own where PostgreSQL locks rows).
+_LEASE_HELD = {dialect: _lease_held(dialect) for dialect in DIALECTS}
+_LOCK_RUNNING = Prepared(
+    select(backfills_t.c.queued, backfills_t.c.running)
+    .where(backfills_t.c.id == bindparam("b_pk"), backfills_t.c.status == BackfillState.RUNNING)
+    .with_for_update()
+)
+_ACTIVE_OF_JOB = Prepared(
+    select(func.count())
+    .select_from(runs_t)
+    .where(runs_t.c.job_name == bindparam("b_job"), one_of(runs_t.c.status, ACTIVE))
+)
+_DUE_PENDING = {dialect: _due_pending(dialect) for dialect in DIALECTS}
+_BUSY = {dialect: _busy(dialect) for dialect in DIALECTS}
+_COUNT_TO = {to: _count_to(to) for to in ("queued", "skipped")}

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, or_, select, update
+from sqlalchemy import Integer, bindparam, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -24,6 +24,7 @@ from backfiller.storage.records import (
 )
 from backfiller.storage.rows import changed
 from backfiller.storage.upserts import upsert
+from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 __all__ = ["changed"]
 
@@ -85,6 +86,14 @@ class SessionRepository:
 
         return await self.session.run_sync(run)
 
+    async def rows_of(self, statement: Prepared, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """The rows ``statement`` returns with ``params``, in this session's transaction."""
+
+        def run(session: Session) -> list[tuple[Any, ...]]:
+            return statement.rows(session.connection(), params)
+
+        return await self.session.run_sync(run)
+
     async def insert_runs(self, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Insert run rows (one per slot), in one multi-row statement; their ids in row order.
 
@@ -101,24 +110,17 @@ class SessionRepository:
     async def apply_moves(self, moves: Moves, now: datetime) -> None:
         """Apply counter deltas to the backfill rows, in id order (the lock order)."""
         for backfill_id in sorted(moves.deltas):
-            delta = moves.deltas[backfill_id]
-            values: dict[str, Any] = {
-                name: getattr(BackfillRecord, name) + n for name, n in delta.items() if n
-            }
-            if not values:
+            delta = {name: n for name, n in moves.deltas[backfill_id].items() if n}
+            if not delta:
                 continue
-            await self.session.execute(
-                update(BackfillRecord)
-                .where(BackfillRecord.id == backfill_id)
-                .values(**values, updated_at=now, version=BackfillRecord.version + 1)
-                .execution_options(synchronize_session=False)
-            )
+            names = tuple(sorted(delta))
+            statement = _MOVES.get(names) or _MOVES.setdefault(names, _counters_moved(names))
+            params = {f"b_{name}": n for name, n in delta.items()}
+            await self.run_many(statement, [{**params, "b_pk": backfill_id, "b_now": now}])
 
     async def statuses_of(self, ids: Iterable[int]) -> dict[int, BackfillState]:
-        result = await self.session.execute(
-            select(BackfillRecord.id, BackfillRecord.status).where(BackfillRecord.id.in_(list(ids)))
-        )
-        return {int(pk): BackfillState(s) for pk, s in result.all()}
+        found = await self.rows_of(_STATUSES[self.dialect], {"b_ids": list(ids)})
+        return {int(pk): BackfillState(s) for pk, s in found}
 
     async def record_partition_states(
         self, states: Sequence[tuple[str, str, RunState, int]], now: datetime
@@ -143,7 +145,35 @@ def _states_upsert(dialect: str) -> Prepared:
     )
 
 
-_STATES_UPSERT = {dialect: _states_upsert(dialect) for dialect in ("sqlite", "postgresql")}
+def _counters_moved(names: tuple[str, ...]) -> Prepared:
+    """The update of a backfill's counters ``names``, each by its parameter ``b_<name>``."""
+    return Prepared(
+        update(backfills_t)
+        .where(backfills_t.c.id == bindparam("b_pk"))
+        .values(
+            {
+                **{
+                    backfills_t.c[name]: backfills_t.c[name] + bindparam(f"b_{name}", type_=Integer)
+                    for name in names
+                },
+                backfills_t.c.updated_at: bindparam("b_now"),
+                backfills_t.c.version: backfills_t.c.version + 1,
+            }
+        )
+    )
+
+
+_MOVES: dict[tuple[str, ...], Prepared] = {}
+"""Counter updates by the counters they move (a few shapes: built on first use, then kept)."""
+_STATES_UPSERT = {dialect: _states_upsert(dialect) for dialect in DIALECTS}
+_STATUSES = {
+    dialect: Prepared(
+        select(backfills_t.c.id, backfills_t.c.status).where(
+            one_of_list(dialect, backfills_t.c.id, "b_ids")
+        )
+    )
+    for dialect in DIALECTS
+}
 
 
 def partition_states_upsert(

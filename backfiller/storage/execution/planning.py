@@ -6,11 +6,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from backfiller.domain import BackfillState, RunState, SkipReason, SlotState
-from backfiller.storage.execution.common import CHUNK, SessionRepository, changed, slots_t
-from backfiller.storage.records import BackfillRecord, PartitionStateRecord
+from backfiller.storage.execution.common import (
+    CHUNK,
+    SessionRepository,
+    changed,
+    slots_t,
+    states_t,
+)
+from backfiller.storage.prepared import Prepared
+from backfiller.storage.records import BackfillRecord
+from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 PLANNABLE = [BackfillState.REQUESTED, BackfillState.RUNNING]
 
@@ -53,8 +61,8 @@ class PlanningRepository(SessionRepository):
         )
         if not changed(result):
             return False
-        await self.session.execute(
-            insert(slots_t),
+        await self.run_many(
+            _INSERT_SLOTS,
             [
                 {
                     "backfill_id": pk,
@@ -77,11 +85,22 @@ class PlanningRepository(SessionRepository):
         """The latest run state of each of ``keys`` of ``job_name``, across all backfills."""
         found: dict[str, RunState] = {}
         for i in range(0, len(keys), CHUNK):
-            result = await self.session.execute(
-                select(PartitionStateRecord.partition_key, PartitionStateRecord.status).where(
-                    PartitionStateRecord.job_name == job_name,
-                    PartitionStateRecord.partition_key.in_(list(keys[i : i + CHUNK])),
-                )
+            rows = await self.rows_of(
+                _LATEST_STATES[self.dialect], {"b_job": job_name, "b_keys": keys[i : i + CHUNK]}
             )
-            found.update({k: RunState(s) for k, s in result.all()})
+            found.update({k: RunState(s) for k, s in rows})
         return found
+
+
+_INSERT_SLOTS = Prepared(insert(slots_t))
+"""Built once: planning inserts a window of slots at a time."""
+_LATEST_STATES = {
+    dialect: Prepared(
+        select(states_t.c.partition_key, states_t.c.status).where(
+            states_t.c.job_name == bindparam("b_job"),
+            one_of_list(dialect, states_t.c.partition_key, "b_keys"),
+        )
+    )
+    for dialect in DIALECTS
+}
+"""Built once per dialect: every claim that may skip partitions reads their states."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, insert, select, update
 
@@ -28,8 +28,8 @@ from backfiller.storage.execution.common import (
     slots_t,
 )
 from backfiller.storage.prepared import Prepared
-from backfiller.storage.records import RunRecord, SlotRecord
 from backfiller.storage.repositories import EVENTS, event_row
+from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 RetryRule = Budget
 """The job's retry budgets, as storage receives them (see ``backfiller.retries``)."""
@@ -77,6 +77,24 @@ class _Changes:
     slots: list[dict[str, Any]] = field(default_factory=list)
     states: list[tuple[str, str, RunState, int]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ActiveRun(NamedTuple):
+    """An active run row with its slot's counts, as a results write reads it."""
+
+    id: int
+    lead_run_id: int | None
+    partition_count: int
+    status: RunState
+    slot_id: int
+    backfill_id: int
+    job_name: str
+    partition_key: str
+    attempt: int
+    slot_status: SlotState
+    attempts: int
+    free_attempts: int
+    lost_attempts: int
 
 
 _ENDS_FROM = run_sources_of(RunState.SUCCESS)  # QUEUED or RUNNING: an active run ends
@@ -133,38 +151,14 @@ class ResultsRepository(SessionRepository):
 
     async def _active_rows(
         self, owner: str, ids: list[int], skip_locked: bool, *, members: bool = False
-    ) -> list[Any]:
+    ) -> list[ActiveRun]:
         """The active runs ``ids`` leased to ``owner`` (``members``: the other rows of the
         ranged runs ``ids``), with their slots."""
-        rows: list[Any] = []
-        key = RunRecord.lead_run_id if members else RunRecord.id
+        statement = _ACTIVE_ROWS[(self.dialect, members, skip_locked)]
+        rows: list[ActiveRun] = []
         for i in range(0, len(ids), CHUNK):
-            stmt = (
-                select(
-                    RunRecord.id,
-                    RunRecord.lead_run_id,
-                    RunRecord.partition_count,
-                    RunRecord.status,
-                    RunRecord.slot_id,
-                    RunRecord.backfill_id,
-                    RunRecord.job_name,
-                    RunRecord.partition_key,
-                    RunRecord.attempt,
-                    SlotRecord.status.label("slot_status"),
-                    SlotRecord.attempts,
-                    SlotRecord.free_attempts,
-                    SlotRecord.lost_attempts,
-                )
-                .join(SlotRecord, SlotRecord.id == RunRecord.slot_id)
-                .where(
-                    key.in_(ids[i : i + CHUNK]),
-                    RunRecord.lease_owner == owner,
-                    RunRecord.status.in_(ACTIVE),
-                )
-            )
-            if self.dialect == "postgresql":
-                stmt = stmt.with_for_update(skip_locked=skip_locked)
-            rows += (await self.session.execute(stmt)).all()
+            found = await self.rows_of(statement, {"b_ids": ids[i : i + CHUNK], "b_owner": owner})
+            rows += map(ActiveRun._make, found)
         return rows
 
     async def _write(self, changes: _Changes, now: datetime) -> None:
@@ -220,6 +214,44 @@ _MOVE_SLOTS = Prepared(
     )
 )
 _LOGS = Prepared(insert(logs_t))
+
+
+def _active_rows(dialect: str, members: bool, skip_locked: bool) -> Prepared:
+    key = runs_t.c.lead_run_id if members else runs_t.c.id
+    stmt = (
+        select(
+            runs_t.c.id,
+            runs_t.c.lead_run_id,
+            runs_t.c.partition_count,
+            runs_t.c.status,
+            runs_t.c.slot_id,
+            runs_t.c.backfill_id,
+            runs_t.c.job_name,
+            runs_t.c.partition_key,
+            runs_t.c.attempt,
+            slots_t.c.status.label("slot_status"),
+            slots_t.c.attempts,
+            slots_t.c.free_attempts,
+            slots_t.c.lost_attempts,
+        )
+        .join(slots_t, slots_t.c.id == runs_t.c.slot_id)
+        .where(
+            one_of_list(dialect, key, "b_ids"),
+            runs_t.c.lease_owner == bindparam("b_owner"),
+            one_of(runs_t.c.status, ACTIVE),
+        )
+    )
+    if dialect == "postgresql":
+        stmt = stmt.with_for_update(skip_locked=skip_locked)
+    return Prepared(stmt)
+
+
+_ACTIVE_ROWS = {
+    (dialect, members, skip_locked): _active_rows(dialect, members, skip_locked)
+    for dialect in DIALECTS
+    for members in (False, True)
+    for skip_locked in (False, True)
+}
 
 
 def _same_attempt(end: RunFinished | None, attempt: int) -> bool:
