@@ -30,15 +30,18 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
     """uvicorn's configuration of every server process (one, or each of ``--workers N``)."""
     import uvicorn
 
+    from backfiller.web.protocol import PROTOCOL
+
     return uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         log_level="warning",
+        access_log=False,  # the application logs each request (backfiller.access)
         lifespan="on",
         ws="websockets-sansio",
         ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
-        http="backfiller.web.protocol:DeadlineH11Protocol",  # slow clients are cut off
+        http=PROTOCOL,  # slow clients are cut off (web/protocol.py)
         **options,
     )
 
