@@ -14,7 +14,6 @@ from strawberry.extensions import (
     ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
-    ValidationCache,
 )
 from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.config import StrawberryConfig
@@ -31,8 +30,10 @@ from backfiller.resolvers import progress as progress_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.authorize import Authorize
 from backfiller.resolvers.authorize_early import AuthorizingExecutor
+from backfiller.resolvers.document_memo import DocumentMemo
 from backfiller.resolvers.errors import MaskUnexpectedErrors
-from backfiller.resolvers.limits import DocumentMemo, QueryCostLimiter, tag_error_codes
+from backfiller.resolvers.limits import QueryCostLimiter, tag_error_codes
+from backfiller.resolvers.remembered_validation import RememberedValidation
 from backfiller.schema.admin import (
     ApiTokenConnection,
     AuditEntryConnection,
@@ -205,11 +206,12 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
         lambda: AddValidationRules(rules),
         lambda: MaxTokensLimiter(max_token_count=tokens),
     ]
-    if settings.graphql_cache:
-        protective += [lambda: ParserCache(maxsize=512), lambda: ValidationCache(maxsize=512)]
-    # Sizes and costs remembered per parsed document, which only the parse cache makes
-    # the same object again.
+    # Validation, sizes and costs remembered per parsed document (each in its own memo), which
+    # only the parse cache makes the same object again.
     memo = DocumentMemo(512 if settings.graphql_cache else 0)
+    if settings.graphql_cache:
+        validated = DocumentMemo(512)
+        protective += [lambda: ParserCache(maxsize=512), lambda: RememberedValidation(validated)]
     protective += [lambda: QueryCostLimiter(max_cost=cost, memo=memo), Authorize]
     protective.append(MaskUnexpectedErrors)
     built = PublicSchema(

@@ -8,8 +8,7 @@ Other lists count as one (they are small or bounded by the definitions).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from graphql import (
@@ -32,6 +31,7 @@ from graphql import (
 from strawberry.extensions import SchemaExtension
 
 from backfiller.resolvers.context import PublicError
+from backfiller.resolvers.document_memo import DocumentMemo
 
 MAX_FRAGMENT_DEPTH = 50
 
@@ -151,37 +151,6 @@ def expanded_size(document: Any, cap: int) -> int:
         for d in document.definitions
         if isinstance(d, OperationDefinitionNode)
     )
-
-
-class DocumentMemo:
-    """What the limiter worked out for a document seen before: its expanded size, and its
-    cost when no variable went into it (a mutation's is the same at every request).
-
-    Keyed by the document object: the parse cache (``ParserCache``) hands back the same
-    object for the same text. The ``size`` most recent documents are kept, and held, so an
-    object's id is never another's while its entry lives. ``size`` 0 keeps nothing.
-    """
-
-    def __init__(self, size: int = 512) -> None:
-        self.size = size
-        self._entries: OrderedDict[tuple[int, str, str | None], tuple[Any, int]] = OrderedDict()
-
-    def get(
-        self, document: Any, key: tuple[str, str | None], work: Callable[[], tuple[int, bool]]
-    ) -> int:
-        """The figure ``key`` of ``document``: remembered, or ``work()``, which also says
-        whether it may be remembered."""
-        entry = (id(document), key[0], key[1])
-        found = self._entries.get(entry)
-        if found is not None and found[0] is document:
-            self._entries.move_to_end(entry)
-            return found[1]
-        value, constant = work()
-        if constant and self.size > 0:
-            self._entries[entry] = (document, value)
-            if len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-        return value
 
 
 def estimate_cost(

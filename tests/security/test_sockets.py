@@ -722,7 +722,7 @@ def _h2c_head(token: str, body: bytes, framing: str | None = None) -> bytes:
 
 def _answers(conn: socket.socket, count: int) -> list[tuple[bytes, Any]]:
     """``count`` HTTP/1.1 answers read off ``conn``: each one's status line and JSON body."""
-    buffer, found = b"", []
+    buffer, found = b"", list[tuple[bytes, Any]]()
     while len(found) < count:
         head, sep, rest = buffer.partition(b"\r\n\r\n")
         length = next(
