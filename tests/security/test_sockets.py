@@ -685,39 +685,32 @@ def test_a_long_key_list_answers_alike_over_http_and_over_a_socket(
     sock.close()
 
 
-def test_a_post_that_offers_an_upgrade_to_http2_is_read_and_answered_over_http_1_1(
-    server: LiveServer, tokens: Tokens
-) -> None:
-    # Java's default HttpClient offers plain-HTTP requests an upgrade to h2c, body included. The
-    # server answers over HTTP/1.1 and reads the body (llhttp takes what follows such a head for
-    # the new protocol's: uvicorn's httptools protocol handed the application an empty body, and
-    # the answer was "Unable to parse request body as JSON"; see web/protocol.py).
-    body = json.dumps({"query": "{ apiVersion }"}).encode()
-    head = (
-        "POST /graphql/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
-        "HTTP2-Settings: AAEAAEAAAAIAAAABAAMAAABkAAQBAAAAAAUAAEAA\r\n"
-        f"Authorization: Bearer {tokens.viewer}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
+H2C_OFFER = (
+    "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+    "HTTP2-Settings: AAEAAEAAAAIAAAABAAMAAABkAAQBAAAAAAUAAEAA\r\n"
+)
+"""The headers of Java's HttpClient offering a plain-HTTP request an upgrade to h2c."""
+
+
+def _post_head(token: str, body: bytes, extra: str = "", framing: str | None = None) -> bytes:
+    """The head of a POST of ``body`` to the API (``extra`` headers, ``framing`` instead of
+    its Content-Length)."""
+    return (
+        f"POST /graphql/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"{framing or f'Content-Length: {len(body)}'}\r\n\r\n"
     ).encode()
+
+
+def _half_closed_answer(server: LiveServer, request: bytes) -> Any:
+    """Send ``request``, close the sending side, read to the end: the 200 answer's JSON."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
-        conn.sendall(head + body)
+        conn.sendall(request)
         conn.shutdown(socket.SHUT_WR)
         answer = _answer_then_close(conn)
     status, _, rest = answer.partition(b"\r\n")
     assert status == b"HTTP/1.1 200 OK", answer[:300]
-    assert json.loads(rest.partition(b"\r\n\r\n")[2]) == {"data": {"apiVersion": "v1"}}
-
-
-def _h2c_head(token: str, body: bytes, framing: str | None = None) -> bytes:
-    """The head of a POST that offers an upgrade to h2c, as Java's HttpClient sends it."""
-    return (
-        "POST /graphql/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
-        "HTTP2-Settings: AAEAAEAAAAIAAAABAAMAAABkAAQBAAAAAAUAAEAA\r\n"
-        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-        f"{framing or f'Content-Length: {len(body)}'}\r\n\r\n"
-    ).encode()
+    return json.loads(rest.partition(b"\r\n\r\n")[2])
 
 
 def _answers(conn: socket.socket, count: int) -> list[tuple[bytes, Any]]:
@@ -743,6 +736,18 @@ def _answers(conn: socket.socket, count: int) -> list[tuple[bytes, Any]]:
     return found
 
 
+def test_a_post_that_offers_an_upgrade_to_http2_is_read_and_answered_over_http_1_1(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    # Java's default HttpClient offers plain-HTTP requests an upgrade to h2c, body included. The
+    # server answers over HTTP/1.1 and reads the body (llhttp takes what follows such a head for
+    # the new protocol's: uvicorn's httptools protocol handed the application an empty body, and
+    # the answer was "Unable to parse request body as JSON"; see web/protocol.py).
+    body = json.dumps({"query": "{ apiVersion }"}).encode()
+    request = _post_head(tokens.viewer, body, H2C_OFFER) + body
+    assert _half_closed_answer(server, request) == {"data": {"apiVersion": "v1"}}
+
+
 def test_an_h2c_offer_whose_body_comes_later_is_answered_and_the_connection_goes_on(
     server: LiveServer, tokens: Tokens
 ) -> None:
@@ -751,17 +756,11 @@ def test_an_h2c_offer_whose_body_comes_later_is_answered_and_the_connection_goes
     body = json.dumps({"query": "{ apiVersion }"}).encode()
     then = json.dumps({"query": "{ __typename }"}).encode()
     with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
-        conn.sendall(_h2c_head(tokens.viewer, body))
+        conn.sendall(_post_head(tokens.viewer, body, H2C_OFFER))
         time.sleep(0.2)
         conn.sendall(body[:5])
         time.sleep(0.2)
-        conn.sendall(
-            body[5:]
-            + b"POST /graphql/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + f"Authorization: Bearer {tokens.viewer}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(then)}\r\n\r\n".encode()
-            + then
-        )
+        conn.sendall(body[5:] + _post_head(tokens.viewer, then) + then)
         first, second = _answers(conn, 2)
     assert first == (b"HTTP/1.1 200 OK", {"data": {"apiVersion": "v1"}})
     assert second == (b"HTTP/1.1 200 OK", {"data": {"__typename": "Query"}})
@@ -770,8 +769,9 @@ def test_an_h2c_offer_whose_body_comes_later_is_answered_and_the_connection_goes
 def test_an_h2c_offer_with_a_chunked_body_is_a_400(server: LiveServer, tokens: Tokens) -> None:
     body = json.dumps({"query": "{ apiVersion }"}).encode()
     chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    head = _post_head(tokens.viewer, body, H2C_OFFER, "Transfer-Encoding: chunked")
     with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
-        conn.sendall(_h2c_head(tokens.viewer, body, "Transfer-Encoding: chunked") + chunked)
+        conn.sendall(head + chunked)
         answer = _answer_then_close(conn)
     assert answer.startswith(b"HTTP/1.1 400 "), answer[:300]
     assert b"needs a length" in answer
@@ -783,18 +783,8 @@ def test_a_client_that_closes_its_side_after_its_request_still_gets_the_answer(
     # The answer needs the database (the token is looked up): it is written after the client
     # half-closed, and the connection closes after it.
     body = json.dumps({"query": "{ apiVersion }"}).encode()
-    head = (
-        "POST /graphql/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {tokens.viewer}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    with socket.create_connection(("127.0.0.1", server.port), timeout=20) as conn:
-        conn.sendall(head + body)
-        conn.shutdown(socket.SHUT_WR)
-        answer = _answer_then_close(conn)
-    status, _, rest = answer.partition(b"\r\n")
-    assert status == b"HTTP/1.1 200 OK", answer[:300]
-    assert json.loads(rest.partition(b"\r\n\r\n")[2]) == {"data": {"apiVersion": "v1"}}
+    request = _post_head(tokens.viewer, body) + body
+    assert _half_closed_answer(server, request) == {"data": {"apiVersion": "v1"}}
 
 
 def test_the_same_document_is_costed_again_over_a_socket_when_its_variables_change(
