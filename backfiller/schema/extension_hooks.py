@@ -8,7 +8,8 @@ schema's eight extensions that was several percent of a launch's server time. Wh
 depends on the extension's class alone, so here it is found once per class and stage, and a
 request only makes the context managers (``contextmanager(hook)(extension)``, exactly what
 strawberry's ``contextmanager(MethodType(hook, extension))()`` makes). Entering and leaving
-them, in order and with the same exceptions, is strawberry's own code.
+them, in order and with the same exceptions, is strawberry's own code. An extension's
+results (``get_results``) are asked for only when its class has its own.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from strawberry.extensions.context import (
     WrappedHook,
 )
 from strawberry.extensions.runner import SchemaExtensionsRunner
+from strawberry.types import ExecutionContext
+from strawberry.utils.await_maybe import await_maybe
 
 _Plan = tuple[Callable[[SchemaExtension], Any], bool]
 """How to make a stage's context manager from an extension, and whether it is async."""
@@ -112,3 +115,16 @@ class RememberingExtensionsRunner(SchemaExtensionsRunner):
 
     def executing(self) -> ExecutingContextManager:
         return _Executing(self.extensions)
+
+    async def get_extensions_results(self, ctx: ExecutionContext) -> dict[str, Any]:
+        """strawberry's, without awaiting ``SchemaExtension.get_results`` (an empty dict)
+        for every extension that keeps it, at every request."""
+        data: dict[str, Any] = {}
+        for extension in self.extensions:
+            if type(extension).get_results is not _NO_RESULTS:
+                data.update(await await_maybe(extension.get_results()))
+        data.update(ctx.extensions_results)
+        return data
+
+
+_NO_RESULTS = SchemaExtension.get_results

@@ -47,6 +47,16 @@ class Coroutine(SchemaExtension):
         CALLS.append("execute, coroutine")
 
 
+class Results(SchemaExtension):
+    def get_results(self) -> dict[str, Any]:
+        return {"plain": 1, "shared": "plain"}
+
+
+class AsyncResults(SchemaExtension):
+    async def get_results(self) -> dict[str, Any]:
+        return {"awaited": 2, "shared": "awaited"}
+
+
 @strawberry.type
 class Query:
     @strawberry.field
@@ -66,13 +76,17 @@ class Remembering(strawberry.Schema):
 
 
 def schema_of(cls: type[strawberry.Schema]) -> strawberry.Schema:
-    return cls(query=Query, extensions=[Generators, AsyncGenerators, Plain, Coroutine])
+    return cls(
+        query=Query,
+        extensions=[Generators, Results, AsyncGenerators, Plain, AsyncResults, Coroutine],
+    )
 
 
 async def calls_of(schema: strawberry.Schema, query: str) -> tuple[list[str], Any]:
     CALLS.clear()
     result = await schema.execute(query)
-    return list(CALLS), (result.data, [e.message for e in result.errors or []])
+    answer = (result.data, [e.message for e in result.errors or []], result.extensions)
+    return list(CALLS), answer
 
 
 async def test_the_hooks_run_as_strawberry_runs_them() -> None:
@@ -82,3 +96,10 @@ async def test_the_hooks_run_as_strawberry_runs_them() -> None:
             assert await calls_of(ours, query) == await calls_of(theirs, query), query
     seen, _ = await calls_of(ours, "{ fine }")
     assert seen[0] == "operation before" and "execute, coroutine" in seen
+
+
+async def test_the_extensions_results_are_strawberrys() -> None:
+    ours, theirs = schema_of(Remembering), schema_of(strawberry.Schema)
+    _, (_, _, extensions) = await calls_of(ours, "{ fine }")
+    assert extensions == {"plain": 1, "awaited": 2, "shared": "awaited"}
+    assert (await calls_of(theirs, "{ fine }"))[1][2] == extensions
