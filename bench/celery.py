@@ -50,9 +50,9 @@ from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord
 from bench.daemon import TARGET, Api
 from bench.defs import definitions
+from bench.proc_cpu import stat_cpu, stat_fields
 
 REPO = Path(__file__).resolve().parent.parent
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
@@ -72,23 +72,18 @@ def fresh_postgres(server_url: str) -> Iterator[str]:
         admin.dispose()
 
 
-def _stat_cpu(fields: list[str], children: bool) -> float:
-    own = int(fields[11]) + int(fields[12])
-    return (own + (int(fields[13]) + int(fields[14]) if children else 0)) / TICKS
-
-
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """CPU (user + system) of a process with its reaped children, and of its live children."""
     main = pool = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(stat)
         except (OSError, IndexError):
             continue
         if int(stat.parent.name) == pid:
-            main += _stat_cpu(fields, children=True)
+            main += stat_cpu(fields, children=True)
         elif int(fields[1]) == pid:
-            pool += _stat_cpu(fields, children=True)
+            pool += stat_cpu(fields, children=True)
     return main, pool
 
 
@@ -103,7 +98,7 @@ def database_cpu(url: str) -> float:
             fields = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        total += _stat_cpu(fields, children=False)
+        total += stat_cpu(fields, children=False)
     return total
 
 
@@ -116,7 +111,7 @@ def broker_cpu() -> float | None:
         except OSError:
             continue
         if name.endswith("(beam.smp"):
-            total = (total or 0.0) + _stat_cpu(rest.split(), children=False)
+            total = (total or 0.0) + stat_cpu(rest.split(), children=False)
     return total
 
 
@@ -126,11 +121,11 @@ def thread_cpu() -> dict[str, float]:
     found: dict[str, float] = {}
     for stat in Path("/proc/self/task").glob("*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(stat)
         except (OSError, IndexError):
             continue
         name = names.get(int(stat.parent.name), "other")
-        found[name] = found.get(name, 0.0) + _stat_cpu(fields, children=False)
+        found[name] = found.get(name, 0.0) + stat_cpu(fields, children=False)
     return found
 
 

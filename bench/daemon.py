@@ -43,7 +43,7 @@ from backfiller.storage import Database
 from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord, SlotRecord
 from bench.defs import definitions
-from bench.launch_cpu import cpu_seconds
+from bench.proc_cpu import process_cpu
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "bench.defs:definitions"
@@ -107,7 +107,7 @@ async def throughput(folder: Path, size: int, workers: int, profile: bool) -> No
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    cpu_before = {pid: cpu_seconds(pid) for pid in [os.getpid(), *launcher.worker_pids()]}
+    cpu_before = {pid: process_cpu(pid) for pid in [os.getpid(), *launcher.worker_pids()]}
     started = time.perf_counter()
     pk = await api.launch(size)
     first_success: float | None = None
@@ -121,7 +121,7 @@ async def throughput(folder: Path, size: int, workers: int, profile: bool) -> No
         if record.status is BackfillState.COMPLETED_SUCCESS:
             break
     ended = time.perf_counter()
-    cpu_used = {pid: cpu_seconds(pid) - before for pid, before in cpu_before.items()}
+    cpu_used = {pid: process_cpu(pid) - before for pid, before in cpu_before.items()}
     if profiler:
         profiler.disable()
     stop.set()

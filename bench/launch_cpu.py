@@ -15,12 +15,7 @@ import time
 from pathlib import Path
 
 from bench.launch import start_server, throughput
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from bench.proc_cpu import process_cpu
 
 
 async def main() -> None:
@@ -31,9 +26,9 @@ async def main() -> None:
         try:
             await throughput(server.url, 8, 2.0)  # warm-up
             for _ in range(rounds):
-                used, started = cpu_seconds(server.proc.pid), time.perf_counter()
+                used, started = process_cpu(server.proc.pid), time.perf_counter()
                 rate = await throughput(server.url, 8, seconds)
-                used = cpu_seconds(server.proc.pid) - used
+                used = process_cpu(server.proc.pid) - used
                 launches = rate * (time.perf_counter() - started)
                 print(
                     f"launches/s at concurrency 8: {rate:7.1f}   "
