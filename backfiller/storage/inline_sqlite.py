@@ -28,7 +28,9 @@ BUSY_FIRST_WAIT = 0.0001
 BUSY_LONGEST_WAIT = 0.004
 
 
-def _is_busy(error: sqlite3.OperationalError) -> bool:
+def is_busy(error: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused a statement because another connection holds a lock (the
+    statement did nothing, so it may run again)."""
     code = getattr(error, "sqlite_errorcode", None)
     if code is not None:
         return (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -40,7 +42,7 @@ async def _retry_busy(call: Callable[[], Any], patience: float) -> Any:
     try:
         return call()
     except sqlite3.OperationalError as error:
-        if not _is_busy(error):
+        if not is_busy(error):
             raise
     loop = asyncio.get_running_loop()
     deadline = loop.time() + patience
@@ -50,7 +52,7 @@ async def _retry_busy(call: Callable[[], Any], patience: float) -> Any:
         try:
             return call()
         except sqlite3.OperationalError as error:
-            if not _is_busy(error) or loop.time() >= deadline:
+            if not is_busy(error) or loop.time() >= deadline:
                 raise
         wait = min(wait * 2, BUSY_LONGEST_WAIT)
 
@@ -148,6 +150,20 @@ class InlineConnection:
         statement, self._begin = self._begin, None
         if statement is not None and not self._conn.in_transaction:
             await _retry_busy(lambda: self._conn.execute(statement), self.patience)
+
+    @property
+    def begin_pending(self) -> bool:
+        """Whether the transaction's ``BEGIN`` is still to run (``begin_if_asked``)."""
+        return self._begin is not None and not self._conn.in_transaction
+
+    def plain_cursor(self) -> sqlite3.Cursor:
+        """A ``sqlite3`` cursor to call directly, without a coroutine per call: for a caller
+        that has run ``begin_if_asked`` and that hands a busy statement to ``retry_busy``."""
+        return self._conn.cursor()
+
+    async def retry_busy(self, call: Callable[[], Any]) -> Any:
+        """``call()`` again, after short waits, while SQLite says the database is busy."""
+        return await _retry_busy(call, self.patience)
 
     @property
     def _connection(self) -> sqlite3.Connection | None:

@@ -18,6 +18,7 @@ value a column refuses as a ``StatementError``, as ``Connection.execute`` would 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,9 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
+from sqlalchemy.util import await_
+
+from backfiller.storage.inline_sqlite import InlineConnection, is_busy
 
 Processor = Callable[[Any], Any] | None
 
@@ -132,10 +136,42 @@ def _on_cursor(
     """``run(cursor)`` on a cursor of ``conn``'s connection: the rows it returned (when the
     statement returns rows) and its row count. Errors are raised as ``Connection.execute``
     raises them."""
+    driver = conn.connection.driver_connection
+    if type(driver) is InlineConnection:
+        return _on_inline_cursor(conn, driver, plan, params, run)
     cursor = conn.connection.cursor()
     try:
         try:
             run(cursor)
+        except Exception as error:
+            raise _wrapped(conn.dialect, plan.sql, params, error) from error
+        found = cursor.fetchall() if plan.results is not None else []
+        return found, int(cursor.rowcount)
+    finally:
+        cursor.close()
+
+
+def _on_inline_cursor(
+    conn: Connection, driver: InlineConnection, plan: _Plan, params: Any, run: Callable[[Any], Any]
+) -> tuple[Sequence[Any], int]:
+    """``_on_cursor`` on an inline SQLite connection: straight on its ``sqlite3`` cursor, with
+    no trip through SQLAlchemy's async adapter (a coroutine, a lock and a greenlet switch per
+    statement, for a call that never suspends). Only the transaction's ``BEGIN`` and a
+    statement that found the database busy wait on the event loop, as the adapter would."""
+    try:
+        if driver.begin_pending:
+            await_(driver.begin_if_asked())
+        cursor = driver.plain_cursor()
+    except Exception as error:
+        raise _wrapped(conn.dialect, plan.sql, params, error) from error
+    try:
+        try:
+            try:
+                run(cursor)
+            except sqlite3.OperationalError as error:
+                if not is_busy(error):
+                    raise
+                await_(driver.retry_busy(lambda: run(cursor)))
         except Exception as error:
             raise _wrapped(conn.dialect, plan.sql, params, error) from error
         found = cursor.fetchall() if plan.results is not None else []

@@ -4,6 +4,7 @@ transactions whole, and checkpoints the WAL in the background."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -12,12 +13,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import func, insert, select, text
 
 from backfiller.storage import Database
 from backfiller.storage.auth import AuditEntry, AuditRepository
 from backfiller.storage.auth_records import AuditOutcome, AuditRecord
 from backfiller.storage.migrations import upgrade_database
+from backfiller.storage.prepared import Prepared
+from backfiller.storage.records import table_of
 from tests.support import count_rows
 
 pytestmark = pytest.mark.skipif(
@@ -89,6 +92,33 @@ async def test_a_writer_waits_for_another_process_lock_without_blocking_the_loop
         assert waited >= 0.3  # it did wait for the lock...
         assert ticks >= 15  # ...and the loop went on meanwhile (a blocked loop ticks once)
         assert await count_rows(db, AuditRecord) == 1
+    finally:
+        release.join()
+        holder.close()
+        await db.dispose()
+
+
+async def test_a_prepared_write_waits_for_another_process_lock_without_blocking_the_loop(
+    sqlite_path: Path,
+) -> None:
+    """A prepared statement runs on the inline connection's own cursor (``storage/prepared.py``)
+    and, first in its transaction, still waits on the event loop for the write lock."""
+    holder = sqlite3.connect(sqlite_path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.4, holder.commit)
+    release.start()
+    db = Database(f"sqlite:///{sqlite_path}")
+    audit = table_of(AuditRecord)
+    insert_entry = Prepared(insert(audit))
+    count = Prepared(select(func.count()).select_from(audit))
+    row = dataclasses.asdict(entry("prepared")) | {"run_id": None}
+    try:
+        started = time.perf_counter()
+        ticker = asyncio.create_task(asyncio.sleep(0.1))
+        await db.transact(lambda conn: insert_entry.rows(conn, row))
+        assert time.perf_counter() - started >= 0.3
+        assert ticker.done()  # the loop went on while the write waited
+        assert await db.query(lambda conn: count.rows(conn, {})) == [(1,)]
     finally:
         release.join()
         holder.close()
