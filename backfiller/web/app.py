@@ -7,7 +7,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -16,6 +16,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLRequestData
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types.unset import UNSET, UnsetType
 
@@ -25,6 +26,7 @@ from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
 from backfiller.web.headers import SecurityHeaders
 from backfiller.web.operations import Operations
+from backfiller.web.request_body import plain_json_operation
 from backfiller.web.rest import RestApi
 from backfiller.web.sockets import (
     CappedWebSocketAdapter,
@@ -32,6 +34,9 @@ from backfiller.web.sockets import (
     OperationCounter,
 )
 from backfiller.web.ui_routes import ui_routes
+
+if TYPE_CHECKING:
+    from cross_web import AsyncHTTPRequestAdapter  # strawberry's request adapter
 
 logger = logging.getLogger("backfiller.web")
 
@@ -55,6 +60,12 @@ class PublicGraphQL(GraphQL[Context, None]):
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return graphiql_page()  # served from the package, not from a CDN
+
+    async def parse_http_body(
+        self, request: AsyncHTTPRequestAdapter
+    ) -> GraphQLRequestData | list[GraphQLRequestData]:
+        plain = await plain_json_operation(request, self.decode_json)
+        return plain if plain is not None else await super().parse_http_body(request)
 
     def decode_json(self, data: str | bytes) -> object:
         try:

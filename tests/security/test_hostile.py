@@ -212,6 +212,46 @@ def test_wrong_content_types_and_mutations_over_get_change_nothing(
     assert row_counts(shared_database_url) == before
 
 
+def test_json_bodies_of_every_shape_are_read_or_refused_as_strawberry_reads_them(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    """The view reads a plain JSON operation itself (``web/request_body.py``) and hands every
+    other shape to strawberry: both paths give the same answers, and no refusal writes."""
+    client = client_of(server)
+
+    def send(body: str, content_type: str = "application/json") -> httpx.Response:
+        headers = {"Content-Type": content_type, **bearer(tokens.operator)}
+        return client.post("/graphql/v1", content=body, headers=headers)
+
+    operation = json.dumps({"query": "query Who { apiVersion }", "operationName": "Who"})
+    for content_type in ("application/json", "application/json; charset=utf-8", "Application/JSON"):
+        answer = send(operation, content_type)
+        if content_type == "Application/JSON":  # strawberry compares the type as written
+            assert answer.status_code == 400
+            continue
+        assert answer.status_code == 200, content_type
+        assert answer.json()["data"]["apiVersion"] == "v1"
+    before = row_counts(shared_database_url)
+    refused = {
+        "not json": (send("{nope"), "Unable to parse request body as JSON"),
+        "query": (send(json.dumps({"query": 7})), "`query` must be a string or null"),
+        "variables": (
+            send(json.dumps({"query": LAUNCH, "variables": [daily()]})),
+            "`variables` must be an object or null",
+        ),
+        "extensions": (
+            send(json.dumps({"query": LAUNCH, "extensions": "x"})),
+            "`extensions` must be an object or null",
+        ),
+        "batch": (send(json.dumps([{"query": LAUNCH, "variables": {"input": daily()}}])), ""),
+        "no query": (send(json.dumps({"variables": {}})), "No GraphQL query found"),
+    }
+    for shape, (answer, message) in refused.items():
+        assert answer.status_code == 400, (shape, answer.text)
+        assert message in answer.text, shape
+    assert row_counts(shared_database_url) == before
+
+
 # -- CSRF and CORS ---------------------------------------------------------------------------
 
 
