@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
 from backfiller.web.headers import SecurityHeaders
 from backfiller.web.operations import Operations
 from backfiller.web.request_body import plain_json_operation
+from backfiller.web.request_ids import new_request_id
 from backfiller.web.rest import RestApi
 from backfiller.web.sockets import (
     CappedWebSocketAdapter,
@@ -77,7 +77,7 @@ class PublicGraphQL(GraphQL[Context, None]):
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
-        request_id = request.scope.get("state", {}).get("request_id") or uuid.uuid4().hex
+        request_id = request.scope.get("state", {}).get("request_id") or new_request_id()
         # The principal comes from the gate (backfiller.web.auth); the actor is its token's
         # name (a run's credential names the token that launched its backfill).
         return request_context(self.services, request.scope, request_id)
@@ -159,7 +159,7 @@ class RequestId:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        request_id = uuid.uuid4().hex
+        request_id = new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
         started = False
 

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from collections import Counter
 from collections.abc import AsyncGenerator
 from contextvars import ContextVar
@@ -42,6 +41,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 
 from backfiller.resolvers.authentication import AuthFailure, authenticate
 from backfiller.resolvers.context import Context
+from backfiller.web.request_ids import new_request_id
 
 logger = logging.getLogger("backfiller.auth")
 
@@ -91,7 +91,7 @@ def operation_context(socket: Context) -> Context:
     return replace(
         socket,
         source=StorageSource(socket.services),
-        request_id=uuid.uuid4().hex,
+        request_id=new_request_id(),
         extra={},
         audit=None,
     )
