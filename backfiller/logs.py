@@ -16,9 +16,11 @@ QUIET_LOGGERS = ("alembic",)
 def configure_logging(level: str = "INFO") -> None:
     """Lines as ``--log-format`` / ``$BACKFILLER_LOG_FORMAT`` say (with context fields, and
     never a secret: :mod:`backfiller.observability.logs`), without the libraries' chatter;
-    tracing too when ``--otlp-endpoint`` is given (:mod:`backfiller.observability.process`)."""
+    tracing too when ``--otlp-endpoint`` is given (:mod:`backfiller.observability.process`).
+    Records do not note where they were logged from (no format shows it; these processes run
+    no job's code)."""
     from backfiller.observability.process import setup
 
-    setup(level)
+    setup(level, locate=False)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))

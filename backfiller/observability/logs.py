@@ -121,9 +121,14 @@ class TextFormatter(logging.Formatter):
         return f"{text} [{' '.join(extra)}]" if extra else text
 
 
-def configure(level: str = "INFO", fmt: str | None = None) -> None:
+def configure(level: str = "INFO", fmt: str | None = None, *, locate: bool = True) -> None:
     """Configure the root logger once per process: format from ``fmt`` or
-    ``$BACKFILLER_LOG_FORMAT`` (json or text, text by default)."""
+    ``$BACKFILLER_LOG_FORMAT`` (json or text, text by default).
+
+    ``locate=False`` stops the records of the whole process from noting where they were
+    logged from and on which thread and process, which neither format shows: a walk up the
+    stack saved on every record (an access line per request). For the service's own processes
+    only; a worker, whose runs' code may log with its own handlers, keeps them."""
     chosen = (fmt or os.environ.get(FORMAT_VARIABLE) or "text").lower()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
@@ -133,3 +138,8 @@ def configure(level: str = "INFO", fmt: str | None = None) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    if not locate:  # the switches of the logging HOWTO's "Optimization" section
+        logging._srcfile = None
+        logging.logThreads = False
+        logging.logProcesses = False
+        logging.logMultiprocessing = False
