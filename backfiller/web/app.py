@@ -23,6 +23,7 @@ from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
+from backfiller.web.graphql_lane import GraphQLLane
 from backfiller.web.headers import SecurityHeaders
 from backfiller.web.operations import Operations
 from backfiller.web.request_body import plain_json_operation
@@ -223,5 +224,5 @@ def create_app(services: Services) -> ASGIApp:
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
     settings = services.settings
-    limited = BodyLimit(app, settings.max_body_bytes)
+    limited = BodyLimit(GraphQLLane(app, graphql), settings.max_body_bytes)
     return Operations(RequestId(SecurityHeaders(secure(limited, services), settings)), services)

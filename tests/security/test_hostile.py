@@ -252,6 +252,30 @@ def test_json_bodies_of_every_shape_are_read_or_refused_as_strawberry_reads_them
     assert row_counts(shared_database_url) == before
 
 
+def test_the_graphql_lane_answers_as_the_router_did(server: LiveServer, tokens: Tokens) -> None:
+    """GET and POST of /graphql/v1 go straight to the view (``web/graphql_lane.py``); other
+    methods and paths still meet Starlette's router, and every answer keeps its headers."""
+    client = client_of(server)
+    for method in ("PUT", "DELETE", "PATCH"):
+        answer = client.request(method, "/graphql/v1", headers=bearer(tokens.operator))
+        assert answer.status_code == 405, method
+        assert "POST" in answer.headers["allow"]
+    over_get = client.get(
+        "/graphql/v1", params={"query": "{ apiVersion }"}, headers=bearer(tokens.viewer)
+    )
+    over_post = post(server, "{ apiVersion }", token=tokens.viewer)
+    for answer in (over_get, over_post):
+        assert answer.status_code == 200
+        assert answer.json() == {"data": {"apiVersion": "v1"}}
+        assert len(answer.headers["x-request-id"]) == 32
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    ide = client.get("/graphql/v1", headers={"Accept": "text/html", **bearer(tokens.viewer)})
+    assert ide.status_code == 200 and "graphiql" in ide.text.lower()
+    assert client.post("/graphql/v1", headers=bearer(tokens.viewer)).status_code == 400
+    slash = client.post("/graphql/v1/", content=b"{}", headers=bearer(tokens.viewer))
+    assert slash.status_code in (307, 404)  # the router's, as before
+
+
 # -- CSRF and CORS ---------------------------------------------------------------------------
 
 
