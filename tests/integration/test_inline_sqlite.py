@@ -103,17 +103,17 @@ async def test_a_prepared_write_waits_for_another_process_lock_without_blocking_
 ) -> None:
     """A prepared statement runs on the inline connection's own cursor (``storage/prepared.py``)
     and, first in its transaction, still waits on the event loop for the write lock."""
-    holder = sqlite3.connect(sqlite_path, isolation_level=None, check_same_thread=False)
-    holder.execute("BEGIN IMMEDIATE")
-    release = threading.Timer(0.4, holder.commit)
-    release.start()
     db = Database(f"sqlite:///{sqlite_path}")
     audit = table_of(AuditRecord)
     insert_entry = Prepared(insert(audit))
     count = Prepared(select(func.count()).select_from(audit))
     row = dataclasses.asdict(entry("prepared")) | {"run_id": None}
+    holder = sqlite3.connect(sqlite_path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.4, holder.commit)
+    started = time.perf_counter()
+    release.start()
     try:
-        started = time.perf_counter()
         ticker = asyncio.create_task(asyncio.sleep(0.1))
         await db.transact(lambda conn: insert_entry.rows(conn, row))
         assert time.perf_counter() - started >= 0.3
