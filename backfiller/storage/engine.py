@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.util import greenlet_spawn
 
+from backfiller.storage.greenlets import run_sync
 from backfiller.storage.inline_sqlite import WalCheckpointer, inline_connector
 
 T = TypeVar("T")
@@ -171,7 +171,7 @@ class Database:
         The whole transaction, checkout to commit, is one trip into SQLAlchemy's synchronous
         core, where ``async with engine.begin()`` plus ``run_sync`` would be three.
         """
-        return await greenlet_spawn(self._transact, work)
+        return await run_sync(self._transact, work)
 
     def _transact(self, work: Callable[[Connection], T]) -> T:
         with self.write_engine.sync_engine.begin() as conn:
@@ -211,7 +211,7 @@ class Database:
         """Run ``work(connection)`` in a read-only transaction on a Core connection (rolled
         back at the end): for the hot reads, in one trip into SQLAlchemy's synchronous core
         and without building ORM records (as ``transact`` for writes)."""
-        return await greenlet_spawn(self._query, work)
+        return await run_sync(self._query, work)
 
     def _query(self, work: Callable[[Connection], T]) -> T:
         with self.read_engine.sync_engine.connect() as conn:
@@ -275,7 +275,7 @@ class _GroupCommit:
         for entry in group:
             batches.setdefault(entry[0], []).append(entry)
         try:
-            results = await greenlet_spawn(self._transact_all, list(batches.items()))
+            results = await run_sync(self._transact_all, list(batches.items()))
         except Exception:
             # Rolled back as a whole: each item alone now, for its own result or exception.
             for batch, item, future in group:
