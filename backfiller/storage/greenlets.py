@@ -40,28 +40,30 @@ class _Failed:
 
 
 class _Worker(greenlet):  # type: ignore[misc]
-    """Runs one call after another; between calls it waits in ``parent.switch``."""
+    """Runs one call after another; between calls it waits in ``parent.switch``. A call and
+    its outcome pass through attributes, so that an idle worker holds neither the last
+    call's function and arguments nor its result."""
 
     __sqlalchemy_greenlet_provider__ = True  # what SQLAlchemy's ``await_`` looks for
 
     def __init__(self) -> None:
         super().__init__(self._serve)
+        self.call: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+        self.outcome: _Done | _Failed | None = None
 
-    def _serve(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    def _serve(self) -> None:
         while True:
-            outcome: _Done | _Failed
+            assert self.call is not None
+            fn, args = self.call
+            self.call = None
             try:
-                outcome = _Done(fn(*args))
+                self.outcome = _Done(fn(*args))
             except GreenletExit:
                 raise  # the greenlet itself is being thrown away
             except BaseException as error:  # handed to the caller, as greenlet_spawn does
-                outcome = _Failed(error)
-            fn, args = _nothing, ()
-            fn, args = self.parent.switch(outcome)
-
-
-def _nothing() -> None:
-    return None
+                self.outcome = _Failed(error)
+            del fn, args
+            self.parent.switch()
 
 
 _idle = threading.local()
@@ -74,20 +76,19 @@ async def run_sync(fn: Callable[..., T], *args: Any) -> T:
     driver = getcurrent()
     worker.parent = driver
     worker.gr_context = driver.gr_context
-    result: Any = worker.switch(fn, args)
-    while not isinstance(result, _Done | _Failed):
+    worker.call = (fn, args)
+    awaited: Any = worker.switch()
+    while worker.outcome is None:
         try:
-            value = await result  # an awaitable that ``await_`` handed over
+            value = await awaited  # an awaitable that ``await_`` handed over
         except BaseException:
-            result = worker.throw(*sys.exc_info())
+            awaited = worker.throw(*sys.exc_info())
         else:
-            result = worker.switch(value)
+            awaited = worker.switch(value)
+    outcome, worker.outcome = worker.outcome, None
     worker.gr_context = None
     if len(idle) < MAX_IDLE:
         idle.append(worker)
-    if isinstance(result, _Failed):
-        error = result.error
-        del result
-        raise error
-    value = result.value
-    return value  # type: ignore[no-any-return]
+    if isinstance(outcome, _Failed):
+        raise outcome.error
+    return outcome.value  # type: ignore[no-any-return]

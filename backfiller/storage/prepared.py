@@ -135,11 +135,24 @@ def _on_cursor(
 ) -> tuple[Sequence[Any], int]:
     """``run(cursor)`` on a cursor of ``conn``'s connection: the rows it returned (when the
     statement returns rows) and its row count. Errors are raised as ``Connection.execute``
-    raises them."""
+    raises them.
+
+    On an inline SQLite connection the cursor is its own ``sqlite3`` cursor, with no trip
+    through SQLAlchemy's async adapter (a coroutine, a lock and a greenlet switch per
+    statement, for a call that never suspends); only the transaction's ``BEGIN`` and a
+    statement that found the database busy wait on the event loop, as the adapter would."""
     driver = conn.connection.driver_connection
+    cursor: Any
     if type(driver) is InlineConnection:
-        return _on_inline_cursor(conn, driver, plan, params, run)
-    cursor = conn.connection.cursor()
+        try:
+            if driver.begin_pending:
+                await_(driver.begin_if_asked())
+            cursor = driver.plain_cursor()
+        except Exception as error:
+            raise _wrapped(conn.dialect, plan.sql, params, error) from error
+        run = _waiting_while_busy(driver, run)
+    else:
+        cursor = conn.connection.cursor()
     try:
         try:
             run(cursor)
@@ -151,33 +164,21 @@ def _on_cursor(
         cursor.close()
 
 
-def _on_inline_cursor(
-    conn: Connection, driver: InlineConnection, plan: _Plan, params: Any, run: Callable[[Any], Any]
-) -> tuple[Sequence[Any], int]:
-    """``_on_cursor`` on an inline SQLite connection: straight on its ``sqlite3`` cursor, with
-    no trip through SQLAlchemy's async adapter (a coroutine, a lock and a greenlet switch per
-    statement, for a call that never suspends). Only the transaction's ``BEGIN`` and a
-    statement that found the database busy wait on the event loop, as the adapter would."""
-    try:
-        if driver.begin_pending:
-            await_(driver.begin_if_asked())
-        cursor = driver.plain_cursor()
-    except Exception as error:
-        raise _wrapped(conn.dialect, plan.sql, params, error) from error
-    try:
+def _waiting_while_busy(
+    driver: InlineConnection, run: Callable[[Any], Any]
+) -> Callable[[Any], Any]:
+    """``run``, which, when SQLite says the database is busy, waits on the event loop and
+    tries again (the statement did nothing)."""
+
+    def waiting(cursor: Any) -> Any:
         try:
-            try:
-                run(cursor)
-            except sqlite3.OperationalError as error:
-                if not is_busy(error):
-                    raise
-                await_(driver.retry_busy(lambda: run(cursor)))
-        except Exception as error:
-            raise _wrapped(conn.dialect, plan.sql, params, error) from error
-        found = cursor.fetchall() if plan.results is not None else []
-        return found, int(cursor.rowcount)
-    finally:
-        cursor.close()
+            return run(cursor)
+        except sqlite3.OperationalError as error:
+            if not is_busy(error):
+                raise
+        return await_(driver.retry_busy(lambda: run(cursor)))
+
+    return waiting
 
 
 def _values(plan: _Plan, params: Mapping[str, Any]) -> tuple[Any, ...]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
+import weakref
 
 import pytest
 from sqlalchemy.util import await_
@@ -50,3 +52,16 @@ async def test_a_cancelled_caller_cancels_the_wait_inside() -> None:
         await task
     assert seen == ["cancelled inside"]
     assert await run_sync(lambda: "still serving") == "still serving"
+
+
+async def test_an_idle_greenlet_holds_nothing_of_its_last_call() -> None:
+    class Rows:
+        pass
+
+    made = Rows()
+    seen = weakref.ref(made)
+    returned = await run_sync(lambda rows: rows, made)
+    assert returned is made
+    del made, returned
+    gc.collect()
+    assert seen() is None  # neither the argument nor the result outlives the call
