@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 
 from backfiller.domain import RunState
 from backfiller.storage import Database
@@ -14,6 +15,7 @@ from backfiller.storage.records import (
     BackfillEventRecord,
     BackfillRecord,
     BackfillTagRecord,
+    Base,
     PartitionStateRecord,
     SlotRecord,
 )
@@ -127,6 +129,36 @@ async def test_a_million_partitions_cost_one_row(gql: GraphQLRunner, database: D
     assert total == (datetime(2026, 6, 15, tzinfo=UTC) - datetime(2026, 1, 1, tzinfo=UTC)).days * 24
     assert await count_rows(database, SlotRecord) == 0
     assert await count_rows(database, BackfillRecord) == 1
+
+
+async def test_a_long_key_list_adds_no_row_per_key(gql: GraphQLRunner, database: Database) -> None:
+    """A launch of 9,000 explicit keys writes the same rows, table by table, as one of 3."""
+    gql.clock.now = datetime(2050, 1, 1, tzinfo=UTC)
+    first = date(2024, 1, 1)
+    tables = [table for table in Base.metadata.sorted_tables if table.name != "alembic_version"]
+
+    async def rows() -> dict[str, int]:
+        async with database.read() as session:
+            return {
+                table.name: int(
+                    (await session.execute(select(func.count()).select_from(table))).scalar_one()
+                )
+                for table in tables
+            }
+
+    written: list[dict[str, int]] = []
+    for size in (3, 9_000):
+        keys = [(first + timedelta(days=day)).isoformat() for day in range(size)]
+        before = await rows()
+        payload = await launch(
+            gql, {"target": {"job": "daily_sales"}, "partitions": {"keys": keys}}
+        )
+        assert payload["userErrors"] == []
+        assert payload["backfill"]["counts"]["total"] == size
+        after = await rows()
+        written.append({name: after[name] - before[name] for name in after})
+    assert written[0] == written[1]
+    assert written[0]["backfills"] == 1
 
 
 async def test_keys_selection_reads_back_in_the_order_given(gql: GraphQLRunner) -> None:
