@@ -37,7 +37,7 @@ from backfiller.planning import (
 )
 from backfiller.services.backend import Backend
 from backfiller.services.selections import key_space_of
-from backfiller.storage.auth import AuditEntry, add_audit_entry
+from backfiller.storage.auth import AuditEntry, add_audit_entries
 from backfiller.storage.errors import IdempotencyConflict
 from backfiller.storage.execution.waits import ActiveRun, WaitsRepository
 from backfiller.storage.notifications import WebhookTarget
@@ -490,9 +490,12 @@ def _write_launches(
     """The writes of launches that commit together: each backfill once per idempotency key,
     then the audit entry of each one created (the batch of ``Database.transact_batched``)."""
     outcomes = launch_many(conn, [(launch.new, launch.now) for launch in launches])
-    for launch, outcome in zip(launches, outcomes, strict=True):
-        if launch.audit is not None and isinstance(outcome, BackfillRecord):
-            add_audit_entry(conn, launch.audit(outcome.id))
+    audits = [
+        launch.audit(outcome.id)
+        for launch, outcome in zip(launches, outcomes, strict=True)
+        if launch.audit is not None and isinstance(outcome, BackfillRecord)
+    ]
+    add_audit_entries(conn, audits)
     return outcomes
 
 

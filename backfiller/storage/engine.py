@@ -178,33 +178,32 @@ class Database:
             return work(conn)
 
     async def transact_grouped(self, work: Callable[[Connection], T]) -> T:
-        """``transact``, except that on SQLite concurrent calls share one transaction.
+        """``transact``, except that concurrent calls share one transaction.
 
         Group commit: the works that callers hand in while the event loop is busy run one
         after the other in a single write transaction, committed once, and each caller gets
-        its own work's result after that commit. SQLite has one writer at a time, so
+        its own work's result after that commit. On SQLite, which has one writer at a time,
         separate transactions would run one after the other anyway, each paying for its
-        begin, commit and pool checkout. If any work of a group raises (or the commit
-        fails), the whole group rolls back and each work runs again alone, so every caller
-        gets exactly the result or exception that ``transact`` would have given it: a work
-        must therefore have no effect outside ``connection`` (it may run twice). On
-        PostgreSQL, whose writers run side by side, this is ``transact``.
+        begin, commit and pool checkout; on PostgreSQL each would pay a round trip for its
+        begin, its commit and each statement, which a group pays once. If any work of a
+        group raises (or the commit fails), the whole group rolls back and each work runs
+        again alone, so every caller gets exactly the result or exception that ``transact``
+        would have given it: a work must therefore have no effect outside ``connection`` (it
+        may run twice).
         """
         return await self.transact_batched(_each, work)
 
     async def transact_batched(self, batch: Batch[I, T], item: I) -> T:
-        """``transact_grouped`` of ``batch(connection, [item])``, except that on SQLite the
-        items of one group that share ``batch`` (the same function object: give a function of
-        a module, not a new closure per call) are handed to one call of it, so that it may
-        run each statement once for all of them (one ``executemany``).
+        """``transact_grouped`` of ``batch(connection, [item])``, except that the items of
+        one group that share ``batch`` (the same function object: give a function of a
+        module, not a new closure per call) are handed to one call of it, so that it may run
+        each statement once for all of them (one ``executemany``).
 
         ``batch`` must return exactly what each item would have got from a call of its own
         with that item alone, in the same transaction after the items before it; an item
         whose call of its own would raise must make the group's call raise (a group that
         fails runs each item alone, ``batch(connection, [item])``, in its own transaction).
         """
-        if self.dialect != "sqlite":
-            return await self.transact(_alone(batch, item))
         return await self._group_commit.submit(batch, item)
 
     async def query(self, work: Callable[[Connection], T]) -> T:

@@ -1,5 +1,5 @@
-"""Database.transact_grouped: concurrent writes share one transaction on SQLite (group
-commit), and each caller still gets exactly its own work's outcome."""
+"""Database.transact_grouped: concurrent writes share one transaction (group commit), on
+SQLite and on PostgreSQL, and each caller still gets exactly its own work's outcome."""
 
 from __future__ import annotations
 
@@ -47,14 +47,13 @@ def fails_after_writing(operation: str) -> Any:
 
 
 async def test_concurrent_writes_commit_together_and_each_gets_its_result(
-    database: Database, is_postgres: bool
+    database: Database,
 ) -> None:
     commits = commits_of(database)
     results = await asyncio.gather(*(database.transact_grouped(writes(f"w{i}")) for i in range(20)))
     assert results == [f"w{i}" for i in range(20)]
     assert await count_rows(database, AuditRecord) == 20
-    if not is_postgres:  # one writer at a time: the twenty share one commit
-        assert commits[0] == 1
+    assert commits[0] == 1  # the twenty share one commit
 
 
 async def test_a_failing_write_fails_alone_and_leaves_nothing_behind(database: Database) -> None:

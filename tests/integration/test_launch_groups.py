@@ -1,4 +1,4 @@
-"""Launches that commit together (group commit on SQLite, each statement run once for the
+"""Launches that commit together (group commit, each statement run once for the
 group): every launch gets what it would have got alone, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ async def audited_subjects(database: Database) -> list[str]:
 
 
 async def test_a_group_commits_once_and_each_launch_gets_its_own_rows(
-    backend: Backend, database: Database, is_postgres: bool
+    backend: Backend, database: Database
 ) -> None:
     commits = commits_of(database)
     hooks = (WebhookTarget("https://example.com/hook", ("SUCCEEDED",), "json"),)
@@ -106,8 +106,7 @@ async def test_a_group_commits_once_and_each_launch_gets_its_own_rows(
     launched = await asyncio.gather(
         *(create_backfill(backend, one, audit=audit_of("launch")) for one in news)
     )
-    if not is_postgres:
-        assert commits[0] == 1
+    assert commits[0] == 1
     assert all(isinstance(one, Launched) and one.created for one in launched)
     records = [one.record for one in launched if isinstance(one, Launched)]
     assert len({record.id for record in records}) == 8
@@ -163,9 +162,7 @@ async def test_one_key_in_one_group_creates_one_backfill_and_tells_the_others(
     assert len(await audited_subjects(database)) == 2  # none for a launch that found its key
 
 
-async def test_a_group_finds_keys_stored_before_it(
-    backend: Backend, database: Database, is_postgres: bool
-) -> None:
+async def test_a_group_finds_keys_stored_before_it(backend: Backend, database: Database) -> None:
     first = await create_backfill(backend, new("first", idempotency_key="old"))
     assert isinstance(first, Launched) and first.created
     commits = commits_of(database)
@@ -175,8 +172,7 @@ async def test_a_group_finds_keys_stored_before_it(
         create_backfill(backend, new("fresh", idempotency_key="new")),
         create_backfill(backend, new("none")),
     )
-    if not is_postgres:  # together, numbered on from the stored one
-        assert commits[0] == 1
+    assert commits[0] == 1  # together (on SQLite, numbered on from the stored one)
     found, reused, fresh, none = outcomes
     assert isinstance(found, Launched) and not found.created
     assert found.record.id == first.record.id
