@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,19 @@ def test_the_migrations_build_exactly_the_models_schema(database_url: str) -> No
     finally:
         engine.dispose()
     assert diff == []
+
+
+def test_a_new_sqlite_database_is_built_in_the_services_journal_mode(tmp_path: Path) -> None:
+    """The migrations run in WAL, the mode every connection of the service sets: no journal
+    file made and deleted per statement."""
+    path = tmp_path / "fresh.db"
+    upgrade_database(f"sqlite:///{path}")
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    finally:
+        conn.close()
+    assert not path.with_name("fresh.db-journal").exists()
 
 
 # An evaluation's requests as 0003-0004 stored them: the public GraphQL shape.
