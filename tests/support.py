@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import event, func, select
+from sqlalchemy import Table, event, func, select
 
 from backfiller.api import build_schema
 from backfiller.config import Settings
@@ -82,7 +82,7 @@ class GraphQLRunner:
         return result.data
 
 
-async def count_rows(database: Database, record: type[Base]) -> int:
+async def count_rows(database: Database, record: type[Base] | Table) -> int:
     async with database.read() as session:
         return int((await session.execute(select(func.count()).select_from(record))).scalar_one())
 

@@ -62,6 +62,9 @@ def sync_database_url(url: str) -> str:
 
 LOCK_PATIENCE_SECONDS = 30.0
 
+SQLITE_JOURNAL = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
+"""The journal of every SQLite connection of the service, and of its migrations."""
+
 
 def _sqlite_engine(url: str, *, echo: bool, inline: bool, pool_size: int) -> AsyncEngine:
     """An engine of a SQLite file: inline on the event loop's thread, or through aiosqlite's."""
@@ -87,8 +90,8 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, inline: bool) -> 
         # Let SQLAlchemy, not the driver, decide when transactions begin.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        for pragma in SQLITE_JOURNAL:
+            cursor.execute(pragma)
         cursor.execute(f"PRAGMA busy_timeout={busy_timeout}")
         if inline:
             # The Database's WalCheckpointer checkpoints, off the event loop.

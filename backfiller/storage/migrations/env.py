@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool
 
+from backfiller.storage.engine import SQLITE_JOURNAL
 from backfiller.storage.metadata import metadata
 
 config = context.config
@@ -17,12 +18,12 @@ def run_migrations() -> None:
     engine = create_engine(url, poolclass=pool.NullPool)
     with engine.connect() as connection:
         if connection.dialect.name == "sqlite":
-            # The journal every connection of the service sets (storage/engine.py), set before
-            # the migrations rather than after: SQLite's default journal made each of their
-            # statements (they commit one by one) create, sync and delete a journal file,
-            # half of what building a new database took.
-            connection.exec_driver_sql("PRAGMA journal_mode=WAL")
-            connection.exec_driver_sql("PRAGMA synchronous=NORMAL")
+            # The journal every connection of the service sets, set before the migrations
+            # rather than after: SQLite's default journal made each of their statements (they
+            # commit one by one) create, sync and delete a journal file, half of what building
+            # a new database took.
+            for pragma in SQLITE_JOURNAL:
+                connection.exec_driver_sql(pragma)
             connection.commit()  # end the transaction those began, before Alembic's own
         context.configure(
             connection=connection,
