@@ -174,8 +174,9 @@ class Profiles:
     def wrap(self, launcher: Launcher) -> None:
         if self.path is None or not isinstance(launcher, CeleryLauncher):
             return
-        for name in ("_run", "_answer"):
-            setattr(launcher, name, self._profiled(getattr(launcher, name)))
+        # The broker's thread and the gate's (see launchers/celery/launcher.py, grants.py).
+        for owner, name in ((launcher, "_run"), (launcher.grants, "run")):
+            setattr(owner, name, self._profiled(getattr(owner, name)))
 
     def _profiled(self, function: Callable[[], None]) -> Callable[[], None]:
         def profiled() -> None:

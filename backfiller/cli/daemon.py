@@ -5,11 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
 import os
 import signal
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -35,7 +32,6 @@ from backfiller.cli.worker import (
     HeartbeatTimeoutOption,
     LauncherOption,
     RunsPerTaskOption,
-    checked_broker,
 )
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions
@@ -44,6 +40,7 @@ from backfiller.web.serving import http_server
 
 if TYPE_CHECKING:
     from backfiller.daemon import Daemon
+    from backfiller.launchers.registry import LauncherConfig
     from backfiller.notify.notifier import NotifierSettings
 
 WorkersOption = Annotated[
@@ -100,12 +97,6 @@ ResultsDirOption = Annotated[
         "(default: a folder per database in the temporary directory).",
     ),
 ]
-
-
-def default_results_dir(database_url: str) -> str:
-    """A folder per database (and user) in the temporary directory."""
-    digest = hashlib.sha256(database_url.encode()).hexdigest()[:16]
-    return str(Path(tempfile.gettempdir()) / f"backfiller-results-{os.getuid()}" / digest)
 
 
 MetricsPortOption = Annotated[
@@ -173,37 +164,36 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
     signal.signal(signal.SIGTERM, handle)
 
 
+def launcher_config(
+    options: DaemonOptions, database_url: str | None = None, defs: Definitions | None = None
+) -> LauncherConfig:
+    """What the daemon's launcher plugin gets from the command line."""
+    from backfiller.launchers.registry import LauncherConfig
+
+    return LauncherConfig(
+        definitions_target=options.target,
+        definitions=defs,
+        database_url=database_url,
+        workers=options.workers,
+        max_runs=options.max_runs,
+        grace_seconds=options.grace_seconds,
+        api_url=options.api_url,
+        token=os.environ.get("BACKFILLER_TOKEN") or None,
+        results_dir=options.results_dir,
+        broker=options.broker,
+        heartbeat_timeout=options.heartbeat_timeout,
+        runs_per_task=options.runs_per_task,
+    )
+
+
 def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> Daemon:
     # Imported here so that `backfiller --help` and the client commands start fast.
     from backfiller.daemon import Daemon, DaemonSettings
-    from backfiller.launchers import Launcher, LocalLauncher
-    from backfiller.observability.exposition import prepare_worker_metrics
+    from backfiller.launchers.registry import launcher_plugins
     from backfiller.storage import Database
 
-    launcher: Launcher
-    if options.launcher == "celery":
-        from backfiller.cli.worker import celery_launcher
-
-        launcher = celery_launcher(
-            options.broker or "",
-            defs,
-            max_runs=options.max_runs,
-            grace_seconds=options.grace_seconds,
-            heartbeat_timeout=options.heartbeat_timeout,
-            api_url=options.api_url,
-            runs_per_task=options.runs_per_task,
-        )
-    else:
-        prepare_worker_metrics()  # before the workers start: they inherit where to record
-        launcher = LocalLauncher(
-            options.target,
-            options.workers,
-            max_active=options.max_runs,
-            grace_seconds=options.grace_seconds,
-            api_url=options.api_url,
-            token=os.environ.get("BACKFILLER_TOKEN") or None,
-            results_dir=options.results_dir or default_results_dir(database_url),
-        ).start()
+    plugin = launcher_plugins()[options.launcher]
+    launcher = plugin.build(launcher_config(options, database_url, defs))
     heartbeat = options.heartbeat_seconds or min(2.0, options.lease_timeout / 15)
     settings = DaemonSettings(
         max_runs=options.max_runs,
@@ -223,21 +213,10 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
 
 def started_line(owner: str, options: DaemonOptions) -> str:
     """The line a daemon prints once started: where its runs go."""
-    if options.launcher == "celery":
-        # The Celery workers are other processes, started and sized apart from the daemon.
-        from backfiller.launchers.celery.protocol import default_queue
-        from backfiller.observability.logs import redact
+    from backfiller.launchers.registry import launcher_plugins
 
-        return (
-            f"Backfiller daemon {owner} running with the Celery launcher: broker "
-            f"{redact(options.broker or '')}, runs on queue {default_queue()!r} "
-            "(or their job's queue)"
-        )
-    from backfiller.launchers.local import default_worker_count
-
-    size = options.workers or default_worker_count()
-    noun = "worker" if size == 1 else "workers"
-    return f"Backfiller daemon {owner} running with {size} {noun}"
+    plugin = launcher_plugins()[options.launcher]
+    return plugin.describe(owner, launcher_config(options))
 
 
 async def run_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -> None:
@@ -265,10 +244,25 @@ def _check_counts(
         raise fail("--lease-timeout and --heartbeat-seconds must be positive")
     if heartbeat_seconds is not None and heartbeat_seconds * 3 > lease_timeout * 0.8:
         raise fail("--heartbeat-seconds must leave several renewals within --lease-timeout")
-    if launcher not in ("local", "celery"):
-        raise fail("--launcher must be local or celery")
+    from backfiller.launchers.registry import launcher_plugins
+
+    names = list(launcher_plugins())
+    if launcher not in names:
+        raise fail(f"--launcher must be {', '.join(names[:-1])} or {names[-1]}")
     if runs_per_task < 1:
         raise fail("--runs-per-task must be at least 1")
+
+
+def _check_launcher(
+    name: str, target: str, workers: int | None, broker: str | None, runs_per_task: int
+) -> None:
+    """The launcher plugin's own check of its options: one line, exit 2."""
+    from backfiller.launchers.registry import LauncherConfig, launcher_plugins
+
+    config = LauncherConfig(target, workers=workers, broker=broker, runs_per_task=runs_per_task)
+    problem = launcher_plugins()[name].problem(config)
+    if problem is not None:
+        raise fail(problem)
 
 
 @app.command()
@@ -296,9 +290,8 @@ def daemon(
     """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
     configure_logging()
     _check_counts(workers, lease_timeout, heartbeat_seconds, launcher, runs_per_task)
-    if launcher == "celery":
-        broker = checked_broker(broker)
     target = definitions or EXAMPLE_DEFINITIONS
+    _check_launcher(launcher, target, workers, broker, runs_per_task)
     defs = definitions_or_exit(target)
     url = prepare_database(database)
     from backfiller.notify.wiring import notifier_settings

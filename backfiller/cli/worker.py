@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -15,12 +15,6 @@ from backfiller.cli.server import (
     fail,
 )
 from backfiller.launchers.celery.protocol import BROKER_ENV, QUEUE_ENV, default_queue
-
-if TYPE_CHECKING:
-    from backfiller.definitions.loading import Definitions
-    from backfiller.launchers.celery.launcher import CeleryLauncher
-
-BROKER_SCHEMES = ("amqp", "amqps", "pyamqp", "redis", "rediss")
 
 BrokerOption = Annotated[
     str | None,
@@ -62,36 +56,13 @@ RunsPerTaskOption = Annotated[
 
 
 def checked_broker(url: str | None) -> str:
-    if not url:
-        raise fail(f"the Celery launcher needs --broker (or ${BROKER_ENV})")
-    scheme = url.partition("://")[0]
-    if scheme not in BROKER_SCHEMES or "://" not in url:
-        raise fail(f"--broker must be an amqp:// or redis:// URL, not {url!r}")
+    from backfiller.launchers.celery import broker_problem
+
+    problem = broker_problem(url)
+    if problem is not None:
+        raise fail(problem)
+    assert url is not None
     return url
-
-
-def celery_launcher(
-    broker: str,
-    definitions: Definitions,
-    *,
-    max_runs: int | None,
-    grace_seconds: float,
-    heartbeat_timeout: float,
-    api_url: str | None,
-    runs_per_task: int,
-) -> CeleryLauncher:
-    """The daemon's Celery launcher, started (its queue is named once the daemon has a lease)."""
-    from backfiller.launchers.celery.launcher import CeleryLauncher
-
-    return CeleryLauncher(
-        broker,
-        definitions,
-        max_active=max_runs,
-        runs_per_task=runs_per_task,
-        grace_seconds=grace_seconds,
-        heartbeat_timeout=heartbeat_timeout,
-        api_url=api_url,
-    ).start()
 
 
 @app.command()

@@ -30,7 +30,7 @@ from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState, new_owner
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import Outcome, RunFinished
-from backfiller.launchers.base import Launcher, RunLogs
+from backfiller.launchers.base import DurableResults, Launcher, LeasedLauncher, RunLogs
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository, LogEntry, Outcomes, RetryRule
 
@@ -76,14 +76,14 @@ async def keep_lease(
         return await keep_lease(database, clock, state, launcher)
     state.lease_expires_at = expires_at
     state.stop_by = began + timedelta(seconds=seconds * (1 - STOP_MARGIN))
-    if launcher is not None:
+    if isinstance(launcher, LeasedLauncher):
         launcher.extend_lease(state.owner, state.stop_by)
     return True
 
 
 def lose_lease(state: DaemonState, launcher: Launcher | None, why: str) -> None:
     """Stop every run of this daemon at once and forget them; start over as a new owner."""
-    stopped = launcher.revoke_lease() if launcher is not None else []
+    stopped = _stop_everything(launcher)
     old = state.owner
     state.owner = new_owner()
     state.lease_expires_at = None
@@ -99,6 +99,18 @@ def lose_lease(state: DaemonState, launcher: Launcher | None, why: str) -> None:
         len(stopped),
         state.owner,
     )
+
+
+def _stop_everything(launcher: Launcher | None) -> list[int]:
+    """Kill the launcher's runs (a launcher without leases can only be asked to cancel them:
+    best effort, see ``launchers.base.LeasedLauncher``)."""
+    if isinstance(launcher, LeasedLauncher):
+        return [task.run_id for task in launcher.revoke_lease()]
+    if launcher is None:
+        return []
+    running = list(launcher.active())
+    launcher.cancel(running)
+    return running
 
 
 def lease_valid(state: DaemonState, now: datetime) -> bool:
@@ -132,7 +144,7 @@ async def take_over_expired(
         if owner != state.owner and owner not in owners and stale:
             async with database.write() as session:
                 await ExecutionRepository(session).drop_lease(owner)
-            if launcher is not None:
+            if isinstance(launcher, DurableResults):
                 await asyncio.to_thread(launcher.forget_owner, owner)
     return report
 
@@ -185,10 +197,10 @@ async def take_over(
                 if logs:
                     await repo.record_results(owner, now, logs=logs)
         if not attempts:
-            if launcher is not None:
+            if isinstance(launcher, DurableResults):
                 await asyncio.to_thread(launcher.forget_owner, owner)
             return report
-        if launcher is not None:
+        if isinstance(launcher, DurableResults):
             launcher.discard_results(owner, outcomes.written)
         report += _takeover_report(owner, kept, outcomes)
         if not outcomes.written:
@@ -200,7 +212,7 @@ async def _durable_results(
 ) -> tuple[dict[int, RunFinished], list[RunLogs]]:
     """The launcher's durable results of these runs, at their current attempt only, and the
     log lines it kept of them (of their latest attempt)."""
-    if launcher is None:
+    if not isinstance(launcher, DurableResults):
         return {}, []
     found = await asyncio.to_thread(launcher.durable_results, owner, list(attempts))
     lines = [e for e in found if isinstance(e, RunLogs) and e.run_id in attempts]

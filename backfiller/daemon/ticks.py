@@ -31,6 +31,7 @@ from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import BackfillState, EventKind, RunFinished, skip_reason_for
 from backfiller.launchers.base import (
+    DurableResults,
     Launcher,
     LauncherEvent,
     RunLogs,
@@ -359,9 +360,10 @@ async def record_results(
             logs=logs,
             retry_rules=retry_rules(definitions),
         )
-    launcher.recorded(batch)
-    if outcomes.written:
-        launcher.discard_results(state.owner, outcomes.written)
+    if isinstance(launcher, DurableResults):
+        launcher.recorded(batch)
+        if outcomes.written:
+            launcher.discard_results(state.owner, outcomes.written)
     if outcomes.retried or outcomes.taken_back:
         # Slots went back to PENDING: the cached running backfills' counts say otherwise.
         state.forget_backfills()

@@ -23,29 +23,30 @@ without the launcher's locks held, from the launcher's own thread. A gate that i
 the database (the local pool) lets each worker ask the gate's question itself, right before it
 runs the job, so the read is off the launcher's path and made in parallel by the workers.
 
-**Lease.** The daemon holds a lease in the database with a deadline, renewed every few seconds.
-After each renewal it calls :meth:`Launcher.extend_lease` with the lease's owner (the name the
-daemon's runs are leased under; a launcher that reports through the broker names its reply queue
-after it, so that the daemon taking over finds it) and ``stop_by``: a wall-clock time (UTC)
-safely before the lease's deadline. The launcher must guarantee that none of its runs is
-still executing at ``stop_by`` unless the lease is extended again: it starts no run past it and
-kills the runs that reach it (the whole process group, or the remote equivalent), even when the
-daemon itself is gone (the local pool's workers watch the deadline themselves). Another daemon
-takes over a dead daemon's runs only after that daemon's lease deadline, so the two can never
-execute one run at the same time. Runs killed this way are not reported (the daemon that loses
-its lease forgets them; the daemon that takes over requeues them as ``WORKER_LOST``).
+**Lease** (the :class:`LeasedLauncher` capability). The daemon holds a lease in the database
+with a deadline, renewed every few seconds. After each renewal it calls
+:meth:`LeasedLauncher.extend_lease` with the lease's owner (the name the daemon's runs are leased
+under; a launcher that reports through the broker names its reply queue after it, so that the
+daemon taking over finds it) and ``stop_by``: a wall-clock time (UTC) safely before the
+lease's deadline. The launcher must guarantee that none of its runs is still executing at
+``stop_by`` unless the lease is extended again: it starts no run past it and kills the runs
+that reach it (the whole process group, or the remote equivalent), even when the daemon itself
+is gone (the local pool's workers watch the deadline themselves). Another daemon takes over a
+dead daemon's runs only after that daemon's lease deadline, so the two can never execute one
+run at the same time. Runs killed this way are not reported (the daemon that loses its lease
+forgets them; the daemon that takes over requeues them as ``WORKER_LOST``).
 
-**Durable results.** A run that finished while its daemon was dead must not be run again: a
-launcher that can keep results beyond its daemon (the local pool writes them to a results
-folder before reporting them; the Celery workers send them to the daemon's durable queue)
-returns them from :meth:`Launcher.durable_results` when the next daemon takes the dead
-daemon's runs over (under the dead daemon's lease lock, so only one daemon reads them), and
-forgets them on :meth:`Launcher.discard_results` once they are written; once the dead daemon has
-no active run left, :meth:`Launcher.forget_owner` drops whatever is still kept for it. It may
-also return ``NOT_STARTED`` for runs it can tell never started on a worker (those go back to
-their backfill without using a retry). A result's ``attempt`` is its fencing token: the daemon
-records it only for the run's current attempt. A launcher that cannot keep results returns
-nothing (the runs are then requeued as ``WORKER_LOST``).
+**Durable results** (the :class:`DurableResults` capability). A run that finished while its
+daemon was dead must not be run again: a launcher that can keep results beyond its daemon (the
+local pool writes them to a results folder before reporting them; the Celery workers send them
+to the daemon's durable queue) returns them from :meth:`DurableResults.durable_results` when
+the next daemon takes the dead daemon's runs over (under the dead daemon's lease lock, so only
+one daemon reads them), and forgets them on :meth:`DurableResults.discard_results` once they
+are written; once the dead daemon has no active run left, :meth:`DurableResults.forget_owner`
+drops whatever is still kept for it. It may also return ``NOT_STARTED`` for runs it can tell
+never started on a worker (those go back to their backfill without using a retry). A result's
+``attempt`` is its fencing token: the daemon records it only for the run's current attempt. A
+launcher without the capability keeps nothing (the runs are then requeued as ``WORKER_LOST``).
 
 **Cancel and timeouts** stop the run's whole process group: SIGTERM, a grace period, SIGKILL.
 """
@@ -158,12 +159,13 @@ class WorkerGate(Protocol):
 
 
 class Launcher(Protocol):
-    """What the daemon needs from a launcher (see the module's docstring for the contract).
+    """The core every launcher implements (see ``docs/launchers.md``).
 
     ``submit`` takes runs already written as QUEUED; ``poll`` returns what happened since the
     last call (a run's ``RunStarted`` always comes before its ``RunFinished``); ``cancel`` takes
     back a run not started yet, or stops a running one (SIGTERM to its process group, then
-    SIGKILL after a grace period) and reports it ``CANCELED``.
+    SIGKILL after a grace period) and reports it ``CANCELED``. What more a launcher can promise
+    is declared by the capabilities below, which the daemon checks with ``isinstance``.
     """
 
     @property
@@ -189,6 +191,19 @@ class Launcher(Protocol):
         """Ask ``gate`` right before starting runs (see the module's docstring)."""
         ...
 
+    def close(self, timeout: float = 10.0) -> list[LauncherEvent]:
+        """Stop every worker; runs still in flight come back as ``WORKER_LOST`` events."""
+        ...
+
+
+@runtime_checkable
+class LeasedLauncher(Protocol):
+    """A launcher that stops its runs at the daemon's lease (see the module's docstring).
+
+    Without it, a daemon that loses its lease can only cancel its runs (best effort): a run
+    may then still execute when another daemon takes it over, so several daemons are safe
+    only with a leased launcher."""
+
     def extend_lease(self, owner: str, stop_by: datetime) -> None:
         """``owner`` holds the lease: runs submitted from now on are leased to it, and no run
         of this launcher may still execute at ``stop_by`` (UTC) unless extended.
@@ -203,6 +218,14 @@ class Launcher(Protocol):
         Returns the runs that were in flight; none of them is reported by ``poll``.
         """
         ...
+
+
+@runtime_checkable
+class DurableResults(Protocol):
+    """A launcher whose results outlive their daemon (see the module's docstring).
+
+    Without it, a run that finished while its daemon was dead ends ``WORKER_LOST`` and runs
+    again (at-least-once)."""
 
     def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
         """How these runs of ``owner`` (a dead daemon being taken over) ended, as kept beyond
@@ -224,17 +247,15 @@ class Launcher(Protocol):
         Blocking."""
         ...
 
-    def close(self, timeout: float = 10.0) -> list[LauncherEvent]:
-        """Stop every worker; runs still in flight come back as ``WORKER_LOST`` events."""
-        ...
-
 
 __all__ = [
     "MAX_LOG_LINES_PER_RUN",
     "MAX_LOG_LINE_CHARS",
+    "DurableResults",
     "Gate",
     "Launcher",
     "LauncherEvent",
+    "LeasedLauncher",
     "LogLine",
     "Outcome",
     "RunFinished",

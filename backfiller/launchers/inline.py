@@ -6,15 +6,21 @@ but do not run until :meth:`release`: a test can then pause, cancel or lose them
 No timeouts and no isolation: a job that hangs hangs the caller. It runs in the caller's
 thread, so it takes no start gate (``set_gate`` is ignored; a gate's transaction would wait
 for the very loop that polls): pause and cancel take effect at its next poll.
+
+It implements the core :class:`~backfiller.launchers.base.Launcher` protocol and the
+:class:`~backfiller.launchers.base.LeasedLauncher` capability (its runs execute only inside
+``poll``, so none can outlive a lease it was told of): the worked example of
+``docs/launchers.md``.
 """
 
 from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from backfiller.clock import utc_now
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import (
     Gate,
@@ -65,7 +71,7 @@ class InlineLauncher:
         for run_id in run_ids:
             if self.tasks.pop(run_id, None) is not None:
                 self.started.discard(run_id)
-                self.events.append(RunFinished(run_id, _now(), Outcome.CANCELED, "canceled"))
+                self.events.append(RunFinished(run_id, utc_now(), Outcome.CANCELED, "canceled"))
 
     def lose(self, run_ids: Iterable[int]) -> None:
         """Report runs as if their worker died."""
@@ -73,7 +79,7 @@ class InlineLauncher:
             if self.tasks.pop(run_id, None) is not None:
                 self.started.discard(run_id)
                 self.events.append(
-                    RunFinished(run_id, _now(), Outcome.WORKER_LOST, "the worker process died")
+                    RunFinished(run_id, utc_now(), Outcome.WORKER_LOST, "the worker process died")
                 )
 
     def release(self) -> None:
@@ -109,18 +115,6 @@ class InlineLauncher:
         self.started.clear()
         return tasks
 
-    def durable_results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
-        return []
-
-    def discard_results(self, owner: str, run_ids: Iterable[int]) -> None:
-        return None
-
-    def recorded(self, events: Sequence[LauncherEvent]) -> None:
-        return None  # what it keeps is per run, and goes with discard_results
-
-    def forget_owner(self, owner: str) -> None:
-        return None
-
     def _start(self) -> None:
         """Start the runs not started yet, through the gate when there is one."""
         waiting = [t for r, t in self.tasks.items() if r not in self.started]
@@ -129,9 +123,10 @@ class InlineLauncher:
         if self.gate is None:
             for task in waiting:
                 self.started.add(task.run_id)
-                self.events.append(RunStarted(task.run_id, _now(), "inline", task.attempt))
+                self.events.append(RunStarted(task.run_id, utc_now(), "inline", task.attempt))
             return
-        allowed = self.gate([StartRequest(t.run_id, t.attempt, _now(), "inline") for t in waiting])
+        now = utc_now()
+        allowed = self.gate([StartRequest(t.run_id, t.attempt, now, "inline") for t in waiting])
         for task in waiting:
             if task.run_id in allowed:
                 self.started.add(task.run_id)
@@ -140,7 +135,7 @@ class InlineLauncher:
                 self.events.append(
                     RunFinished(
                         task.run_id,
-                        _now(),
+                        utc_now(),
                         Outcome.NOT_STARTED,
                         "not started",
                         None,
@@ -151,7 +146,7 @@ class InlineLauncher:
 
     def close(self, timeout: float = 10.0) -> list[LauncherEvent]:
         lost: list[LauncherEvent] = [
-            RunFinished(r, _now(), Outcome.WORKER_LOST, "the daemon stopped") for r in self.tasks
+            RunFinished(r, utc_now(), Outcome.WORKER_LOST, "the daemon stopped") for r in self.tasks
         ]
         self.tasks.clear()
         return lost
@@ -160,7 +155,7 @@ class InlineLauncher:
         collect = _Collect()
         prepared = prepare_run(self.definitions, task, collect, None)  # no API: no client
         if isinstance(prepared, str):
-            return [RunFinished(task.run_id, _now(), Outcome.ERROR, prepared)]
+            return [RunFinished(task.run_id, utc_now(), Outcome.ERROR, prepared)]
         job, context = prepared
         log = context.log
         outcome, message, trace = Outcome.SUCCESS, None, None
@@ -173,9 +168,5 @@ class InlineLauncher:
         events: list[LauncherEvent] = []
         if collect.lines:
             events.append(RunLogs(task.run_id, tuple(collect.lines)))
-        events.append(RunFinished(task.run_id, _now(), outcome, message, trace, "inline"))
+        events.append(RunFinished(task.run_id, utc_now(), outcome, message, trace, "inline"))
         return events
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

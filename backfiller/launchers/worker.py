@@ -25,24 +25,15 @@ import socket
 import sys
 import threading
 import time
-import traceback
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from backfiller import ids
-from backfiller.launchers.base import (
-    MAX_LOG_LINE_CHARS,
-    MAX_LOG_LINES_PER_RUN,
-    LogLine,
-    Outcome,
-    RunFinished,
-    RunTask,
-    StartCheck,
-)
+from backfiller.clock import utc_now
+from backfiller.launchers.base import Outcome, RunFinished, RunTask, StartCheck
 from backfiller.launchers.messages import (
     Done,
     Fatal,
@@ -53,13 +44,11 @@ from backfiller.launchers.messages import (
     Stop,
     WorkerMessage,
 )
-from backfiller.launchers.run_context import prepare_run
+from backfiller.launchers.run_body import RunLogBuffer, Terminated, execute, on_sigterm
 
 if TYPE_CHECKING:
     from backfiller.storage.execution.starts import StartGate
 
-FLUSH_SECONDS = 0.5
-FLUSH_LINES = 200
 WATCH_SECONDS = 0.05
 
 
@@ -67,10 +56,6 @@ class SharedDeadline(Protocol):
     """A ``multiprocessing.Value('d')``: the monotonic time by which no run may execute."""
 
     value: float
-
-
-class Terminated(BaseException):
-    """Raised in the job's thread when the launcher sends SIGTERM (cancel or timeout)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,55 +79,9 @@ class _Sender:
             self.conn.send(message)
 
 
-class _RunLogHandler(logging.Handler):
-    """Buffers a run's log lines and ships them to the launcher in batches."""
-
-    def __init__(self, run_id: int, sender: _Sender) -> None:
-        super().__init__(logging.DEBUG)
-        self.run_id = run_id
-        self.sender = sender
-        self.buffer: list[LogLine] = []
-        self.count = 0
-        self.dropped = 0
-        self.last_flush = time.monotonic()
-        self.buffer_lock = threading.Lock()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage()
-            if record.exc_info:
-                message += "\n" + "".join(traceback.format_exception(*record.exc_info))
-        except Exception:
-            message = str(record.msg)
-        with self.buffer_lock:
-            if self.count >= MAX_LOG_LINES_PER_RUN:
-                self.dropped += 1
-                return
-            self.count += 1
-            at = datetime.fromtimestamp(record.created, UTC)
-            self.buffer.append(LogLine(at, record.levelname, message[:MAX_LOG_LINE_CHARS]))
-            full = len(self.buffer) >= FLUSH_LINES
-        if full or time.monotonic() - self.last_flush > FLUSH_SECONDS:
-            self.flush()
-
-    def take(self) -> list[LogLine]:
-        with self.buffer_lock:
-            lines, self.buffer = self.buffer, []
-            self.last_flush = time.monotonic()
-            return lines
-
-    def flush(self) -> None:
-        lines = self.take()
-        if lines:
-            self.sender.send(Logs(self.run_id, tuple(lines)))
-
-    def final_lines(self) -> tuple[LogLine, ...]:
-        lines = self.take()
-        if self.dropped:
-            lines.append(
-                LogLine(datetime.now(UTC), "WARNING", f"{self.dropped} more log lines were dropped")
-            )
-        return tuple(lines)
+def _log_buffer(run_id: int, sender: _Sender) -> RunLogBuffer:
+    """A run's log lines, shipped to the launcher in batches through the pipe."""
+    return RunLogBuffer(lambda lines: sender.send(Logs(run_id, tuple(lines))))
 
 
 def kill_own_group() -> None:
@@ -152,7 +91,7 @@ def kill_own_group() -> None:
     os._exit(3)
 
 
-def _watch(parent_pid: int, deadline: SharedDeadline, current: list[_RunLogHandler | None]) -> None:
+def _watch(parent_pid: int, deadline: SharedDeadline, current: list[RunLogBuffer | None]) -> None:
     """Kill the group when the daemon is gone or, while a job runs, at the lease deadline."""
     while True:
         time.sleep(WATCH_SECONDS)
@@ -163,15 +102,11 @@ def _watch(parent_pid: int, deadline: SharedDeadline, current: list[_RunLogHandl
             continue
         if time.monotonic() >= deadline.value:
             kill_own_group()
-        if time.monotonic() - handler.last_flush > FLUSH_SECONDS:
+        if handler.stale():
             try:
                 handler.flush()
             except (OSError, ValueError):
                 kill_own_group()
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Terminated
 
 
 def run_worker(
@@ -183,7 +118,7 @@ def run_worker(
     with contextlib.suppress(OSError):
         os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     for entry in reversed(options.sys_path):
         if entry not in sys.path:
             sys.path.insert(0, entry)
@@ -206,7 +141,7 @@ def _serve(
     logs.configure("WARNING")  # the worker's own lines (a run's go to the run's log)
     tracing.configure()  # on when the daemon's environment says so
     sender = _Sender(conn)
-    current: list[_RunLogHandler | None] = [None]
+    current: list[RunLogBuffer | None] = [None]
     threading.Thread(
         target=_watch, args=(parent_pid, deadline, current), daemon=True, name="watch"
     ).start()
@@ -230,8 +165,8 @@ def _serve(
             return
         assert isinstance(message, RunTask | Gated)
         task = message.task if isinstance(message, Gated) else message
-        handler = _RunLogHandler(task.run_id, sender)
-        at = datetime.now(UTC)  # before the gate's read: a pause or cancel answered by now is seen
+        handler = _log_buffer(task.run_id, sender)
+        at = utc_now()  # before the gate's read: a pause or cancel answered by now is seen
         outcome, message_text, trace = _refusal(message, at, deadline, gate)
         if outcome is None:
             if isinstance(message, Gated):
@@ -239,12 +174,10 @@ def _serve(
             current[0] = handler
             outcome, message_text, trace = _run(definitions, task, handler, options)
             current[0] = None
-        end = RunFinished(
-            task.run_id, datetime.now(UTC), outcome, message_text, trace, name, task.attempt
-        )
+        end = RunFinished(task.run_id, utc_now(), outcome, message_text, trace, name, task.attempt)
         if options.results_dir:
             write_result(Path(options.results_dir), end)
-        sender.send(Done(end, handler.final_lines()))
+        sender.send(Done(end, tuple(handler.take(final=True))))
 
 
 class _OwnGate:
@@ -287,20 +220,12 @@ def _refusal(
 def _starting(task: RunTask, at: datetime, options: WorkerOptions, sender: _Sender) -> None:
     """A gated task passed its gate: say so (marker first, so a next daemon knows it began)."""
     if options.results_dir:
-        folder = Path(options.results_dir)
-        try:
-            os.replace(
-                marker_path(folder, task.run_id, "queued"),
-                marker_path(folder, task.run_id, "started"),
-            )
-        except OSError:
-            with contextlib.suppress(OSError):
-                marker_path(folder, task.run_id, "started").touch()
+        mark_started(Path(options.results_dir), task.run_id)
     sender.send(Started(task.run_id, at, task.attempt))
 
 
 def _run(
-    definitions: Any, task: RunTask, handler: _RunLogHandler, options: WorkerOptions
+    definitions: Any, task: RunTask, handler: RunLogBuffer, options: WorkerOptions
 ) -> tuple[Outcome, str | None, str | None]:
     """Run the job with its log context, span and metrics."""
     from backfiller.observability import logs, tracing, worker_metrics
@@ -308,7 +233,7 @@ def _run(
     began = worker_metrics.run_started()
     bound = logs.bind(run_id=ids.run_id(task.run_id), backfill_id=ids.backfill_id(task.backfill_id))
     with tracing.job_span(task):  # the user's spans nest under the run's
-        outcome, message, trace = _execute(definitions, task, handler, options)
+        outcome, message, trace = execute(definitions, task, handler, options.api_url)
     tracing.shutdown()
     logs.unbind(bound)
     worker_metrics.run_finished(task.job_name, outcome, began)
@@ -324,6 +249,15 @@ def marker_path(folder: Path, run_id: int, what: str) -> Path:
     """An empty file saying a run was handed to the launcher (``queued``) or a worker
     (``started``): the next daemon tells a run that never started from a lost one by it."""
     return folder / f"{run_id}.{what}"
+
+
+def mark_started(folder: Path, run_id: int) -> None:
+    """``queued`` -> ``started``: the run reached a worker (see ``local.folder``)."""
+    try:
+        os.replace(marker_path(folder, run_id, "queued"), marker_path(folder, run_id, "started"))
+    except OSError:
+        with contextlib.suppress(OSError):
+            marker_path(folder, run_id, "started").touch()
 
 
 def write_result(folder: Path, end: RunFinished) -> None:
@@ -359,22 +293,3 @@ def read_result(path: Path) -> RunFinished | None:
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _execute(
-    definitions: Any, task: RunTask, handler: _RunLogHandler, options: WorkerOptions
-) -> tuple[Outcome, str | None, str | None]:
-    prepared = prepare_run(definitions, task, handler, options.api_url)
-    if isinstance(prepared, str):
-        return Outcome.ERROR, prepared, None
-    job, context = prepared
-    try:
-        job(context)
-    except Terminated:
-        raise
-    except BaseException as exc:
-        message = f"{type(exc).__name__}: {exc}"[:MAX_LOG_LINE_CHARS]
-        trace = "".join(traceback.format_exception(exc))
-        context.log.error("run failed: %s", message)
-        return Outcome.ERROR, message, trace
-    return Outcome.SUCCESS, None, None

@@ -31,12 +31,11 @@ from typing import Any
 from backfiller.launchers.base import Outcome, RunTask
 from backfiller.launchers.celery.app import control_exchange, lease_exchange
 from backfiller.launchers.celery.protocol import BEAT_SECONDS, daemon_queue, worker_name
+from backfiller.launchers.run_body import FLUSH_SECONDS
 
 logger = logging.getLogger("backfiller.worker")
 
 WATCH_SECONDS = 0.05
-FLUSH_SECONDS = 0.5
-"""A run's log lines are shipped at least this often (or every ``FLUSH_LINES`` lines)."""
 KILL_MARGIN_SECONDS = 0.5
 """A run is killed this long before its ``stop_by``, so it is surely gone at ``stop_by``."""
 ASK_AGAIN_SECONDS = 5.0

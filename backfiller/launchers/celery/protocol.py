@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from backfiller.clock import utc_now
 from backfiller.launchers.base import LogLine, Outcome, RunFinished, RunTask
 
 TASK_NAME = "backfiller.run"
@@ -143,6 +144,11 @@ def log_lines(raw: Any) -> tuple[LogLine, ...]:
     return tuple(lines)
 
 
+def wire_lines(lines: Sequence[LogLine]) -> list[list[Any]]:
+    """Log lines as ``logs`` and ``end`` messages carry them: ``[[at, level, message], ...]``."""
+    return [[timestamp(line.at), line.level, line.message] for line in lines]
+
+
 def finished_from_message(
     body: Mapping[str, Any], run_id: int, attempt: int, worker: str | None = None
 ) -> RunFinished:
@@ -154,7 +160,7 @@ def finished_from_message(
     at = body.get("at")
     return RunFinished(
         run_id,
-        from_timestamp(float(at)) if at else datetime.now(UTC),
+        from_timestamp(float(at)) if at else utc_now(),
         outcome,
         body.get("error"),
         body.get("trace"),

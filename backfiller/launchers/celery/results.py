@@ -22,9 +22,9 @@ import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+from backfiller.clock import utc_now
 from backfiller.launchers.base import LauncherEvent, LogLine, Outcome, RunFinished, RunLogs
 from backfiller.launchers.celery.app import owner_queue
 from backfiller.launchers.celery.protocol import finished_from_message, log_lines
@@ -51,7 +51,7 @@ class Trace:
         if self.asked and not self.ran:
             return RunFinished(
                 run_id,
-                datetime.now(UTC),
+                utc_now(),
                 Outcome.NOT_STARTED,
                 "taken back: its daemon died before granting the start",
                 attempt=self.attempt,

@@ -12,83 +12,29 @@ database's credentials.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import signal
-import threading
 import time
-import traceback
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any
 
-from backfiller.launchers.base import MAX_LOG_LINE_CHARS, MAX_LOG_LINES_PER_RUN, Outcome, RunTask
-from backfiller.launchers.celery.link import FLUSH_SECONDS, Current, Link
-from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message
-from backfiller.launchers.run_context import prepare_run
+from backfiller.launchers.base import LogLine, Outcome, RunTask
+from backfiller.launchers.celery.link import Current, Link
+from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message, wire_lines
+from backfiller.launchers.run_body import RunLogBuffer, execute, sigterm_raises, stop_reason
 
 logger = logging.getLogger("backfiller.worker")
 
-FLUSH_LINES = 200
 
+def _log_buffer(link: Link, current: Current) -> RunLogBuffer:
+    """A run's log lines, shipped to its daemon in batches."""
 
-class Terminated(BaseException):
-    """Raised inside the job when the run must stop (cancel, timeout)."""
+    def ship(lines: list[LogLine]) -> None:
+        task = current.task
+        body = {"t": "logs", "run": task.run_id, "attempt": task.attempt}
+        link.publisher.send(current.owner, {**body, "lines": wire_lines(lines)})
 
-
-class _LogBuffer(logging.Handler):
-    """A run's log lines, shipped to the daemon in batches."""
-
-    def __init__(self, link: Link, current: Current) -> None:
-        super().__init__(logging.DEBUG)
-        self.link = link
-        self.current = current
-        self.lines: list[list[Any]] = []
-        self.count = 0
-        self.dropped = 0
-        self.last_flush = time.monotonic()
-        self.buffer_lock = threading.Lock()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage()
-            if record.exc_info:
-                message += "\n" + "".join(traceback.format_exception(*record.exc_info))
-        except Exception:
-            message = str(record.msg)
-        with self.buffer_lock:
-            if self.count >= MAX_LOG_LINES_PER_RUN:
-                self.dropped += 1
-                return
-            self.count += 1
-            self.lines.append([record.created, record.levelname, message[:MAX_LOG_LINE_CHARS]])
-            full = len(self.lines) >= FLUSH_LINES
-        if full or time.monotonic() - self.last_flush > FLUSH_SECONDS:
-            self.ship()
-
-    def take(self, final: bool = False) -> list[list[Any]]:
-        with self.buffer_lock:
-            lines, self.lines = self.lines, []
-            self.last_flush = time.monotonic()
-            if final and self.dropped:
-                lines.append(
-                    [time.time(), "WARNING", f"{self.dropped} more log lines were dropped"]
-                )
-        return lines
-
-    def ship_if_stale(self) -> None:
-        if time.monotonic() - self.last_flush > FLUSH_SECONDS:
-            self.ship()
-
-    def ship(self) -> None:
-        lines = self.take()
-        if lines:
-            task = self.current.task
-            self.link.publisher.send(
-                self.current.owner,
-                {"t": "logs", "run": task.run_id, "attempt": task.attempt, "lines": lines},
-            )
+    return RunLogBuffer(ship)
 
 
 HANDED_BACK = "handed back: the daemon did not answer"
@@ -176,29 +122,24 @@ def _run_delivery(
         return "refused: " + str(answer.get("why") or "not startable"), None
     _started.add(token)
     current = Current(task=task, owner=owner, grace=grace, stop_by=float(answer["stop_by"]))
-    buffer = _LogBuffer(link, current)
+    buffer = _log_buffer(link, current)
 
     def final_if_killed() -> dict[str, Any] | None:
         outcome = current.terminating or Outcome.WORKER_LOST
-        return _end(task, link, outcome, _reason(outcome, task), None, buffer.take(True))
+        return _end(task, link, outcome, stop_reason(outcome, task), None, buffer.take(True))
 
     current.on_kill = final_if_killed
-    current.flush = buffer.ship_if_stale
+    current.flush = buffer.flush_if_stale
     link.begin(current)
     try:
-        outcome, error, trace = _execute(definitions, task, buffer, api_url)
+        with sigterm_raises():
+            outcome, error, trace = execute(
+                definitions, task, buffer, api_url, lambda: current.terminating
+            )
         result = _end(task, link, outcome, error, trace, buffer.take(True))
     finally:
         link.end()
     return outcome.value, result
-
-
-def _reason(outcome: Outcome, task: RunTask) -> str:
-    if outcome is Outcome.TIMEOUT:
-        return f"timed out after {task.timeout_seconds:g} s"
-    if outcome is Outcome.CANCELED:
-        return "canceled"
-    return "stopped by its daemon"
 
 
 def _end(
@@ -207,7 +148,7 @@ def _end(
     outcome: Outcome,
     error: str | None,
     trace: str | None,
-    lines: list[list[Any]],
+    lines: list[LogLine],
 ) -> dict[str, Any]:
     return {
         "t": "end",
@@ -218,35 +159,5 @@ def _end(
         "trace": trace,
         "worker": link.name,
         "at": time.time(),
-        "lines": lines,
+        "lines": wire_lines(lines),
     }
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Terminated
-
-
-def _execute(
-    definitions: Any, task: RunTask, buffer: _LogBuffer, api_url: str | None
-) -> tuple[Outcome, str | None, str | None]:
-    prepared = prepare_run(definitions, task, buffer, api_url)
-    if isinstance(prepared, str):
-        return Outcome.ERROR, prepared, None
-    job, context = prepared
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        job(context)
-    except Terminated:
-        outcome = buffer.current.terminating or Outcome.WORKER_LOST
-        return outcome, _reason(outcome, task), None
-    except BaseException as exc:
-        if buffer.current.terminating is not None:
-            outcome = buffer.current.terminating
-            return outcome, _reason(outcome, task), None
-        message = f"{type(exc).__name__}: {exc}"[:MAX_LOG_LINE_CHARS]
-        context.log.error("run failed: %s", message)
-        return Outcome.ERROR, message, "".join(traceback.format_exception(exc))
-    finally:
-        with contextlib.suppress(ValueError):
-            signal.signal(signal.SIGTERM, previous)
-    return Outcome.SUCCESS, None, None

@@ -1,0 +1,130 @@
+"""Publishing runs as Celery tasks, and publishing again the ones a worker holds back.
+
+A run goes alone in a ``backfiller.run`` task on its job's queue, or, for a job whose runs are
+short (``SHORT_RUN_SECONDS`` lately), with up to ``runs_per_task`` others of the same job: they
+then cost one task's messages between them, and the start request of each but the first
+travels with its predecessor's end.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from backfiller.launchers.celery.protocol import TASK_NAME, task_id, task_message
+from backfiller.launchers.celery.state import DaemonRun, Shared
+
+logger = logging.getLogger("backfiller.launcher")
+
+PUBLISH_BATCH = 256
+RUNS_PER_TASK = 8
+"""At most this many runs of one job travel in one task, when the job's runs are short."""
+SHORT_RUN_SECONDS = 0.1
+"""A job whose runs have lately taken less than this (on average) is short."""
+OVERTAKEN_SECONDS = 10.0
+"""A run overtaken on its queue for this long is published again (``republish_if_overtaken``)."""
+
+
+class Dispatch:
+    """Publishes the runs waiting in ``shared.unpublished`` (the broker's thread)."""
+
+    def __init__(self, shared: Shared, app: Any, runs_per_task: int, grace_seconds: float) -> None:
+        self.shared = shared
+        self.app = app
+        self.runs_per_task = max(1, runs_per_task)
+        self.grace_seconds = grace_seconds
+
+    def publish(self, producer: Any) -> bool:
+        """Publish up to ``PUBLISH_BATCH`` runs (the rest on the next pass: announcements and
+        answers must not wait behind a long backlog); whether some are left."""
+        shared = self.shared
+        with shared.lock:
+            todo: list[DaemonRun] = []
+            while shared.unpublished and len(todo) < PUBLISH_BATCH:
+                run = shared.unpublished.popleft()
+                if shared.runs.get(run.task.run_id) is run and not run.published:
+                    todo.append(run)
+            more = bool(shared.unpublished)
+        for batch in self.batches(todo):
+            self._publish_batch(producer, batch)
+        return more
+
+    def _publish_batch(self, producer: Any, batch: list[DaemonRun]) -> None:
+        messages = []
+        for run in batch:
+            message = task_message(run.task, run.owner)
+            message["grace"] = self.grace_seconds
+            messages.append(message)
+        name = task_id(batch[0].task, len(batch))
+        # Celery's own message (protocol 2) and publishing, without ``send_task``'s routing,
+        # result and parent lookups; Celery's repr of the arguments costs more than the rest of
+        # the message, so the task id stands for them.
+        celery_message = self.app.amqp.create_task_message(
+            name, TASK_NAME, messages, {}, argsrepr=f"[{name}]", kwargsrepr="{}"
+        )
+        self.app.amqp.send_task_message(
+            producer, TASK_NAME, celery_message, queue=batch[0].queue, retry=False
+        )
+        shared = self.shared
+        with shared.lock:
+            for run in batch:
+                run.published = True
+                run.mates = batch
+                shared.sequence += 1
+                run.sequence, run.published_at = shared.sequence, time.monotonic()
+
+    def batches(self, runs: list[DaemonRun]) -> list[list[DaemonRun]]:
+        """The runs in tasks: each alone, but a short job's runs up to ``runs_per_task``."""
+        batches: list[list[DaemonRun]] = []
+        open_batches: dict[tuple[str, str, str], list[DaemonRun]] = {}
+        for run in runs:
+            took = self.shared.took.get(run.task.job_name)
+            if self.runs_per_task == 1 or took is None or took >= SHORT_RUN_SECONDS:
+                batches.append([run])
+                continue
+            key = (run.queue, run.owner, run.task.job_name)
+            batch = open_batches.get(key)
+            if batch is None or len(batch) >= self.runs_per_task:
+                batch = open_batches[key] = []
+                batches.append(batch)
+            batch.append(run)
+        return batches
+
+    def republish_all(self) -> None:
+        """The broker connection broke: every run not started is published again (a task lost
+        with the connection never started; a duplicate is refused). Under the lock."""
+        shared = self.shared
+        shared.unpublished.clear()
+        for run in shared.runs.values():
+            if run.reply is None:
+                run.published = False
+                shared.unpublished.append(run)
+
+
+def republish_mates(shared: Shared, run: DaemonRun) -> None:
+    """The runs that came in one task with ``run``, lost or stopped, and that have not asked to
+    start: its worker's process may be gone with them (killed), so they are published again
+    (if it is not, the copy that asks second is refused). Under the lock."""
+    for mate in run.mates:
+        waiting = mate.reply is None and mate.published
+        if waiting and mate is not run and shared.runs.get(mate.task.run_id) is mate:
+            mate.published = False
+            shared.unpublished.append(mate)
+
+
+def republish_if_overtaken(shared: Shared, run: DaemonRun, now: float) -> None:
+    """Publish a run again when runs published after it on its queue have asked to start
+    while it has not, for a while: a worker holds it without running it (Redis gives a dead
+    worker's prefetched tasks back only after its visibility timeout; Celery keeps prefetched
+    tasks behind long runs). The copy that asks first runs; the other is refused. The wait
+    doubles at each republication. Under the lock."""
+    if not run.published or shared.asked.get(run.queue, 0) <= run.sequence:
+        return
+    wait = run.republish_after or OVERTAKEN_SECONDS
+    if now - run.published_at < wait:
+        return
+    logger.info("run %s was overtaken on its queue; publishing it again", run.task.run_id)
+    run.republish_after = 2 * wait
+    run.published = False
+    shared.unpublished.append(run)

@@ -1,0 +1,108 @@
+"""What a daemon's queue tells it: workers' start requests, heartbeats, log lines and ends,
+turned into :class:`~backfiller.launchers.base.LauncherEvent` values (the broker's thread).
+
+A message about an attempt this launcher does not hold (a stale attempt) is fenced off; a start
+request waits for the gate's thread (:mod:`.grants`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from backfiller.launchers.base import LauncherEvent, Outcome, RunLogs
+from backfiller.launchers.celery.acks import Acks
+from backfiller.launchers.celery.dispatch import republish_mates
+from backfiller.launchers.celery.protocol import daemon_queue, finished_from_message, log_lines
+from backfiller.launchers.celery.state import DaemonRun, Shared, StartAsked
+
+logger = logging.getLogger("backfiller.launcher")
+
+STOPPED = frozenset({Outcome.CANCELED, Outcome.TIMEOUT, Outcome.WORKER_LOST})
+"""Ends after which the run's worker process may have been killed (see ``link``)."""
+
+
+class Inbox:
+    """Reads the daemon's queue (see the module's docstring)."""
+
+    def __init__(self, shared: Shared, acks: Acks) -> None:
+        self.shared = shared
+        self.acks = acks
+
+    def on_message(self, body: dict[str, Any], message: Any) -> None:
+        routed = (getattr(message, "delivery_info", None) or {}).get("routing_key")
+        owner = self.shared.owner
+        with self.shared.lock:
+            if routed and (owner is None or routed != daemon_queue(owner)):
+                self.acks.stray(str(routed), body, message)
+                return
+            self.acks.hold(message, self.events_of(body))
+
+    def events_of(self, body: dict[str, Any]) -> list[LauncherEvent]:
+        """What a worker's message reports (called with the lock held)."""
+        shared = self.shared
+        kind = body.get("t")
+        following = body.get("next")
+        if kind == "end" and isinstance(following, dict) and following.get("t") == "start":
+            self.events_of(following)  # the next run's start request, sent with this end
+        try:
+            run_id, attempt = int(body["run"]), int(body["attempt"])
+        except (KeyError, TypeError, ValueError):
+            logger.warning("ignoring a malformed message: %r", body)
+            return []
+        if kind == "start":
+            self._asked(body, run_id, attempt)
+            return []
+        run = shared.runs.get(run_id)
+        if run is None or run.task.attempt != attempt:
+            return []  # a stale attempt: fenced off
+        if kind == "beat":
+            run.last_beat = time.monotonic()
+        elif kind == "logs":
+            return [RunLogs(run_id, log_lines(body.get("lines")))]
+        elif kind == "end":
+            return self._on_end(run, body)
+        elif kind == "undelivered":
+            if run.reply is None:
+                run.published = False  # its worker gave up waiting: publish it again
+                shared.unpublished.append(run)
+            elif run.reply == body.get("reply"):
+                del shared.runs[run_id]
+                shared.finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
+        return []
+
+    def _asked(self, body: dict[str, Any], run_id: int, attempt: int) -> None:
+        shared = self.shared
+        shared.starts.append(
+            StartAsked(
+                run_id,
+                attempt,
+                str(body.get("worker")),
+                str(body.get("reply")),
+                float(body.get("until") or 0.0),
+            )
+        )
+        shared.starts_waiting.set()
+        run = shared.runs.get(run_id)
+        if run is not None and run.published:
+            shared.asked[run.queue] = max(shared.asked.get(run.queue, 0), run.sequence)
+
+    def _on_end(self, run: DaemonRun, body: dict[str, Any]) -> list[LauncherEvent]:
+        if run.reply is None:
+            return []
+        shared = self.shared
+        events: list[LauncherEvent] = []
+        lines = log_lines(body.get("lines"))
+        if lines:
+            events.append(RunLogs(run.task.run_id, lines))
+        del shared.runs[run.task.run_id]
+        finished = finished_from_message(body, run.task.run_id, run.task.attempt, run.worker)
+        events.append(finished)
+        took = max(0.0, finished.at.timestamp() - run.granted_at)
+        job = run.task.job_name
+        shared.took[job] = took if job not in shared.took else 0.8 * shared.took[job] + 0.2 * took
+        if finished.outcome in STOPPED:
+            # A run that ignored SIGTERM is killed after its end is sent, with its process.
+            republish_mates(shared, run)
+        return events

@@ -1,0 +1,108 @@
+"""What the Celery launcher's parts share: the runs it holds, and the queues between its threads.
+
+Three threads touch it, always under ``lock``: the daemon's (``submit``, ``poll``, ``cancel``...),
+the broker's (publishing, receiving, announcing; see :mod:`.launcher`) and the gate's (answering
+start requests; see :mod:`.grants`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from backfiller.clock import utc_now
+from backfiller.launchers.base import Gate, LauncherEvent, Outcome, RunFinished, RunTask
+
+
+@dataclass
+class DaemonRun:
+    """A run this launcher holds, from its submission to its end."""
+
+    task: RunTask
+    queue: str
+    owner: str
+    published: bool = False
+    reply: str | None = None
+    """The queue of the worker process its start was granted to (None: not granted)."""
+    worker: str | None = None
+    last_beat: float = 0.0
+    fence: float = 0.0
+    """The latest ``stop_by`` announced while it ran: nothing executes it past this time."""
+    dropped: Outcome | None = None
+    cancel_at: float | None = None
+    sequence: int = 0
+    published_at: float = 0.0
+    republish_after: float = 0.0
+    granted_at: float = 0.0
+    """When its start was granted (wall clock, for the job's run time)."""
+    mates: list[DaemonRun] = field(default_factory=list)
+    """The other runs of the task that carries it (short runs travel together)."""
+
+
+@dataclass
+class StartAsked:
+    """A worker's request to start a run, waiting for the gate's answer."""
+
+    run_id: int
+    attempt: int
+    worker: str
+    reply: str
+    until: float
+    at: datetime = field(default_factory=utc_now)
+
+
+@dataclass
+class Shared:
+    """The launcher's state (see the module's docstring)."""
+
+    owner: str | None
+    heartbeat_timeout: float
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    runs: dict[int, DaemonRun] = field(default_factory=dict)
+    unpublished: deque[DaemonRun] = field(default_factory=deque)
+    """Runs to publish, oldest first (a run dropped meanwhile is skipped)."""
+    events: list[LauncherEvent] = field(default_factory=list)
+    replies: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
+    """Answers and cancels to send: (worker queue, message)."""
+    starts: list[StartAsked] = field(default_factory=list)
+    starts_waiting: threading.Event = field(default_factory=threading.Event)
+    notify: Callable[[], None] | None = None
+    gate: Gate | None = None
+    lease_stop_by: float | None = None
+    connected_at: float | None = None
+    sequence: int = 0
+    asked: dict[str, int] = field(default_factory=dict)
+    """Per queue, the publication sequence of the latest run a worker asked to start."""
+    took: dict[str, float] = field(default_factory=dict)
+    """Per job, how long its runs took lately (seconds, a moving average)."""
+    closing: bool = False
+
+    def stop_by(self) -> float:
+        """Until when runs may execute, as announced now: half the heartbeat timeout ahead,
+        never past the daemon's lease."""
+        stop_by = time.time() + self.heartbeat_timeout / 2
+        if self.lease_stop_by is not None:
+            stop_by = min(stop_by, self.lease_stop_by)
+        return stop_by
+
+    def finish(self, run: DaemonRun, outcome: Outcome, message: str | None) -> None:
+        """Report ``run`` ended (under the lock)."""
+        task = run.task
+        self.events.append(
+            RunFinished(task.run_id, utc_now(), outcome, message, None, run.worker, task.attempt)
+        )
+
+    def signal(self) -> None:
+        callback = self.notify
+        if callback is not None and self.events:
+            callback()
+
+    def send_cancel(self, run: DaemonRun) -> None:
+        assert run.reply is not None
+        body = {"t": "cancel", "run": run.task.run_id, "attempt": run.task.attempt}
+        self.replies.append((run.reply, body))
