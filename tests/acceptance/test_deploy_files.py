@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from functools import cache
 from pathlib import Path
@@ -132,12 +133,14 @@ def test_every_manifest_is_valid_kubernetes(path: Path, version: str) -> None:
 
 def test_every_command_and_flag_is_one_the_cli_has() -> None:
     seen = set()
-    for workload, container in containers():
+    every = containers()
+    # The manifest's own arguments parse: --help answers only once every option is known.
+    with ThreadPoolExecutor() as pool:
+        helps = list(pool.map(lambda c: cli(*c[1]["args"], "--help"), every))
+    for (workload, container), parsed in zip(every, helps, strict=True):
         assert container["command"] == ["backfiller"], workload
         args: list[str] = container["args"]
         command = subcommand(args)
-        # The manifest's own arguments parse: --help answers only once every option is known.
-        parsed = cli(*args, "--help")
         assert parsed.returncode == 0, f"{workload}: backfiller {' '.join(args)}: {parsed.stderr}"
         shown = set(re.findall(r"(?<![\w-])-{1,2}[a-z][\w-]*", parsed.stdout))
         flags = {arg.split("=")[0] for arg in args if arg.startswith("-")}
