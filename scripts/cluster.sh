@@ -80,7 +80,7 @@ report_gone() {  # report_gone WHEN: the process found by find_gone, and its log
 }
 
 stop_all() {  # SIGTERM to every process, then SIGKILL (with their children) after STOP_TIMEOUT
-  trap '' INT TERM  # a second Ctrl+C reaches the processes themselves: they stop at once
+  trap '' INT TERM  # a second Ctrl+C reaches the processes alone (Celery: cold shutdown)
   local pid left deadline=$((SECONDS + STOP_TIMEOUT))
   for pid in "${pids[@]}" $ready_pid; do kill -TERM "$pid" 2>/dev/null || true; done
   while :; do
