@@ -16,6 +16,9 @@ pytestmark = pytest.mark.acceptance
 
 DEFS = "tests.acceptance.jobs_daemon:definitions"
 SECRET = "webhook-test-secret"
+# The receivers listen on loopback, where webhooks may only go when an admin allows it: the
+# server (which checks a launch's `notify`) and the daemon (which delivers) are both told.
+ALLOW = {"BACKFILLER_WEBHOOK_ALLOW": "127.0.0.1"}
 NOTIFICATIONS = """
 query($id: ID!) { backfill(id: $id) { notifications(first: 50) { nodes {
   id event destination format status attempts idempotencyKey lastStatusCode lastError
@@ -26,7 +29,7 @@ query($id: ID!) { backfill(id: $id) { notifications(first: 50) { nodes {
 
 @pytest.fixture
 def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFS)
+    live = LiveServer(database_url, DEFS, env=ALLOW)
     yield live
     live.stop()
 
@@ -61,6 +64,8 @@ def start_daemon(database_url: str, receiver: Receiver, *extra: str) -> Daemon:
             f"{receiver.url}/hooks",
             "--notify-timeout",
             "1",
+            "--webhook-allow",
+            "127.0.0.1",
             *extra,
         ],
         env={"BACKFILLER_WEBHOOK_SECRET": SECRET},
@@ -155,7 +160,7 @@ def test_the_retry_of_a_failed_backfill_notifies_the_parents_receiver(
 ) -> None:
     retry = """mutation($id: ID!) { retryBackfill(input: {id: $id}) {
       backfill { id } userErrors { code message } } }"""
-    daemon = Daemon(database_url, workers=2)
+    daemon = Daemon(database_url, workers=2, env=ALLOW)
     try:
         notify = [{"url": f"{receiver.url}/own", "events": ["COMPLETED_FAILED"]}]
         parent = launch(server, "broken", "2001-01-01", "2001-01-01", notify=notify)
