@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import logging
 import os
 import threading
 import time
@@ -29,6 +30,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from backfiller.observability import exposition
+
+logger = logging.getLogger("backfiller.metrics")
 
 Ready = Callable[[], tuple[int, dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Any]
@@ -85,6 +88,14 @@ class MetricsApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
         if scope["type"] != "http":
             return
+        try:
+            await self._answer(scope, send)
+        except Exception:
+            # Masked, with the headers of every answer (the detail is in the log).
+            logger.exception("the metrics port could not answer %s", scope["path"])
+            await _json(send, 500, {"status": "internal server error"})
+
+    async def _answer(self, scope: dict[str, Any], send: Send) -> None:
         path: str = scope["path"]
         host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
         if path != "/healthz" and not self.hosts.allows(host):

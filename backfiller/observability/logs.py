@@ -132,19 +132,30 @@ class TextFormatter(logging.Formatter):
         return text
 
 
-def configure(level: str = "INFO", fmt: str | None = None, *, locate: bool = True) -> None:
+def configure(
+    level: str = "INFO",
+    fmt: str | None = None,
+    *,
+    locate: bool = True,
+    scrub_every_record: bool = True,
+) -> None:
     """Configure the root logger once per process: format from ``fmt`` or
     ``$BACKFILLER_LOG_FORMAT`` (json or text, text by default).
 
     ``locate=False`` stops the records of the whole process from noting where they were
     logged from and on which thread and process, which neither format shows: a walk up the
     stack saved on every record (an access line per request). For the service's own processes
-    only; a worker, whose runs' code may log with its own handlers, keeps them."""
+    only; a worker, whose runs' code may log with its own handlers, keeps them.
+
+    ``scrub_every_record`` scrubs every record the process creates, for any handler
+    (:func:`redaction.install`); without it, only what this handler writes is scrubbed: a
+    local worker's runs keep their own log lines as their code wrote them."""
     chosen = (fmt or os.environ.get(FORMAT_VARIABLE) or "text").lower()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
     handler.addFilter(ContextAndRedaction())
-    redaction.install()  # every record of the process, whichever handler writes it
+    if scrub_every_record:
+        redaction.install()  # every record of the process, whichever handler writes it
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

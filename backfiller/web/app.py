@@ -14,8 +14,9 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import MissingQueryError
 from strawberry.http import GraphQLRequestData
-from strawberry.schema.exceptions import InvalidOperationTypeError
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types.execution import ExecutionResult
 from strawberry.types.graphql import OperationType
@@ -117,6 +118,9 @@ class PublicGraphQL(GraphQL[Context, None]):
         except InvalidOperationTypeError as exc:
             if exc.operation_type is OperationType.SUBSCRIPTION:
                 raise SUBSCRIPTION_OVER_HTTP from None
+        except (CannotGetOperationTypeError, MissingQueryError):
+            pass
+        # Refused another way: strawberry's own view says how (and answers it).
         return await super().execute_single(
             request, request_adapter, sub_response, context, root_value, request_data
         )

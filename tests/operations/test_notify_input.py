@@ -37,7 +37,10 @@ async def test_bad_webhooks_are_refused_and_nothing_is_written(
         LAUNCH,
         {
             "input": launch_input(
-                [{"url": "ftp://example.com/hook"}, {"url": "http://hooks.example.com/x", "events": []}]
+                [
+                    {"url": "ftp://example.com/hook"},
+                    {"url": "http://hooks.example.com/x", "events": []},
+                ]
             )
         },
     )
