@@ -109,3 +109,11 @@ def install() -> None:
 
     _previous = previous
     logging.setLogRecordFactory(factory)
+
+
+def uninstall() -> None:
+    """Back to the record factory before :func:`install` (for tests)."""
+    global _previous
+    if _previous is not None:
+        logging.setLogRecordFactory(_previous)
+        _previous = None

@@ -117,10 +117,10 @@ def test_a_trickling_receiver_holds_its_share_of_the_slots_and_no_more(
         # Each trickled attempt ends at its deadline (2 s), recorded as timed out.
         timed_out = wait_for(
             "the trickled attempts recorded",
-            lambda: [
-                d for n in notifications(server, first) for d in n["deliveries"] if d["error"]
-            ]
-            or None,
+            lambda: (
+                [d for n in notifications(server, first) for d in n["deliveries"] if d["error"]]
+                or None
+            ),
             timeout=30,
         )
     finally:
