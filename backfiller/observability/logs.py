@@ -71,7 +71,7 @@ def context_fields() -> dict[str, Any]:
 def escape_controls(text: str) -> str:
     """``text`` with control characters (newlines included), line separators and bidi
     overrides written as escapes: one line, that reads as it is."""
-    return text.translate(_CONTROLS)
+    return text if text.isprintable() else text.translate(_CONTROLS)
 
 
 class ContextAndRedaction(logging.Filter):

@@ -57,10 +57,27 @@ def redact(text: str) -> str:
     return _without_secret_values(text)
 
 
+_secret_values: tuple[str, ...] | None = None
+
+
+def secret_values() -> tuple[str, ...]:
+    """The values of :data:`SECRET_VARIABLES`, read once per process (they are set before it
+    starts); :func:`forget_secret_values` reads them again."""
+    global _secret_values
+    if _secret_values is None:
+        found = (os.environ.get(name) or "" for name in SECRET_VARIABLES)
+        _secret_values = tuple(v for v in found if len(v) >= 4)
+    return _secret_values
+
+
+def forget_secret_values() -> None:
+    global _secret_values
+    _secret_values = None
+
+
 def _without_secret_values(text: str) -> str:
-    for name in SECRET_VARIABLES:
-        value = os.environ.get(name)
-        if value and len(value) >= 4 and value in text:
+    for value in secret_values():
+        if value in text:
             text = text.replace(value, REDACTED)
     return text
 
