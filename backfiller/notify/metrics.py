@@ -12,9 +12,10 @@ ATTEMPTS = Counter(
 )
 DEFERRED = Counter(
     "backfiller_notify_deferred_total",
-    "Due webhook deliveries left waiting at a look for lack of room: their destination "
-    "already had its share of delivery slots (destination_busy), or every slot was taken "
-    "(no_slot). They stay in the database and are started at a later look.",
+    "Due webhook deliveries a look read and left waiting for lack of room: their "
+    "destination had its share of delivery slots (destination_busy), or every slot was "
+    "taken (no_slot). They stay in the database and are started at a later look (the "
+    "deliveries of a destination already busy are not even read).",
     ["reason"],
 )
 IN_FLIGHT = Gauge("backfiller_notify_in_flight", "Webhook deliveries in flight now.")

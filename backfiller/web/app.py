@@ -50,7 +50,7 @@ HTTP_OPERATIONS = {
     "POST": {OperationType.QUERY, OperationType.MUTATION},
 }
 """What each method may run: mutations never over GET, subscriptions over WebSocket only."""
-SUBSCRIPTION_OVER_HTTP = RequestRefused(
+SUBSCRIPTION_OVER_HTTP = (
     "OPERATION_NOT_SUPPORTED",
     "subscriptions are served over WebSocket (graphql-transport-ws), not over HTTP",
 )
@@ -117,7 +117,7 @@ class PublicGraphQL(GraphQL[Context, None]):
             )
         except InvalidOperationTypeError as exc:
             if exc.operation_type is OperationType.SUBSCRIPTION:
-                raise SUBSCRIPTION_OVER_HTTP from None
+                raise RequestRefused(*SUBSCRIPTION_OVER_HTTP) from None
         except (CannotGetOperationTypeError, MissingQueryError):
             pass
         # Refused another way: strawberry's own view says how (and answers it).

@@ -13,8 +13,9 @@ import pytest
 
 from tests.acceptance.daemon_support import Daemon, gql, launch, wait_for, wait_status
 from tests.operations.receiver import Receiver
+from tests.operations.support import scrape, value
 from tests.security.receivers import EndlessAnswer, Trickler
-from tests.support import LiveServer
+from tests.support import LiveServer, free_port
 
 pytestmark = pytest.mark.acceptance
 
@@ -96,7 +97,13 @@ def test_a_trickling_receiver_holds_its_share_of_the_slots_and_no_more(
 ) -> None:
     trickler = Trickler(every=1.0, lasting=60.0)
     plain = Receiver()
-    daemon = Daemon(database_url, workers=1, extra=["--notify-timeout", "2"], env=ALLOW)
+    port = free_port()
+    daemon = Daemon(
+        database_url,
+        workers=1,
+        extra=["--notify-timeout", "2", "--metrics-port", str(port)],
+        env=ALLOW,
+    )
     try:
         warm(server, plain)
         # One operator's backfill: 10 webhooks to a receiver that answers a byte a second.
@@ -123,6 +130,7 @@ def test_a_trickling_receiver_holds_its_share_of_the_slots_and_no_more(
             ),
             timeout=30,
         )
+        metrics = scrape(f"http://127.0.0.1:{port}/metrics")
     finally:
         daemon.stop()
         plain.close()
@@ -131,3 +139,6 @@ def test_a_trickling_receiver_holds_its_share_of_the_slots_and_no_more(
     assert trickler.most_open <= 2  # its share: 2 of the 8 slots
     assert {d["error"] for d in timed_out} == {"timed out"}
     assert all(d["durationMs"] < 4000 for d in timed_out)
+    # The deliveries left waiting for the trickler's share are counted.
+    assert value(metrics, "backfiller_notify_deferred_total", reason="destination_busy") > 0
+    assert value(metrics, "backfiller_notify_attempts_total", outcome="timed_out") > 0
