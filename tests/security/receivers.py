@@ -6,6 +6,8 @@ how it behaved, so that tests compare the daemon's records with the receiver's o
 
 from __future__ import annotations
 
+import select
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -92,7 +94,9 @@ class EndlessAnswer(Hostile):
 
 @dataclass
 class Trickler(Hostile):
-    """200, then one byte of its body every ``every`` seconds, for ``lasting`` seconds."""
+    """200, then one byte of its body every ``every`` seconds, for ``lasting`` seconds, or
+    until the daemon hangs up (noticed at once: the connection is watched between bytes, so
+    that the connections counted open are those the daemon holds)."""
 
     every: float = 1.0
     lasting: float = 60.0
@@ -103,8 +107,11 @@ class Trickler(Hostile):
         handler.end_headers()
         handler.wfile.flush()
         until = time.monotonic() + self.lasting
+        connection = handler.connection
         while time.monotonic() < until:
+            readable, _, _ = select.select([connection], [], [], self.every)
+            if readable and connection.recv(1, socket.MSG_PEEK) == b"":
+                return  # the daemon hung up
             handler.wfile.write(b".")
             handler.wfile.flush()
             self.count(1)
-            time.sleep(self.every)
