@@ -63,7 +63,8 @@ def start_daemon(database_url: str, receiver: Receiver, *extra: str) -> Daemon:
             "--notify-url",
             f"{receiver.url}/hooks",
             "--notify-timeout",
-            "1",
+            # The deadline of a whole attempt: room for a loaded machine to connect and read.
+            "3",
             "--webhook-allow",
             "127.0.0.1",
             *extra,
@@ -75,8 +76,8 @@ def start_daemon(database_url: str, receiver: Receiver, *extra: str) -> Daemon:
 def test_signed_retried_on_500_and_timeouts_and_recorded(
     server: LiveServer, database_url: str, receiver: Receiver
 ) -> None:
-    # Each delivery: a 500, then an answer slower than the 1 s timeout, then 200.
-    receiver.script = lambda n: {1: (500, 0.0), 2: (200, 1.6)}.get(n, (200, 0.0))
+    # Each delivery: a 500, then an answer slower than the 3 s deadline, then 200.
+    receiver.script = lambda n: {1: (500, 0.0), 2: (200, 3.6)}.get(n, (200, 0.0))
     daemon = start_daemon(database_url, receiver)
     try:
         backfill = launch(
@@ -91,7 +92,7 @@ def test_signed_retried_on_500_and_timeouts_and_recorded(
         wait_status(server, backfill, {"COMPLETED_FAILED"})
         # Server: launched, run_failed x2 (no retry left), completed_failed; the backfill's own
         # webhook: completed_failed, as Slack text.
-        found = wait_for("deliveries", lambda: all_delivered(server, backfill, 5), timeout=60)
+        found = wait_for("deliveries", lambda: all_delivered(server, backfill, 5), timeout=120)
     finally:
         daemon.stop()
     events = sorted((n["event"], n["format"]) for n in found)

@@ -135,10 +135,11 @@ def test_a_trickling_receiver_holds_its_share_of_the_slots_and_no_more(
         daemon.stop()
         plain.close()
         trickler.close()
-    assert took < 8.0, f"the other webhook waited {took:.1f} s"
+    # Seconds, not the trickler's 60 s (margin for a loaded machine: the deadline is 2 s).
+    assert took < 15.0, f"the other webhook waited {took:.1f} s"
     assert trickler.most_open <= 2  # its share: 2 of the 8 slots
     assert {d["error"] for d in timed_out} == {"timed out"}
-    assert all(d["durationMs"] < 4000 for d in timed_out)
+    assert all(d["durationMs"] < 5000 for d in timed_out)  # the 2 s deadline, not 60 s
     # The deliveries left waiting for the trickler's share are counted.
     assert value(metrics, "backfiller_notify_deferred_total", reason="destination_busy") > 0
     assert value(metrics, "backfiller_notify_attempts_total", outcome="timed_out") > 0
