@@ -227,7 +227,7 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
     daemon = Daemon(Database(database_url), defs, launcher, settings, api_url=options.api_url)
     from backfiller.notify.notifier import NotifierSettings
     from backfiller.notify.wiring import install_notifier
-    from backfiller.observability.daemon_ops import observe_daemon
+    from backfiller.web.daemon_ops import observe_daemon
 
     observe_daemon(daemon, options.metrics_port, options.metrics_host)
     install_notifier(daemon, options.notify or NotifierSettings())

@@ -66,7 +66,7 @@ def serve_metrics_port(settings: Settings) -> None:
         return
     from urllib.parse import urlsplit
 
-    from backfiller.observability.endpoint import start_endpoint
+    from backfiller.web.metrics_port import start_endpoint
 
     names = [*settings.allowed_hosts, urlsplit(settings.public_url or "").netloc]
     start_endpoint(settings.metrics_host, settings.metrics_port, ready=None, names=names)
