@@ -73,7 +73,7 @@ async def runs(count: int) -> float:
         try:  # what `backfiller daemon` adds, in the versions that have it
             from backfiller.notify.notifier import NotifierSettings
             from backfiller.notify.wiring import install_notifier
-            from backfiller.observability.daemon_ops import observe_daemon
+            from backfiller.web.daemon_ops import observe_daemon
 
             if not _metrics_are_off:
                 observe_daemon(daemon, None)  # the database gauges' refresh task

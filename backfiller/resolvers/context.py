@@ -66,6 +66,8 @@ class Context:
     """Who asks; None is refused by every field (deny by default)."""
     connection_params: dict[str, Any] | None = None
     """The ``connection_init`` payload of a WebSocket (where browsers put their token)."""
+    client: str | None = None
+    """The client's address (the rate limit's bucket of a caller without a token)."""
     audit: AuditDraft | None = None
     """The audit entry of the mutation being resolved (mutations run one at a time)."""
 

@@ -64,9 +64,12 @@ def serve_metrics_port(settings: Settings) -> None:
     """``--metrics-port``: /metrics, /healthz and /readyz in a thread of this process."""
     if settings.metrics_port is None:
         return
-    from backfiller.observability.endpoint import start_endpoint
+    from urllib.parse import urlsplit
 
-    start_endpoint(settings.metrics_host, settings.metrics_port, ready=None)
+    from backfiller.web.metrics_port import start_endpoint
+
+    names = [*settings.allowed_hosts, urlsplit(settings.public_url or "").netloc]
+    start_endpoint(settings.metrics_host, settings.metrics_port, ready=None, names=names)
 
 
 def api_line(settings: Settings) -> str:
