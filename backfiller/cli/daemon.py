@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import os
 import signal
+import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -28,10 +30,15 @@ from backfiller.cli.server import (
     prepare_database,
 )
 from backfiller.cli.worker import (
+    BrokerFileOption,
+    BrokerKeyFileOption,
     BrokerOption,
     HeartbeatTimeoutOption,
+    InsecureBrokerOption,
     LauncherOption,
     RunsPerTaskOption,
+    checked_broker,
+    warn_if_password,
 )
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions
@@ -42,6 +49,12 @@ if TYPE_CHECKING:
     from backfiller.daemon import Daemon
     from backfiller.launchers.registry import LauncherConfig
     from backfiller.notify.notifier import NotifierSettings
+
+logger = logging.getLogger("backfiller.daemon")
+
+DATABASE_WAIT_FIRST_SECONDS = 0.5
+DATABASE_WAIT_MAX_SECONDS = 30.0
+"""A daemon waiting for its database tries again after 0.5 s, doubling up to this."""
 
 WorkersOption = Annotated[
     int | None,
@@ -164,6 +177,8 @@ class DaemonOptions:
     broker: str | None = None
     heartbeat_timeout: float = 20.0
     runs_per_task: int = 8
+    broker_key_file: str | None = None
+    insecure_broker: bool = False
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -194,6 +209,8 @@ def launcher_config(
         token=os.environ.get("BACKFILLER_TOKEN") or None,
         results_dir=options.results_dir,
         broker=options.broker,
+        broker_key_file=options.broker_key_file,
+        insecure_broker=options.insecure_broker,
         heartbeat_timeout=options.heartbeat_timeout,
         runs_per_task=options.runs_per_task,
     )
@@ -266,20 +283,71 @@ def _check_counts(
         raise fail("--runs-per-task must be at least 1")
 
 
-def _check_launcher(
-    name: str, target: str, workers: int | None, broker: str | None, runs_per_task: int
-) -> None:
+def _check_launcher(name: str, config: LauncherConfig) -> None:
     """The launcher plugin's own check of its options: one line, exit 2."""
-    from backfiller.launchers.registry import LauncherConfig, launcher_plugins
+    from backfiller.launchers.registry import launcher_plugins
 
-    config = LauncherConfig(target, workers=workers, broker=broker, runs_per_task=runs_per_task)
     problem = launcher_plugins()[name].problem(config)
     if problem is not None:
         raise fail(problem)
+    if config.insecure_broker and name == "celery":
+        typer.echo(
+            "warning: --insecure-broker: messages through the broker are not signed and runs' "
+            "credentials cross it in clear; for local experiments only",
+            err=True,
+        )
+
+
+def _unreachable(exc: Exception) -> str | None:
+    """Why the database did not answer, when that may pass (None: it will not: a bad
+    password, a database that does not exist, anything but a connection that failed)."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    if isinstance(exc, OSError):
+        return f"{type(exc).__name__}: {exc}"
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return None
+    sqlstate = str(getattr(exc.orig, "sqlstate", None) or "")
+    if sqlstate.startswith("28") or sqlstate == "3D000":  # authentication; no such database
+        return None
+    lines = str(exc.orig).strip().splitlines() or [""]
+    return f"{type(exc.orig).__name__}: {lines[0]}"
+
+
+def waited_database(url: str | None) -> str:
+    """The database URL, prepared (``prepare_database``) once its server answers: a server
+    that does not answer yet (starting, restarting, unreachable) is asked again after 0.5 s,
+    then a delay doubling up to 30 s, each failure logged in one line (no traceback)."""
+    from backfiller.storage.engine import normalize_database_url
+    from backfiller.storage.migrations import current_revision
+
+    try:
+        normalized = normalize_database_url(url)
+    except Exception as exc:
+        raise fail(f"bad database URL: {exc}") from None
+    delay, attempt = DATABASE_WAIT_FIRST_SECONDS, 1
+    while not normalized.startswith("sqlite"):  # SQLite is a file here: nothing to wait for
+        try:
+            current_revision(normalized)
+            break
+        except Exception as exc:
+            reason = _unreachable(exc)
+            if reason is None:
+                break  # prepare_database says what it is, and exits
+            logger.warning(
+                "the database does not answer (attempt %d: %s); trying again in %.1f s",
+                attempt,
+                reason,
+                delay,
+            )
+        time.sleep(delay)
+        delay, attempt = min(DATABASE_WAIT_MAX_SECONDS, delay * 2), attempt + 1
+    return prepare_database(normalized)
 
 
 @app.command()
 def daemon(
+    ctx: typer.Context,
     definitions: DefinitionsOption = None,
     database: DatabaseOption = None,
     workers: WorkersOption = None,
@@ -298,16 +366,34 @@ def daemon(
     webhook_allow: WebhookAllowOption = None,
     launcher: LauncherOption = "local",
     broker: BrokerOption = None,
+    broker_file: BrokerFileOption = None,
+    broker_key_file: BrokerKeyFileOption = None,
+    insecure_broker: InsecureBrokerOption = False,
     heartbeat_timeout: HeartbeatTimeoutOption = 20.0,
     runs_per_task: RunsPerTaskOption = 8,
 ) -> None:
-    """Run backfills: plan, launch runs on local workers, watch, retry, finish."""
+    """Run backfills: plan, launch runs on local workers, watch, retry, finish.
+
+    It waits for its database to answer before it starts (a growing delay, up to 30 s)."""
     configure_logging()
     _check_counts(workers, lease_timeout, heartbeat_seconds, launcher, runs_per_task)
+    warn_if_password(ctx, "--database", database, "$BACKFILLER_DATABASE_URL")
+    if launcher == "celery":
+        broker = checked_broker(ctx, broker, broker_file)
     target = definitions or EXAMPLE_DEFINITIONS
-    _check_launcher(launcher, target, workers, broker, runs_per_task)
+    from backfiller.launchers.registry import LauncherConfig
+
+    config = LauncherConfig(
+        target,
+        workers=workers,
+        broker=broker,
+        broker_key_file=broker_key_file,
+        insecure_broker=insecure_broker,
+        runs_per_task=runs_per_task,
+    )
+    _check_launcher(launcher, config)
     defs = definitions_or_exit(target)
-    url = prepare_database(database)
+    url = waited_database(database)
     from backfiller.notify.wiring import notifier_settings
 
     try:
@@ -332,6 +418,8 @@ def daemon(
         broker,
         heartbeat_timeout,
         runs_per_task,
+        broker_key_file,
+        insecure_broker,
     )
     run_service(run_daemon(url, defs, options))
 

@@ -1,8 +1,18 @@
-"""``backfiller worker``: a Celery worker that runs the jobs; and the daemon's Celery options."""
+"""``backfiller worker``: a Celery worker that runs the jobs; and the daemon's Celery options.
+
+Secrets never need a command line (every local user can read it, a worker's pool processes
+included): the broker's URL comes from ``$BACKFILLER_BROKER_URL`` or ``--broker-file``, the key
+shared by daemons and workers from ``$BACKFILLER_BROKER_KEY`` or ``--broker-key-file``. A
+password given in ``--broker`` itself works, with a warning.
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 
@@ -16,13 +26,43 @@ from backfiller.cli.server import (
 )
 from backfiller.launchers.celery.protocol import BROKER_ENV, QUEUE_ENV, default_queue
 
+BROKER_FILE_ENV = "BACKFILLER_BROKER_URL_FILE"
+
 BrokerOption = Annotated[
     str | None,
     typer.Option(
         "--broker",
         envvar=BROKER_ENV,
         help="The Celery broker: amqp://user:password@host:5672// (RabbitMQ) or "
-        "redis://host:6379/0.",
+        f"redis://host:6379/0. Give a password through ${BROKER_ENV} or --broker-file "
+        "rather than here: a command line is readable by every local user.",
+    ),
+]
+BrokerFileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--broker-file",
+        envvar=BROKER_FILE_ENV,
+        help="A file whose first line is the broker's URL (instead of --broker).",
+    ),
+]
+BrokerKeyFileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--broker-key-file",
+        envvar="BACKFILLER_BROKER_KEY_FILE",
+        help="A file holding the key that daemons and workers share to sign their messages "
+        "(else $BACKFILLER_BROKER_KEY; make one with `backfiller worker "
+        "--generate-broker-key`).",
+    ),
+]
+InsecureBrokerOption = Annotated[
+    bool,
+    typer.Option(
+        "--insecure-broker",
+        help="Celery launcher without a shared key, for local experiments only: messages "
+        "are not signed (anyone who can write to the broker is believed) and runs' "
+        "credentials cross the broker in clear.",
     ),
 ]
 LauncherOption = Annotated[
@@ -55,9 +95,48 @@ RunsPerTaskOption = Annotated[
 ]
 
 
-def checked_broker(url: str | None) -> str:
+def _generate_key(value: bool) -> None:
+    if value:
+        from backfiller.launchers.celery.envelope import generate_key
+
+        typer.echo(generate_key())
+        raise typer.Exit(0)
+
+
+def warn_if_password(ctx: typer.Context, option: str, url: str | None, safer: str) -> None:
+    """One line on stderr when ``option`` was given on the command line with a password."""
+    name = option.removeprefix("--").replace("-", "_")
+    source = ctx.get_parameter_source(name)
+    if url is None or source is None or source.name != "COMMANDLINE":
+        return
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return
+    if password:
+        typer.echo(
+            f"warning: {option} holds a password, on a command line that every local user "
+            f"can read; give it through {safer} instead",
+            err=True,
+        )
+
+
+def checked_broker(ctx: typer.Context, url: str | None, file: str | None = None) -> str:
+    """The broker's URL, from ``--broker`` (or its variable) or ``--broker-file``; exits 2
+    with one line when it is missing or wrong."""
     from backfiller.launchers.celery import broker_problem
 
+    if url and file:
+        raise fail(f"give --broker (or ${BROKER_ENV}) or --broker-file, not both")
+    warn_if_password(ctx, "--broker", url, f"${BROKER_ENV} or --broker-file")
+    if file:
+        try:
+            lines = Path(file).read_text().splitlines()
+        except OSError as exc:
+            raise fail(f"cannot read the broker file {file}: {exc.strerror or exc}") from None
+        url = lines[0].strip() if lines else ""
+        if not url:
+            raise fail(f"the broker file {file} is empty")
     problem = broker_problem(url)
     if problem is not None:
         raise fail(problem)
@@ -65,10 +144,48 @@ def checked_broker(url: str | None) -> str:
     return url
 
 
+def use_broker_key(key_file: str | None, insecure: bool) -> None:
+    """Sign this process's messages with the shared key; exits 2 with one line (what to set,
+    how to make a key) when there is none, unless ``insecure``."""
+    from backfiller.launchers.celery import broker_key_problem
+    from backfiller.launchers.celery import use_broker_key as use_key
+
+    problem = broker_key_problem(key_file, insecure)
+    if problem is not None:
+        raise fail(problem)
+    if insecure:
+        typer.echo(
+            "warning: --insecure-broker: messages through the broker are not signed and runs' "
+            "credentials cross it in clear; for local experiments only",
+            err=True,
+        )
+    use_key(key_file, insecure)
+
+
+def serve_worker_metrics(port: int, host: str) -> None:
+    """``/metrics`` of the worker and its pool processes (their refused messages), on ``port``.
+
+    Before anything imports prometheus_client: the pool processes record into files of its
+    multiprocess mode, which the main process's endpoint adds up."""
+    from backfiller.observability.worker_metrics import MULTIPROC_VARIABLE
+
+    os.environ[MULTIPROC_VARIABLE] = tempfile.mkdtemp(prefix="backfiller-celery-metrics-")
+    from backfiller.web.metrics_port import start_endpoint
+
+    try:
+        start_endpoint(host, port, None)
+    except OSError as exc:
+        raise fail(f"cannot serve --metrics-port {port}: {exc.strerror or exc}") from None
+
+
 @app.command()
 def worker(
+    ctx: typer.Context,
     definitions: DefinitionsOption = None,
     broker: BrokerOption = None,
+    broker_file: BrokerFileOption = None,
+    broker_key_file: BrokerKeyFileOption = None,
+    insecure_broker: InsecureBrokerOption = False,
     concurrency: Annotated[
         int | None,
         typer.Option("--concurrency", "-c", help="Runs at once (default: the CPU count)."),
@@ -93,18 +210,40 @@ def worker(
             help="URL of the service, given to runs for `context.client`.",
         ),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            help="Serve /metrics (the messages this worker refused) and /healthz here.",
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", help="Address of --metrics-port (loopback).")
+    ] = "127.0.0.1",
     loglevel: Annotated[str, typer.Option("--loglevel", help="Celery's log level.")] = "WARNING",
+    generate_broker_key: Annotated[
+        bool,
+        typer.Option(
+            "--generate-broker-key",
+            is_eager=True,
+            callback=_generate_key,
+            help="Print a new key for $BACKFILLER_BROKER_KEY and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Run a Celery worker that executes the jobs of your definitions.
 
-    It needs the broker and the definitions only, never the database: runs start, report
-    and end through the daemon that launched them.
+    It needs the broker, the key it shares with the daemons, and the definitions; never the
+    database: runs start, report and end through the daemon that launched them.
     """
     configure_logging(loglevel)
-    url = checked_broker(broker)
+    url = checked_broker(ctx, broker, broker_file)
     if concurrency is not None and concurrency < 1:
         raise fail("--concurrency must be at least 1")
+    use_broker_key(broker_key_file, insecure_broker)
     names = [q.strip() for item in queues or [] for q in item.split(",") if q.strip()]
+    if metrics_port is not None:
+        serve_worker_metrics(metrics_port, metrics_host)
     defs = definitions_or_exit(definitions or EXAMPLE_DEFINITIONS)
     from backfiller.launchers.celery.worker import start_worker, worker_app
 

@@ -38,6 +38,10 @@ class LauncherConfig:
     token: str | None = None
     results_dir: str | None = None
     broker: str | None = None
+    broker_key_file: str | None = None
+    """Where the key shared by daemons and workers is (else ``$BACKFILLER_BROKER_KEY``)."""
+    insecure_broker: bool = False
+    """No key: messages through the broker unsigned (local experiments only)."""
     heartbeat_timeout: float = 20.0
     runs_per_task: int = 8
 

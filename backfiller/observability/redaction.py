@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-SECRET_VARIABLES = ("BACKFILLER_WEBHOOK_SECRET", "BACKFILLER_TOKEN")
+SECRET_VARIABLES = ("BACKFILLER_WEBHOOK_SECRET", "BACKFILLER_TOKEN", "BACKFILLER_BROKER_KEY")
 REDACTED = "[REDACTED]"
 _DONE = "_backfiller_redacted"
 
@@ -68,6 +68,13 @@ def secret_values() -> tuple[str, ...]:
         found = (os.environ.get(name) or "" for name in SECRET_VARIABLES)
         _secret_values = tuple(v for v in found if len(v) >= 4)
     return _secret_values
+
+
+def remember_secret_value(value: str) -> None:
+    """Scrub ``value`` too (a secret read from a file, or taken out of the environment)."""
+    global _secret_values
+    if len(value) >= 4 and value not in secret_values():
+        _secret_values = (*secret_values(), value)
 
 
 def forget_secret_values() -> None:

@@ -14,15 +14,30 @@ launcher's plugin (``launchers.registry``).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
+from backfiller.launchers.celery.envelope import (
+    KEY_ENV,
+    MISSING_KEY,
+    KeyProblem,
+    configure,
+    key_from,
+)
 from backfiller.launchers.celery.protocol import BROKER_ENV
 from backfiller.launchers.registry import LauncherConfig
 
 if TYPE_CHECKING:
     from backfiller.launchers.celery.launcher import CeleryLauncher
 
-__all__ = ["CELERY", "CeleryLauncher", "CeleryPlugin", "broker_problem"]
+__all__ = [
+    "CELERY",
+    "CeleryLauncher",
+    "CeleryPlugin",
+    "broker_key_problem",
+    "broker_problem",
+    "use_broker_key",
+]
 
 BROKER_SCHEMES = ("amqp", "amqps", "pyamqp", "redis", "rediss")
 
@@ -37,13 +52,39 @@ def broker_problem(url: str | None) -> str | None:
     return None
 
 
+def broker_key_problem(key_file: str | None, insecure: bool) -> str | None:
+    """What is wrong with the key daemons and workers share (``$BACKFILLER_BROKER_KEY`` or
+    ``key_file``), in one line (None: nothing; ``insecure``: none is wanted)."""
+    given = bool(os.environ.get(KEY_ENV) or key_file)
+    if insecure:
+        return "give a broker key or --insecure-broker, not both" if given else None
+    try:
+        key = key_from(os.environ.get(KEY_ENV), key_file)
+    except KeyProblem as exc:
+        return str(exc)
+    return MISSING_KEY if key is None else None
+
+
+def use_broker_key(key_file: str | None, insecure: bool) -> None:
+    """Seal this process's messages with the shared key (none: ``insecure``), and take the
+    key out of the environment: the processes this one starts (a job's) do not inherit it.
+    Raises ``KeyProblem`` (see :func:`broker_key_problem`)."""
+    key = None if insecure else key_from(os.environ.get(KEY_ENV), key_file)
+    if key is None and not insecure:
+        raise KeyProblem(MISSING_KEY)
+    configure(key)
+    os.environ.pop(KEY_ENV, None)
+
+
 class CeleryPlugin:
     """``--launcher celery``: Celery workers anywhere, through a broker."""
 
     name = "celery"
 
     def problem(self, config: LauncherConfig) -> str | None:
-        return broker_problem(config.broker)
+        return broker_problem(config.broker) or broker_key_problem(
+            config.broker_key_file, config.insecure_broker
+        )
 
     def build(self, config: LauncherConfig) -> CeleryLauncher:
         """The daemon's Celery launcher, started (its queue is named once the daemon has a
@@ -51,6 +92,7 @@ class CeleryPlugin:
         from backfiller.launchers.celery.launcher import CeleryLauncher
 
         assert config.broker is not None and config.definitions is not None
+        use_broker_key(config.broker_key_file, config.insecure_broker)
         return CeleryLauncher(
             config.broker,
             config.definitions,
@@ -66,10 +108,11 @@ class CeleryPlugin:
         from backfiller.launchers.celery.protocol import default_queue
         from backfiller.observability.logs import redact
 
+        signed = "UNSIGNED (--insecure-broker)" if config.insecure_broker else "signed"
         return (
             f"Backfiller daemon {owner} running with the Celery launcher: broker "
             f"{redact(config.broker or '')}, runs on queue {default_queue()!r} "
-            "(or their job's queue)"
+            f"(or their job's queue), messages {signed}"
         )
 
 

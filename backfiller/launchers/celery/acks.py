@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backfiller.launchers.base import LauncherEvent
+from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.state import Shared
 
 
@@ -123,4 +124,6 @@ class Acks:
                 if not self.strays:
                     return
                 queue, body = self.strays.popleft()
-            producer.publish(body, routing_key=queue, serializer="json", delivery_mode=2)
+            producer.publish(
+                seal(body, to=queue), routing_key=queue, serializer="json", delivery_mode=2
+            )

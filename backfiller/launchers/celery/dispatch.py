@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any
 
+from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.protocol import TASK_NAME, task_id, task_message
 from backfiller.launchers.celery.state import DaemonRun, Shared
 
@@ -55,7 +56,7 @@ class Dispatch:
         for run in batch:
             message = task_message(run.task, run.owner)
             message["grace"] = self.grace_seconds
-            messages.append(message)
+            messages.append(seal(message, to=batch[0].queue, kind="run"))
         name = task_id(batch[0].task, len(batch))
         # Celery's own message (protocol 2) and publishing, without ``send_task``'s routing,
         # result and parent lookups; Celery's repr of the arguments costs more than the rest of

@@ -17,6 +17,7 @@ from typing import Any
 
 from backfiller.launchers.base import Outcome, RunStarted, StartRequest
 from backfiller.launchers.celery.app import control_exchange
+from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.state import Shared, StartAsked
 
 logger = logging.getLogger("backfiller.launcher")
@@ -124,7 +125,10 @@ def send_replies(shared: Shared, producer: Any) -> None:
                 return
             reply, body = shared.replies.popleft()
         try:
-            producer.publish(body, routing_key=reply, serializer="json", retry=False, expiration=60)
+            sealed = seal(body, to=reply)
+            producer.publish(
+                sealed, routing_key=reply, serializer="json", retry=False, expiration=60
+            )
         except BaseException:
             with shared.lock:
                 shared.replies.appendleft((reply, body))

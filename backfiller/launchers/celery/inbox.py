@@ -39,6 +39,11 @@ class Inbox:
                 return
             self.acks.hold(message, self.events_of(body))
 
+    def drop(self, message: Any) -> None:
+        """A message refused (see ``poison``): acknowledged with the others, reporting nothing."""
+        with self.shared.lock:
+            self.acks.hold(message, [])
+
     def events_of(self, body: dict[str, Any]) -> list[LauncherEvent]:
         """What a worker's message reports (called with the lock held)."""
         shared = self.shared

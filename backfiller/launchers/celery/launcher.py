@@ -59,6 +59,7 @@ from backfiller.launchers.celery.dispatch import RUNS_PER_TASK, Dispatch
 from backfiller.launchers.celery.grants import Grants, send_replies
 from backfiller.launchers.celery.inbox import Inbox
 from backfiller.launchers.celery.liveness import Liveness
+from backfiller.launchers.celery.poison import Guard
 from backfiller.launchers.celery.protocol import daemon_queue, default_queue
 from backfiller.launchers.celery.results import KeptResults
 from backfiller.launchers.celery.state import DaemonRun, Shared
@@ -112,6 +113,7 @@ class CeleryLauncher:
         self.grants = Grants(self.shared, broker_url)
         self.acks = Acks(self.shared, after_write=broker_url.startswith(("amqp", "pyamqp")))
         self.inbox = Inbox(self.shared, self.acks)
+        self.guard = Guard("daemon")
         self.liveness = Liveness(self.shared)
         self.kept = KeptResults(broker_url)
         self._thread: threading.Thread | None = None
@@ -340,9 +342,8 @@ class CeleryLauncher:
             consumer.cancel()
         if owner is None:
             return None, None
-        consumer = Consumer(
-            channel, [owner_queue(owner)], callbacks=[self.inbox.on_message], accept=["json"]
-        )
+        on_message = self.guard.receiver(self.inbox.on_message, self.inbox.drop)
+        consumer = Consumer(channel, [owner_queue(owner)], on_message=on_message, accept=["json"])
         consumer.no_ack = not self.acks.after_write
         consumer.consume()
         return consumer, owner

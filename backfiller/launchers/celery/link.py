@@ -30,6 +30,8 @@ from typing import Any
 
 from backfiller.launchers.base import Outcome, RunTask
 from backfiller.launchers.celery.app import control_exchange, lease_exchange
+from backfiller.launchers.celery.envelope import seal
+from backfiller.launchers.celery.poison import Guard, worker_queue_kind
 from backfiller.launchers.celery.protocol import BEAT_SECONDS, daemon_queue, worker_name
 from backfiller.launchers.run_body import FLUSH_SECONDS
 
@@ -107,9 +109,10 @@ class Publisher:
         if not self._lock.acquire(timeout=lock_timeout):
             return False
         try:
+            queue = daemon_queue(owner)
             self._ready().publish(
-                body,
-                routing_key=daemon_queue(owner),
+                seal(body, to=queue),
+                routing_key=queue,
                 serializer="json",
                 delivery_mode=2,
                 retry=False,
@@ -146,6 +149,7 @@ class Link:
         self._answers: dict[tuple[int, int], dict[str, Any]] = {}
         self._waiting: dict[tuple[int, int], threading.Event] = {}
         self._heard: dict[str, float] = {}
+        self._guard = Guard(worker_queue_kind)
         self._stop_by: dict[str, float] = {}
         self.connected_at: float | None = None
         self.current: Current | None = None
@@ -260,8 +264,9 @@ class Link:
         leases = Queue(
             self.queue_name + ".leases", exchange=lease_exchange(), durable=False, auto_delete=True
         )
+        on_message = self._guard.receiver(self._on_message)
         consumer = Consumer(
-            channel, [replies, leases], callbacks=[self._on_message], accept=["json"], no_ack=True
+            channel, [replies, leases], on_message=on_message, accept=["json"], no_ack=True
         )
         with consumer:
             with self._lock:

@@ -18,7 +18,8 @@ from typing import Any
 
 from backfiller.launchers.base import Outcome
 from backfiller.launchers.celery.dispatch import republish_if_overtaken, republish_mates
-from backfiller.launchers.celery.protocol import BEAT_SECONDS
+from backfiller.launchers.celery.envelope import seal
+from backfiller.launchers.celery.protocol import BEAT_SECONDS, LEASE_EXCHANGE
 from backfiller.launchers.celery.state import Shared
 
 logger = logging.getLogger("backfiller.launcher")
@@ -79,8 +80,9 @@ class Liveness:
         if owner is not None:
             announcements.append((owner, stop_by, drop))
         for name, until, dropped in announcements:
+            announcement = {"t": "lease", "owner": name, "stop_by": until, "drop": dropped}
             producer.publish(
-                {"t": "lease", "owner": name, "stop_by": until, "drop": dropped},
+                seal(announcement, LEASE_EXCHANGE),
                 serializer="json",
                 retry=False,
                 expiration=5,

@@ -17,7 +17,6 @@ once the dead daemon has no active run left, its queue is deleted (``forget``).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from typing import Any
 from backfiller.clock import utc_now
 from backfiller.launchers.base import LauncherEvent, LogLine, Outcome, RunFinished, RunLogs
 from backfiller.launchers.celery.app import owner_queue
+from backfiller.launchers.celery.poison import Guard
 from backfiller.launchers.celery.protocol import finished_from_message, log_lines
 
 logger = logging.getLogger("backfiller.launcher")
@@ -66,6 +66,7 @@ class KeptResults:
         self.broker_url = broker_url
         self._lock = threading.Lock()
         self._traces: dict[str, dict[int, Trace]] = {}
+        self.guard = Guard("daemon")
 
     def results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
         """Drain ``owner``'s queue, then what is known of ``run_ids``: the log lines of each
@@ -127,10 +128,9 @@ class KeptResults:
                     break  # no such queue (RabbitMQ): nothing was kept
                 if message is None:
                     break
-                with contextlib.suppress(Exception):
-                    body = message.decode()
-                    if isinstance(body, dict):
-                        found.append(body)
+                body = self.guard.open_message(message)
+                if body is not None:
+                    found.append(body)
         return found
 
 

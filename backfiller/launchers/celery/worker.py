@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from backfiller.launchers.celery.app import make_app
+from backfiller.launchers.celery.poison import TASK_STRATEGY, opened_runs
 from backfiller.launchers.celery.protocol import TASK_NAME, default_queue
 
 
@@ -19,10 +20,13 @@ def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) ->
 
     app = make_app(broker_url)
 
-    @app.task(name=TASK_NAME, acks_late=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    # Strategy: each task's runs are checked (signed, fresh...) before a pool process gets it.
+    options = {"acks_late": True, "ignore_result": True, "Strategy": TASK_STRATEGY}
+
+    @app.task(name=TASK_NAME, **options)  # type: ignore[untyped-decorator]
     def run(*messages: dict[str, Any]) -> str:
         # One argument per run: several short runs of one job may travel in one task.
-        return run_deliveries(messages, definitions, broker_url, api_url)
+        return run_deliveries(opened_runs(messages), definitions, broker_url, api_url)
 
     del run
 

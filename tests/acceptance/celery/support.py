@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import socket
 import uuid
@@ -91,11 +92,12 @@ class CeleryWorker(LiveProcess):
     def __init__(
         self, broker: str, env: dict[str, str], concurrency: int = 2, queues: str = ""
     ) -> None:
-        args = ["worker", "--definitions", DEFINITIONS, "--broker", broker]
+        args = ["worker", "--definitions", DEFINITIONS]
         args += ["--concurrency", str(concurrency), "--loglevel", "INFO"]
         if queues:
             args += ["--queues", queues]
-        super().__init__(args, env=env)
+        # The broker's URL (its password) through the environment, never the command line.
+        super().__init__(args, env={**env, "BACKFILLER_BROKER_URL": broker})
 
     def pool(self) -> list[int]:
         """Pids of its pool processes (where runs execute)."""
@@ -122,8 +124,8 @@ class CeleryDaemon(LiveProcess):
         self, database_url: str, broker: str, env: dict[str, str], extra: list[str]
     ) -> None:
         args = ["daemon", "--database", database_url, "--definitions", DEFINITIONS]
-        args += ["--launcher", "celery", "--broker", broker, "--grace-seconds", "1"]
-        super().__init__(args + extra, env=env)
+        args += ["--launcher", "celery", "--grace-seconds", "1"]
+        super().__init__(args + extra, env={**env, "BACKFILLER_BROKER_URL": broker})
 
     def kill(self) -> None:
         kill_quietly(self.proc.pid)
@@ -150,6 +152,8 @@ class Cluster:
             "BACKFILLER_TEST_MARKS": str(self.marks),
             "BACKFILLER_CELERY_QUEUE": f"test-{tag}",
             "BACKFILLER_TEST_GPU_QUEUE": f"test-{tag}-gpu",
+            # The key daemons and workers share to sign their messages: one per cluster.
+            "BACKFILLER_BROKER_KEY": secrets.token_hex(32),
         }
 
     @property
