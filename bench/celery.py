@@ -16,7 +16,12 @@ machine), to show where the time goes. Prints figures; asserts nothing.
 Options: ``--workers 2,1,3`` (the Celery worker counts, in order), ``--runs-per-task 8,1`` (the
 daemon's setting, each in turn for each worker count: short runs together, then one a task),
 ``--concurrency`` (processes per worker), ``--no-local`` (skip the local launcher),
-``--profile FILE`` (a cProfile of the daemon's threads, for ``pstats``).
+``--profile FILE`` (a cProfile of the daemon's threads, for ``pstats``), ``--unsigned-too``
+(each Celery run once more with ``--insecure-broker``: messages unsigned, credentials in
+clear, to show what signing costs).
+
+Daemon and workers share a key made for the run (``$BACKFILLER_BROKER_KEY``, unless set); the
+broker's URL reaches the workers through their environment.
 
 Run with ``python -m bench.celery`` (``--quick`` for 2,000 partitions). Needs PostgreSQL
 (``--database``, a server URL; a database is created and dropped) and RabbitMQ (``--broker``).
@@ -44,6 +49,7 @@ from sqlalchemy.engine import make_url
 from backfiller.daemon import Daemon, DaemonSettings
 from backfiller.domain import BackfillState
 from backfiller.launchers import Launcher, LocalLauncher
+from backfiller.launchers.celery import envelope
 from backfiller.launchers.celery.launcher import CeleryLauncher
 from backfiller.storage import Database
 from backfiller.storage.migrations import upgrade_database
@@ -132,10 +138,16 @@ def thread_cpu() -> dict[str, float]:
 class Workers:
     """``backfiller worker`` processes on their own queue."""
 
-    def __init__(self, broker: str, queue: str, count: int, concurrency: int) -> None:
+    def __init__(
+        self, broker: str, queue: str, count: int, concurrency: int, signed: bool = True
+    ) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO), "BACKFILLER_CELERY_QUEUE": queue}
-        args = ["worker", "--definitions", TARGET, "--broker", broker, "--loglevel", "INFO"]
+        env["BACKFILLER_BROKER_URL"] = broker
+        args = ["worker", "--definitions", TARGET, "--loglevel", "INFO"]
         args += ["--concurrency", str(concurrency)]
+        if not signed:
+            args.append("--insecure-broker")
+            env.pop(envelope.KEY_ENV, None)
         self.logs = [Path(f"/tmp/bench-celery-worker-{queue}-{i}.log") for i in range(count)]
         self.procs = [
             subprocess.Popen(
@@ -269,10 +281,12 @@ async def celery(
     concurrency: int,
     runs_per_task: int,
     profiles: Profiles,
+    signed: bool = True,
 ) -> None:
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     os.environ["BACKFILLER_CELERY_QUEUE"] = queue
-    pool = Workers(broker, queue, workers, concurrency)
+    envelope.configure(envelope.key_from(os.environ[envelope.KEY_ENV], None) if signed else None)
+    pool = Workers(broker, queue, workers, concurrency, signed)
     try:
         pool.wait_ready()
         with fresh_postgres(server) as url:
@@ -293,7 +307,8 @@ async def celery(
     if broker0 is not None and broker1 is not None and broker.startswith("amqp"):
         rabbit = f"; RabbitMQ {1000 * (broker1 - broker0) / size:.2f} ms"
     print(
-        f"celery, {workers} worker(s) x {concurrency}, up to {runs_per_task} run(s) a task: "
+        f"celery, {workers} worker(s) x {concurrency}, up to {runs_per_task} run(s) a task, "
+        f"{'signed' if signed else 'UNSIGNED'}: "
         f"{size / took:6.0f} runs/s  "
         f"({took:6.1f} s; daemon CPU {daemon:5.1f} s, workers' CPU {worker:5.1f} s)\n"
         f"  per run: daemon {1000 * daemon / size:.2f} ms ({by_thread(cpu, size)}); "
@@ -320,7 +335,9 @@ async def main() -> None:
     parser.add_argument("--profile", help="write a cProfile of the daemon's threads here")
     parser.add_argument("--database", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--broker", default="amqp://guest:guest@127.0.0.1:5672//")
+    parser.add_argument("--unsigned-too", action="store_true", help="also without a key")
     args = parser.parse_args()
+    os.environ.setdefault(envelope.KEY_ENV, envelope.generate_key())
     size = 2_000 if args.quick else args.size
     print(f"{size:,}-partition no-op backfill, PostgreSQL, launch to COMPLETED_SUCCESS")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
@@ -328,16 +345,18 @@ async def main() -> None:
         await local(args.database, size)
     for workers in (int(w) for w in args.workers.split(",")):
         for runs_per_task in (int(r) for r in args.runs_per_task.split(",")):
-            profiles = Profiles(args.profile)
-            await celery(
-                args.database,
-                args.broker,
-                size,
-                workers,
-                args.concurrency,
-                runs_per_task,
-                profiles,
-            )
+            for signed in (True, False) if args.unsigned_too else (True,):
+                profiles = Profiles(args.profile)
+                await celery(
+                    args.database,
+                    args.broker,
+                    size,
+                    workers,
+                    args.concurrency,
+                    runs_per_task,
+                    profiles,
+                    signed,
+                )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

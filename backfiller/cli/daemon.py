@@ -55,6 +55,14 @@ logger = logging.getLogger("backfiller.daemon")
 DATABASE_WAIT_FIRST_SECONDS = 0.5
 DATABASE_WAIT_MAX_SECONDS = 30.0
 """A daemon waiting for its database tries again after 0.5 s, doubling up to this."""
+PERMANENT_REFUSALS = (
+    "does not exist",  # the database, or the role
+    "authentication failed",
+    "pg_hba.conf",
+    "permission denied",
+)
+"""What a database server that answers says when waiting would not help (the driver gives
+no SQLSTATE for errors while connecting)."""
 
 WorkersOption = Annotated[
     int | None,
@@ -307,10 +315,9 @@ def _unreachable(exc: Exception) -> str | None:
         return f"{type(exc).__name__}: {exc}"
     if not isinstance(exc, OperationalError | InterfaceError):
         return None
-    sqlstate = str(getattr(exc.orig, "sqlstate", None) or "")
-    if sqlstate.startswith("28") or sqlstate == "3D000":  # authentication; no such database
-        return None
     lines = str(exc.orig).strip().splitlines() or [""]
+    if any(words in lines[0] for words in PERMANENT_REFUSALS):
+        return None
     return f"{type(exc.orig).__name__}: {lines[0]}"
 
 
@@ -380,19 +387,13 @@ def daemon(
     warn_if_password(ctx, "--database", database, "$BACKFILLER_DATABASE_URL")
     if launcher == "celery":
         broker = checked_broker(ctx, broker, broker_file)
-    target = definitions or EXAMPLE_DEFINITIONS
-    from backfiller.launchers.registry import LauncherConfig
-
-    config = LauncherConfig(
-        target,
-        workers=workers,
-        broker=broker,
-        broker_key_file=broker_key_file,
-        insecure_broker=insecure_broker,
-        runs_per_task=runs_per_task,
-    )
-    _check_launcher(launcher, config)
-    defs = definitions_or_exit(target)
+    options = DaemonOptions(
+        definitions or EXAMPLE_DEFINITIONS, workers, max_runs, api_url, grace_seconds,
+        lease_timeout, heartbeat_seconds, results_dir, metrics_port, metrics_host, None,
+        launcher, broker, heartbeat_timeout, runs_per_task, broker_key_file, insecure_broker,
+    )  # fmt: skip
+    _check_launcher(launcher, launcher_config(options))
+    defs = definitions_or_exit(options.target)
     url = waited_database(database)
     from backfiller.notify.wiring import notifier_settings
 
@@ -402,26 +403,7 @@ def daemon(
         )
     except ValueError as exc:
         raise fail(str(exc)) from None
-    options = DaemonOptions(
-        target,
-        workers,
-        max_runs,
-        api_url,
-        grace_seconds,
-        lease_timeout,
-        heartbeat_seconds,
-        results_dir,
-        metrics_port,
-        metrics_host,
-        notify,
-        launcher,
-        broker,
-        heartbeat_timeout,
-        runs_per_task,
-        broker_key_file,
-        insecure_broker,
-    )
-    run_service(run_daemon(url, defs, options))
+    run_service(run_daemon(url, defs, dataclasses.replace(options, notify=notify)))
 
 
 def _dev_settings(url: str, target: str, host: str, port: int, **given: object) -> Settings:

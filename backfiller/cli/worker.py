@@ -95,12 +95,59 @@ RunsPerTaskOption = Annotated[
 ]
 
 
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option("--concurrency", "-c", help="Runs at once (default: the CPU count)."),
+]
+QueuesOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--queues",
+        "-Q",
+        help="Celery queues to take runs from, comma-separated or repeated "
+        f"(default: ${QUEUE_ENV}, or backfiller).",
+    ),
+]
+HostnameOption = Annotated[
+    str | None, typer.Option("--hostname", "-n", help="Celery node name (name@host).")
+]
+WorkerApiUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-url",
+        envvar="BACKFILLER_URL",
+        help="URL of the service, given to runs for `context.client`.",
+    ),
+]
+WorkerMetricsPortOption = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-port",
+        help="Serve /metrics (the messages this worker refused) and /healthz here.",
+    ),
+]
+WorkerMetricsHostOption = Annotated[
+    str, typer.Option("--metrics-host", help="Address of --metrics-port (loopback).")
+]
+
+
 def _generate_key(value: bool) -> None:
     if value:
         from backfiller.launchers.celery.envelope import generate_key
 
         typer.echo(generate_key())
         raise typer.Exit(0)
+
+
+GenerateKeyOption = Annotated[
+    bool,
+    typer.Option(
+        "--generate-broker-key",
+        is_eager=True,
+        callback=_generate_key,
+        help="Print a new key for $BACKFILLER_BROKER_KEY and exit.",
+    ),
+]
 
 
 def warn_if_password(ctx: typer.Context, option: str, url: str | None, safer: str) -> None:
@@ -186,50 +233,14 @@ def worker(
     broker_file: BrokerFileOption = None,
     broker_key_file: BrokerKeyFileOption = None,
     insecure_broker: InsecureBrokerOption = False,
-    concurrency: Annotated[
-        int | None,
-        typer.Option("--concurrency", "-c", help="Runs at once (default: the CPU count)."),
-    ] = None,
-    queues: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--queues",
-            "-Q",
-            help="Celery queues to take runs from, comma-separated or repeated "
-            f"(default: ${QUEUE_ENV}, or backfiller).",
-        ),
-    ] = None,
-    hostname: Annotated[
-        str | None, typer.Option("--hostname", "-n", help="Celery node name (name@host).")
-    ] = None,
-    api_url: Annotated[
-        str | None,
-        typer.Option(
-            "--api-url",
-            envvar="BACKFILLER_URL",
-            help="URL of the service, given to runs for `context.client`.",
-        ),
-    ] = None,
-    metrics_port: Annotated[
-        int | None,
-        typer.Option(
-            "--metrics-port",
-            help="Serve /metrics (the messages this worker refused) and /healthz here.",
-        ),
-    ] = None,
-    metrics_host: Annotated[
-        str, typer.Option("--metrics-host", help="Address of --metrics-port (loopback).")
-    ] = "127.0.0.1",
+    concurrency: ConcurrencyOption = None,
+    queues: QueuesOption = None,
+    hostname: HostnameOption = None,
+    api_url: WorkerApiUrlOption = None,
+    metrics_port: WorkerMetricsPortOption = None,
+    metrics_host: WorkerMetricsHostOption = "127.0.0.1",
     loglevel: Annotated[str, typer.Option("--loglevel", help="Celery's log level.")] = "WARNING",
-    generate_broker_key: Annotated[
-        bool,
-        typer.Option(
-            "--generate-broker-key",
-            is_eager=True,
-            callback=_generate_key,
-            help="Print a new key for $BACKFILLER_BROKER_KEY and exit.",
-        ),
-    ] = False,
+    generate_broker_key: GenerateKeyOption = False,
 ) -> None:
     """Run a Celery worker that executes the jobs of your definitions.
 

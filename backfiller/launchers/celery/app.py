@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from backfiller.launchers.celery.envelope import leases_name
 from backfiller.launchers.celery.protocol import (
     CONTROL_EXCHANGE,
     DAEMON_QUEUE_EXPIRES_SECONDS,
     DEFAULT_QUEUE,
-    LEASE_EXCHANGE,
     daemon_queue,
 )
 
@@ -56,7 +56,7 @@ def control_exchange() -> Any:
 def lease_exchange() -> Any:
     from kombu import Exchange
 
-    return Exchange(LEASE_EXCHANGE, type="fanout", durable=False)
+    return Exchange(leases_name(), type="fanout", durable=False)  # one per shared key
 
 
 def owner_queue(owner: str) -> Any:

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from backfiller.launchers.celery.protocol import LEASE_EXCHANGE
 from backfiller.launchers.celery.shapes import KINDS, Kind, shape_problem
 from backfiller.observability import redaction
 
@@ -92,6 +93,9 @@ class BrokerKey:
 
         self._mac = derive(b"message signature v1")
         self._aead = AESGCM(derive(b"run credential v1"))
+        self.id = derive(b"key id v1")[:6].hex()
+        """A public name of the key (it tells nothing of it): what the lease exchange of
+        the deployment that shares it is named after."""
 
     def sign(self, text: str) -> str:
         return hmac.digest(self._mac, text.encode(), "sha256").hex()
@@ -192,6 +196,14 @@ def current() -> BrokerKey | None:
         return _Process.key
 
 
+def leases_name() -> str:
+    """The lease fanout of this process's deployment: ``backfiller.leases.<key id>`` (plain
+    ``backfiller.leases`` without a key). Deployments sharing a broker, each with its own key,
+    then never hear each other's announcements (which they would refuse)."""
+    key = current()
+    return LEASE_EXCHANGE if key is None else f"{LEASE_EXCHANGE}.{key.id}"
+
+
 def seal(body: Mapping[str, Any], to: str, kind: str | None = None) -> dict[str, Any]:
     """The envelope of ``body`` (a message of :mod:`.protocol`), sent to ``to`` (a queue name,
     or the lease exchange's); ``kind`` sets its ``t`` (the task's arguments have none)."""
@@ -239,8 +251,10 @@ class Opener:
         if not isinstance(sealed_at, int | float) or isinstance(sealed_at, bool):
             raise Refused("malformed", "no timestamp", named)
         now = time.time()
-        if now - sealed_at > kind.max_age or sealed_at - now > FUTURE_SECONDS:
+        if now - sealed_at > kind.max_age:
             raise Refused("expired", f"sealed {now - sealed_at:.0f} s ago", named)
+        if sealed_at - now > FUTURE_SECONDS:
+            raise Refused("expired", f"sealed {sealed_at - now:.0f} s ahead of this clock", named)
         places = set(routed or ())
         if places and body.get("to") not in places:
             raise Refused("misrouted", f"sent to {str(body.get('to'))[:200]!r}", named)

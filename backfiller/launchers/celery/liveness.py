@@ -18,8 +18,8 @@ from typing import Any
 
 from backfiller.launchers.base import Outcome
 from backfiller.launchers.celery.dispatch import republish_if_overtaken, republish_mates
-from backfiller.launchers.celery.envelope import seal
-from backfiller.launchers.celery.protocol import BEAT_SECONDS, LEASE_EXCHANGE
+from backfiller.launchers.celery.envelope import leases_name, seal
+from backfiller.launchers.celery.protocol import BEAT_SECONDS
 from backfiller.launchers.celery.state import Shared
 
 logger = logging.getLogger("backfiller.launcher")
@@ -82,7 +82,7 @@ class Liveness:
         for name, until, dropped in announcements:
             announcement = {"t": "lease", "owner": name, "stop_by": until, "drop": dropped}
             producer.publish(
-                seal(announcement, LEASE_EXCHANGE),
+                seal(announcement, leases_name()),
                 serializer="json",
                 retry=False,
                 expiration=5,

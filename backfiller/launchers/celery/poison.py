@@ -31,7 +31,7 @@ from backfiller.observability import broker_metrics
 
 logger = logging.getLogger("backfiller.broker")
 
-LOG_LINES = 20
+LOG_LINES = 100
 """Refusals logged a minute per consumer, at most; the others are counted in the next line."""
 HINTS = {
     "bad_signature": " (is $BACKFILLER_BROKER_KEY the same on every daemon and worker?)",
@@ -103,7 +103,7 @@ class Guard:
             if self._logged > LOG_LINES:
                 self._unlogged += 1
                 return
-        what = f"a {refusal.kind!r} message" if refusal.kind else "a message"
+        what = f"a message of kind {refusal.kind!r}" if refusal.kind else "a message"
         logger.warning(
             "refused %s on %s (%s queue): %s: %s%s; dropped",
             what,
@@ -146,7 +146,8 @@ def decoded(message: Any) -> Any:
 def worker_queue_kind(message: Any) -> str:
     """A worker process's consumer reads its reply queue and its lease queue."""
     info = _delivery_info(message)
-    if info.get("exchange") == LEASE_EXCHANGE or str(info.get("routing_key")).endswith(".leases"):
+    exchange = str(info.get("exchange") or "")
+    if exchange.startswith(LEASE_EXCHANGE) or str(info.get("routing_key")).endswith(".leases"):
         return "lease"
     return "worker"
 
@@ -204,6 +205,39 @@ def task_strategy(task: Any, app: Any, consumer: Any, **options: Any) -> Any:
 
 
 TASK_STRATEGY = f"{__name__}:task_strategy"
+
+
+def watch_celery_consumer(app: Any) -> None:
+    """Count (and log with their queue) the messages on a task queue that Celery's worker drops
+    itself before any strategy sees them: not a task message, a task Celery does not know, or
+    a body it cannot decode (Celery acknowledges or rejects each, and logs it)."""
+    from celery import bootsteps, signals
+
+    guard = task_guard()
+
+    def rejected(message: Any = None, exc: Any = None, **kwargs: Any) -> None:
+        guard.refuse(message, Refused("malformed", f"not a task message ({exc or 'no header'})"))
+
+    def unknown(message: Any = None, name: Any = None, **kwargs: Any) -> None:
+        guard.refuse(message, Refused("unknown_kind", f"no task named {str(name)[:80]!r}"))
+
+    signals.task_rejected.connect(rejected, weak=False)
+    signals.task_unknown.connect(unknown, weak=False)
+
+    class CountDecodeErrors(bootsteps.Step):  # type: ignore[misc]
+        """Wraps the consumer's handler of undecodable messages (it acknowledges them)."""
+
+        def __init__(self, consumer: Any, **kwargs: Any) -> None:
+            super().__init__(consumer, **kwargs)
+            dropped = consumer.on_decode_error
+
+            def counted(message: Any, exc: Exception) -> None:
+                guard.refuse(message, Refused("undecodable", type(exc).__name__))
+                dropped(message, exc)
+
+            consumer.on_decode_error = counted
+
+    app.steps["consumer"].add(CountDecodeErrors)
 
 
 def opened_runs(envelopes: Sequence[Any]) -> list[dict[str, Any]]:

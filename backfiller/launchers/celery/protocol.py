@@ -10,8 +10,9 @@ messages:
   name. Workers send start requests, heartbeats, log lines and results to the daemon that
   submitted the run; the daemon answers start requests and sends cancels to the worker that
   holds the run.
-- ``backfiller.leases`` (fanout): every daemon announces, about once a second, until when its
-  runs may go on executing (``stop_by``, wall-clock UTC) and which of its runs must stop now.
+- ``backfiller.leases.<key id>`` (fanout, one per shared key: see :mod:`.envelope`): every
+  daemon announces, about once a second, until when its runs may go on executing
+  (``stop_by``, wall-clock UTC) and which of its runs must stop now.
   A worker kills a run that reaches its daemon's ``stop_by`` without a newer announcement.
 
 Message kinds (the ``t`` field):

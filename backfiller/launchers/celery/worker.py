@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from backfiller.launchers.celery.app import make_app
-from backfiller.launchers.celery.poison import TASK_STRATEGY, opened_runs
+from backfiller.launchers.celery.poison import TASK_STRATEGY, opened_runs, watch_celery_consumer
 from backfiller.launchers.celery.protocol import TASK_NAME, default_queue
 
 
@@ -38,6 +38,7 @@ def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) ->
             os.setsid()
 
     del own_process_group
+    watch_celery_consumer(app)  # what Celery drops itself is counted too
     return app
 
 
