@@ -48,7 +48,9 @@ def broker_problem(url: str | None) -> str | None:
         return f"the Celery launcher needs --broker (or ${BROKER_ENV})"
     scheme = url.partition("://")[0]
     if scheme not in BROKER_SCHEMES or "://" not in url:
-        return f"--broker must be an amqp:// or redis:// URL, not {url!r}"
+        from backfiller.observability.redaction import redact
+
+        return f"--broker must be an amqp:// or redis:// URL, not {redact(url)!r}"
     return None
 
 
