@@ -46,11 +46,12 @@ mkdir -p "$LOG_DIR"
 # Every process reads these from its environment: no URL (nor its password) in a process list.
 export BACKFILLER_DATABASE_URL=$DATABASE_URL BACKFILLER_BROKER_URL=$BROKER_URL
 export BACKFILLER_DEFINITIONS=$DEFINITIONS
-# A shared key of this run for the messages between daemons and workers, kept with the logs.
+# A shared key of this run for the messages between daemons and workers, kept with the logs:
+# every process reads it from that file (readable by you only), so it is in no environment.
 (umask 077 && "$BIN/python" -c 'import secrets; print(secrets.token_hex(32))' \
   >"$LOG_DIR/broker-key")
-BACKFILLER_BROKER_KEY=$(<"$LOG_DIR/broker-key")
-export BACKFILLER_BROKER_KEY
+export BACKFILLER_BROKER_KEY_FILE=$LOG_DIR/broker-key
+unset BACKFILLER_BROKER_KEY
 
 # The processes of the cluster: pid, what it is, its log.
 pids=() names=() logs=() ready_pid=""
