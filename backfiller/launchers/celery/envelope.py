@@ -187,6 +187,8 @@ def reset() -> None:
 def current() -> BrokerKey | None:
     """This process's key: the configured one, else the environment's. Raises
     :class:`KeyProblem` when there is none and none was configured."""
+    if _Process.configured:  # without the lock: set once, before any thread or fork needs it
+        return _Process.key
     with _Process.lock:
         if not _Process.configured:
             key = key_from(os.environ.get(KEY_ENV), os.environ.get(KEY_FILE_ENV))

@@ -102,7 +102,7 @@ def task_message(task: RunTask, owner: str) -> dict[str, Any]:
         "end": None if task.partition_end is None else timestamp(task.partition_end),
         "timeout": task.timeout_seconds,
         "owner": owner,
-        # The run's own bearer token for context.client (the broker is trusted: docs/security.md)
+        # The run's own bearer token for context.client, encrypted when sealed (envelope.py)
         "credential": task.credential,
         "trace_parent": task.trace_parent,
         "partitions": list(task.partition_keys),
