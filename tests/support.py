@@ -24,8 +24,8 @@ from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal
 from backfiller.resolvers.context import Context, Services
 from backfiller.resolvers.source import StorageSource
 from backfiller.storage import Database
+from backfiller.storage.launches import NewBackfill
 from backfiller.storage.records import Base
-from backfiller.storage.repositories import NewBackfill
 
 REPO = Path(__file__).resolve().parent.parent
 
