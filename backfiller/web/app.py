@@ -23,7 +23,7 @@ from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
-from backfiller.web.graphql_lane import GraphQLLane
+from backfiller.web.graphql_lane import GraphQLLane, api_route
 from backfiller.web.headers import SecurityHeaders
 from backfiller.web.operations import Operations
 from backfiller.web.request_body import plain_json_operation
@@ -65,8 +65,11 @@ class PublicGraphQL(GraphQL[Context, None]):
     async def parse_http_body(
         self, request: AsyncHTTPRequestAdapter
     ) -> GraphQLRequestData | list[GraphQLRequestData]:
-        plain = await plain_json_operation(request, self.decode_json)
-        return plain if plain is not None else await super().parse_http_body(request)
+        if self.services.settings.fast_paths:  # a speed path (web/request_body.py)
+            plain = await plain_json_operation(request, self.decode_json)
+            if plain is not None:
+                return plain
+        return await super().parse_http_body(request)
 
     def decode_json(self, data: str | bytes) -> object:
         try:
@@ -211,8 +214,9 @@ def create_app(services: Services) -> ASGIApp:
         yield
         await services.database.dispose()
 
+    graphql_route = api_route(graphql)
     routes = [
-        Route("/graphql/v1", graphql, methods=["GET", "POST"]),
+        graphql_route,
         WebSocketRoute("/graphql/v1", graphql),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
@@ -224,5 +228,6 @@ def create_app(services: Services) -> ASGIApp:
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
     settings = services.settings
-    limited = BodyLimit(GraphQLLane(app, graphql), settings.max_body_bytes)
+    inner = GraphQLLane(app, graphql_route) if settings.fast_paths else app
+    limited = BodyLimit(inner, settings.max_body_bytes)
     return Operations(RequestId(SecurityHeaders(secure(limited, services), settings)), services)

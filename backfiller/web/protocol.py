@@ -45,6 +45,8 @@ class _ClientRules:
     protocols (mixed in before it)."""
 
     client_timeout: float = CLIENT_TIMEOUT
+    join_writes = True
+    """An answer's writes joined into one (``joined_writes.py``): a speed path."""
     _deadline: asyncio.TimerHandle | None = None
     loop: asyncio.AbstractEventLoop
     cycle: Any
@@ -52,8 +54,10 @@ class _ClientRules:
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
-        # The answer's head and body in one write (uvicorn's flow control keeps the transport).
-        self.transport = JoinedWrites(self.transport, self.loop)  # type: ignore[assignment]
+        if self.join_writes:
+            # The answer's head and body in one write (uvicorn's flow control keeps the
+            # transport).
+            self.transport = JoinedWrites(self.transport, self.loop)  # type: ignore[assignment]
         self._arm()
 
     def _unjoined(self) -> None:
@@ -114,7 +118,11 @@ except ImportError:  # pragma: no cover (httptools comes with uvicorn[standard])
             self._unjoined()
             super().handle_websocket_upgrade(event)
 
+    class PlainDeadlineH11Protocol(DeadlineH11Protocol):
+        join_writes = False
+
     PROTOCOL = "backfiller.web.protocol:DeadlineH11Protocol"
+    PLAIN_PROTOCOL = "backfiller.web.protocol:PlainDeadlineH11Protocol"
 else:
 
     class DeadlineHttpToolsProtocol(_ClientRules, HttpToolsProtocol):  # type: ignore[misc]
@@ -188,7 +196,16 @@ else:
                 HttpToolsProtocol.on_message_complete(self)
             return rest
 
+    class PlainDeadlineHttpToolsProtocol(DeadlineHttpToolsProtocol):
+        join_writes = False
+
     PROTOCOL = "backfiller.web.protocol:DeadlineHttpToolsProtocol"
+    PLAIN_PROTOCOL = "backfiller.web.protocol:PlainDeadlineHttpToolsProtocol"
+
+
+def protocol_for(fast_paths: bool) -> str:
+    """uvicorn's ``http`` protocol: with joined writes when the fast paths are on."""
+    return PROTOCOL if fast_paths else PLAIN_PROTOCOL
 
 
 def _body_framing(headers: list[tuple[bytes, bytes]]) -> tuple[int, bool]:

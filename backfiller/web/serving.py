@@ -30,7 +30,7 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
     """uvicorn's configuration of every server process (one, or each of ``--workers N``)."""
     import uvicorn
 
-    from backfiller.web.protocol import PROTOCOL
+    from backfiller.web.protocol import protocol_for
 
     return uvicorn.Config(
         app,
@@ -41,7 +41,7 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
         lifespan="on",
         ws="websockets-sansio",
         ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
-        http=PROTOCOL,  # slow clients are cut off (web/protocol.py)
+        http=protocol_for(settings.fast_paths),  # slow clients are cut off (web/protocol.py)
         **options,
     )
 
@@ -54,9 +54,8 @@ def http_server(definitions: Definitions, settings: Settings) -> uvicorn.Server:
     from backfiller.storage import Database
     from backfiller.web.app import create_app
 
-    services = Services(
-        database=Database(settings.database_url), definitions=definitions, settings=settings
-    )
+    database = Database(settings.database_url, fast_paths=settings.fast_paths)
+    services = Services(database=database, definitions=definitions, settings=settings)
     return uvicorn.Server(uvicorn_config(create_app(services), settings))
 
 

@@ -1,6 +1,7 @@
 """Asset backfills end to end: real server, daemon and worker processes, on SQLite and
-PostgreSQL. Each execution records its start and end (``assets_defs``); the tests check that no
-downstream partition started before every upstream partition it depends on ended successfully.
+PostgreSQL. Each execution records its start and end (``tests.defs.assets``); the tests check
+that no downstream partition started before every upstream partition it depends on ended
+successfully.
 """
 
 from __future__ import annotations
@@ -16,20 +17,12 @@ import pytest
 from backfiller.storage.migrations import upgrade_database
 from tests.acceptance.daemon_support import adds_up, gql, read, wait_for, wait_status
 from tests.conftest import _truncate_postgres
-from tests.support import LiveProcess, LiveServer
+from tests.support import LAUNCH_WITH_TARGET, LiveProcess, LiveServer
 
 pytestmark = pytest.mark.acceptance
 
-DEFINITIONS = "tests.acceptance.assets_defs:definitions"
+DEFINITIONS = "tests.defs.assets:definitions"
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) {
-    backfill { id target { job assets { names upstream downstream assets } } }
-    userErrors { code message field }
-  }
-}
-"""
 CANCEL = """
 mutation($id: ID!) { cancelBackfill(input: {id: $id}) { userErrors { code message } } }
 """
@@ -97,7 +90,7 @@ def marks(tmp_path: Path) -> Path:
 def launch(server: LiveServer, names: list[str], start: str, end: str, **extra: Any) -> str:
     data = gql(
         server,
-        LAUNCH,
+        LAUNCH_WITH_TARGET,
         {
             "input": {
                 "target": {"assets": {"names": names, "downstream": True}},

@@ -24,11 +24,13 @@ from backfiller_client import (
     RunStatus,
     TriggerOutcome,
 )
-from tests.acceptance.client_support import DEFS
 from tests.conftest import _truncate_postgres
 from tests.support import LiveServer
 
 MARCH = PartitionRange("2024-03-01", "2024-03-02")
+
+
+DEFS = "tests.defs.client:definitions"
 
 
 @pytest.fixture(scope="module")
