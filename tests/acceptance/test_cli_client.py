@@ -18,10 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from backfiller.cli.app import app, register_commands
-from backfiller.storage.migrations import upgrade_database
 from tests.acceptance.client_support import DEFS, create_token
-from tests.conftest import _truncate_postgres
-from tests.support import REPO, LiveProcess, LiveServer, free_port
+from tests.support import REPO, LiveProcess, LiveServer, free_port, live_server
 
 register_commands()  # as main() does
 
@@ -63,23 +61,7 @@ def cli_in_process(*args: str, url: str | None, token: str | None = None) -> Don
     return Done(result.exit_code, result.stdout, result.stderr)
 
 
-@pytest.fixture(scope="module")
-def module_database_url(
-    tmp_path_factory: pytest.TempPathFactory, pg_template_url: str | None
-) -> str:
-    if pg_template_url is not None:
-        _truncate_postgres(pg_template_url)
-        return pg_template_url
-    url = f"sqlite:///{tmp_path_factory.mktemp('cli') / 'backfiller.db'}"
-    upgrade_database(url)
-    return url
-
-
-@pytest.fixture(scope="module")
-def server(module_database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(module_database_url, DEFS)
-    yield live
-    live.stop()
+server = live_server(DEFS, scope="module", database="module_database_url")
 
 
 @pytest.fixture(scope="module")
