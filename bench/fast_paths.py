@@ -1,18 +1,18 @@
-"""The speed paths that reach into the web libraries, each measured alone through the server.
+"""The speed paths (``Settings.fast_paths``) measured through the real server: on and off.
 
-Four real server processes on one SQLite database, side by side in the same minutes: all the
-speed paths on (the code as it ships), the GraphQL lane alone off (``web/graphql_lane.py``),
-joined socket writes alone off (``web/joined_writes.py``), and every speed path off
-(``BACKFILLER_FAST_PATHS=0``). Each round sends every server the same requests in turn (the
-order rotated each round) over keep-alive connections with a minimal HTTP/1.1 client, and
-reads the server's CPU time from ``/proc``: requests per second, and the server's CPU
-microseconds per request, for a small query (``{ apiVersion }``, the HTTP and GraphQL path
-alone) and a 1-partition launch, at concurrency 1 and 8. Ratios are against "all on" of the
-same round; the medians of the rounds are printed.
+Real server processes on one SQLite database, side by side in the same minutes: every speed
+path on (the code as it ships) and every one off (``BACKFILLER_FAST_PATHS=0``). Each round
+sends every server the same requests in turn (the order rotated each round) over keep-alive
+connections with a minimal HTTP/1.1 client, and reads the server's CPU time from ``/proc``:
+requests per second, and the server's CPU microseconds per request, for a small query
+(``{ apiVersion }``, the HTTP and GraphQL path alone) and a 1-partition launch, at
+concurrency 1 and 8. Ratios are against "all on" of the same round; the medians of the rounds
+are printed.
 
 Run with ``python -m bench.fast_paths`` (``BENCH_ROUNDS``, ``BENCH_COUNT``). Not a test: it
-asserts nothing. The "lane off" and "joined writes off" servers are this module's
-``serve`` entry, which turns the one path off in its process before serving.
+asserts nothing. At commit 0b42791 this benchmark also ran a server with the GraphQL lane
+alone off and one with joined socket writes alone off (its ``serve`` entry turned the one path
+off): neither showed a gain, and both are gone (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -35,7 +34,7 @@ from bench.launch import REPO, Connection, free_port, launch_body
 from bench.proc_cpu import process_cpu
 
 QUERY = json.dumps({"query": "{ apiVersion }"}).encode()
-VARIANTS = ("all on", "lane off", "joined writes off", "all off")
+VARIANTS = ("all on", "all off")
 WORKLOADS = (("query", QUERY), ("launch 1", launch_body(1)))
 
 
@@ -48,24 +47,6 @@ class Server:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(10)
-
-
-def serve(variant: str) -> None:
-    """The server process of ``variant`` (its settings in the environment, as ``serve``'s)."""
-    if variant == "lane off":
-        import backfiller.web.app as app
-
-        def no_lane(inner: Any, route: Any) -> Any:
-            return inner
-
-        setattr(app, "GraphQLLane", no_lane)  # noqa: B010 (mypy: not exported)
-    elif variant == "joined writes off":
-        from backfiller.web import protocol
-
-        protocol._ClientRules.join_writes = False
-    from backfiller.web.serving import main
-
-    main()
 
 
 def start(name: str, url: str) -> Server:
@@ -87,7 +68,7 @@ def start(name: str, url: str) -> Server:
         SETTINGS_VARIABLE: settings_to_environment(settings),
         "BACKFILLER_FAST_PATHS": "0" if name == "all off" else "1",
     }
-    args = [sys.executable, "-m", "bench.fast_paths", "serve", name]
+    args = [sys.executable, "-m", "backfiller.web.serving"]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     for _ in range(400):
@@ -165,17 +146,11 @@ def report(found: dict[tuple[str, str, int], list[tuple[float, float]]], rounds:
                     c / b for (_, c), (_, b) in zip(runs, base, strict=True)
                 )
                 print(
-                    f"{label:>8} c={concurrency} {name:>17}: {rate:7.0f} req/s "
+                    f"{label:>8} c={concurrency} {name:>7}: {rate:7.0f} req/s "
                     f"({rate_ratio:5.3f}x), server CPU {cpu:6.0f} us/req ({cpu_ratio:5.3f}x)"
                 )
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["serve"]:
-        serve(sys.argv[2])
-    else:
-        asyncio.run(
-            main(
-                int(os.environ.get("BENCH_ROUNDS", "5")), int(os.environ.get("BENCH_COUNT", "2000"))
-            )
-        )
+    rounds, count = os.environ.get("BENCH_ROUNDS", "5"), os.environ.get("BENCH_COUNT", "2000")
+    asyncio.run(main(int(rounds), int(count)))

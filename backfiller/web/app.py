@@ -23,7 +23,6 @@ from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
-from backfiller.web.graphql_lane import GraphQLLane, api_route
 from backfiller.web.headers import SecurityHeaders
 from backfiller.web.operations import Operations
 from backfiller.web.request_body import plain_json_operation
@@ -214,9 +213,8 @@ def create_app(services: Services) -> ASGIApp:
         yield
         await services.database.dispose()
 
-    graphql_route = api_route(graphql)
     routes = [
-        graphql_route,
+        Route("/graphql/v1", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql/v1", graphql),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
@@ -228,6 +226,5 @@ def create_app(services: Services) -> ASGIApp:
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
     settings = services.settings
-    inner = GraphQLLane(app, graphql_route) if settings.fast_paths else app
-    limited = BodyLimit(inner, settings.max_body_bytes)
+    limited = BodyLimit(app, settings.max_body_bytes)
     return Operations(RequestId(SecurityHeaders(secure(limited, services), settings)), services)

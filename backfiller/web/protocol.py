@@ -33,8 +33,6 @@ import asyncio
 import os
 from typing import Any
 
-from backfiller.web.joined_writes import JoinedWrites
-
 CLIENT_TIMEOUT = float(os.environ.get("BACKFILLER_CLIENT_TIMEOUT") or 30.0)
 MAX_HEAD_BYTES = 16 * 1024
 """What a request's head (request line and headers) may take, as h11's own bound."""
@@ -45,8 +43,6 @@ class _ClientRules:
     protocols (mixed in before it)."""
 
     client_timeout: float = CLIENT_TIMEOUT
-    join_writes = True
-    """An answer's writes joined into one (``joined_writes.py``): a speed path."""
     _deadline: asyncio.TimerHandle | None = None
     loop: asyncio.AbstractEventLoop
     cycle: Any
@@ -54,16 +50,7 @@ class _ClientRules:
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
-        if self.join_writes:
-            # The answer's head and body in one write (uvicorn's flow control keeps the
-            # transport).
-            self.transport = JoinedWrites(self.transport, self.loop)  # type: ignore[assignment]
         self._arm()
-
-    def _unjoined(self) -> None:
-        """Hand the transport itself back (before a WebSocket takes the connection)."""
-        if isinstance(self.transport, JoinedWrites):
-            self.transport = self.transport.unwrap()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # type: ignore[misc]
@@ -115,14 +102,9 @@ except ImportError:  # pragma: no cover (httptools comes with uvicorn[standard])
     class DeadlineH11Protocol(_ClientRules, H11Protocol):  # type: ignore[misc]
         def handle_websocket_upgrade(self, event: Any) -> None:
             self._disarm()
-            self._unjoined()
             super().handle_websocket_upgrade(event)
 
-    class PlainDeadlineH11Protocol(DeadlineH11Protocol):
-        join_writes = False
-
     PROTOCOL = "backfiller.web.protocol:DeadlineH11Protocol"
-    PLAIN_PROTOCOL = "backfiller.web.protocol:PlainDeadlineH11Protocol"
 else:
 
     class DeadlineHttpToolsProtocol(_ClientRules, HttpToolsProtocol):  # type: ignore[misc]
@@ -134,7 +116,6 @@ else:
 
         def handle_websocket_upgrade(self) -> None:
             self._disarm()
-            self._unjoined()
             super().handle_websocket_upgrade()
 
         def on_message_begin(self) -> None:
@@ -196,16 +177,7 @@ else:
                 HttpToolsProtocol.on_message_complete(self)
             return rest
 
-    class PlainDeadlineHttpToolsProtocol(DeadlineHttpToolsProtocol):
-        join_writes = False
-
     PROTOCOL = "backfiller.web.protocol:DeadlineHttpToolsProtocol"
-    PLAIN_PROTOCOL = "backfiller.web.protocol:PlainDeadlineHttpToolsProtocol"
-
-
-def protocol_for(fast_paths: bool) -> str:
-    """uvicorn's ``http`` protocol: with joined writes when the fast paths are on."""
-    return PROTOCOL if fast_paths else PLAIN_PROTOCOL
 
 
 def _body_framing(headers: list[tuple[bytes, bytes]]) -> tuple[int, bool]:

@@ -30,7 +30,7 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
     """uvicorn's configuration of every server process (one, or each of ``--workers N``)."""
     import uvicorn
 
-    from backfiller.web.protocol import protocol_for
+    from backfiller.web.protocol import PROTOCOL
 
     return uvicorn.Config(
         app,
@@ -41,7 +41,7 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
         lifespan="on",
         ws="websockets-sansio",
         ws_max_size=settings.max_body_bytes,  # a WebSocket message is capped like a body
-        http=protocol_for(settings.fast_paths),  # slow clients are cut off (web/protocol.py)
+        http=PROTOCOL,  # slow clients are cut off (web/protocol.py)
         **options,
     )
 

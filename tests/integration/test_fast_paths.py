@@ -18,7 +18,6 @@ from backfiller.storage.greenlets import run_sync
 from backfiller.storage.launches import _backfill_values
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import BackfillRecord, table_of
-from backfiller.web.protocol import PLAIN_PROTOCOL, PROTOCOL, protocol_for
 from tests.support import new_backfill
 
 NOW = datetime(2026, 6, 15, 12, tzinfo=UTC)
@@ -63,4 +62,3 @@ def test_the_api_follows_the_switch(fast: bool) -> None:
     built = build_schema(settings)
     assert built.execution_context_class is (FastExecutor if fast else SecureExecutor)
     assert built.remembers_hooks is fast
-    assert protocol_for(fast) == (PROTOCOL if fast else PLAIN_PROTOCOL)
