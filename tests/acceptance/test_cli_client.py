@@ -593,3 +593,16 @@ def test_watch_draws_a_progress_bar_on_a_terminal(
     assert "100%" in screen
     assert "━" in screen  # the bar
     assert f"{backfill_id} ended COMPLETED_SUCCESS" in screen
+
+
+def test_a_launch_that_runs_nothing_says_why_and_options_come_first_too(
+    proc: Any, daemon: LiveProcess
+) -> None:
+    days = ("--from", "2024-08-01", "--to", "2024-08-03")
+    first = proc("launch", "daily_sales", *days, "--wait", "--interval", "0.2", timeout=120)
+    assert first.code == 0, first.stdout + first.stderr
+    again = proc("-o", "text", "launch", "daily_sales", *days)
+    assert again.code == 0, again.stdout + again.stderr
+    assert "3 skipped: already succeeded; use --reprocess all to run them again" in again.stdout
+    quiet = proc("launch", "daily_sales", *days, "--reprocess", "all", "--quiet")
+    assert quiet.code == 0 and "skipped" not in quiet.stdout
