@@ -48,7 +48,7 @@ test-unit: $(BIN)/backfiller
 	@began=$$(date +%s%N); \
 	$(BIN)/ruff check backfiller clients/python tests bench && \
 	$(BIN)/ruff format --check --quiet backfiller clients/python tests bench && \
-	$(BIN)/pytest -q tests/unit tests/migrations tests/contract; \
+	$(BIN)/pytest -q -n 2 tests/unit tests/migrations tests/contract; \
 	status=$$?; \
 	tenths=$$(( ($$(date +%s%N) - began) / 100000000 )); \
 	echo "make test-unit: $$((tenths / 10)).$$((tenths % 10)) s"; \

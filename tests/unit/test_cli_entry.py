@@ -33,7 +33,23 @@ def test_the_client_commands_are_the_ones_the_client_registers() -> None:
         for name, command in group.commands.items()
         if name not in root.SERVER_COMMANDS and name not in ("db", "schema", "worker", "token")
     }
-    assert client == CLIENT_COMMANDS
+    assert client == set(CLIENT_COMMANDS)
+
+
+@pytest.mark.parametrize("module", sorted(set(CLIENT_COMMANDS.values())))
+def test_each_client_command_is_registered_by_its_own_module(module: str) -> None:
+    code = (
+        "import importlib, json, sys, typer\n"
+        "from backfiller_client.cli.app import app\n"
+        f"importlib.import_module('backfiller_client.cli.{module}')\n"
+        "print(json.dumps(sorted(typer.main.get_group(app).commands)))\n"
+        "print(any(m.startswith('backfiller.') for m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    registered, server_loaded = done.stdout.splitlines()
+    mine = {name for name, of in CLIENT_COMMANDS.items() if of == module}
+    assert mine <= set(json.loads(registered))
+    assert server_loaded == "False"
 
 
 @pytest.mark.parametrize(

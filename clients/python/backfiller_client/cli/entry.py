@@ -2,8 +2,8 @@
 command needs.
 
 - ``backfiller --version`` loads nothing but the version.
-- A client command (``jobs``, ``list``, ``launch``...) loads the client's commands, not the
-  server's (no typer app of the server, no definitions, no SQLAlchemy).
+- A client command (``jobs``, ``list``, ``launch``...) loads the module of that command, not
+  the other client commands nor the server's (no definitions, no SQLAlchemy).
 - Everything else (a server command, ``--help``) goes through the whole command
   (``backfiller_client.cli.app``).
 
@@ -20,25 +20,24 @@ import os
 import sys
 from collections.abc import Sequence
 
-# The client's commands and groups (tests/unit/test_cli_entry.py checks them against the
-# commands the client registers).
-CLIENT_COMMANDS = frozenset(
-    {
-        "assets",
-        "cancel",
-        "jobs",
-        "launch",
-        "list",
-        "partitions",
-        "pause",
-        "preview",
-        "resume",
-        "retry",
-        "show",
-        "trigger",
-        "watch",
-    }
-)
+# The client's commands and groups, with the module that defines each (importing it registers
+# the command): a client command loads its own module only. tests/unit/test_cli_entry.py
+# checks them against what the client registers.
+CLIENT_COMMANDS = {
+    "assets": "assets",
+    "cancel": "backfills",
+    "jobs": "jobs",
+    "launch": "backfills",
+    "list": "backfills",
+    "partitions": "partitions",
+    "pause": "backfills",
+    "preview": "backfills",
+    "resume": "backfills",
+    "retry": "backfills",
+    "show": "show",
+    "trigger": "triggers",
+    "watch": "backfills",
+}
 # The client's options that take a value, and may come before the command.
 CLIENT_OPTIONS = frozenset({"--url", "--token", "--token-file", "--output", "-o"})
 # The root's own options that take a value (the server's): they stay before the command.
@@ -152,11 +151,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         print(f"backfiller {__version__}")
         return
+    import importlib
+
     from backfiller_client.cli import app as root
 
     command = command_of(words)
     if command in CLIENT_COMMANDS and not any(_split_option(w)[0] in ROOT_OPTIONS for w in words):
-        root.register_client_commands()  # the server is not loaded for a client command
+        # A client command: its own module, nothing of the server's.
+        importlib.import_module(f"backfiller_client.cli.{CLIENT_COMMANDS[command]}")
     else:
         root.register_server_commands(words)
     root.app(args=words, prog_name="backfiller")
