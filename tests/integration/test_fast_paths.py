@@ -24,6 +24,7 @@ NOW = datetime(2026, 6, 15, 12, tzinfo=UTC)
 
 
 def test_the_switch_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BACKFILLER_FAST_PATHS", raising=False)
     assert Settings().fast_paths
     for off in ("0", "false", "no", "off", " OFF "):
         monkeypatch.setenv("BACKFILLER_FAST_PATHS", off)
