@@ -26,7 +26,6 @@ from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
-from backfiller.web.graphql_lane import GraphQLLane
 from backfiller.web.headers import SecurityHeaders
 from backfiller.web.host_guard import HostGuard
 from backfiller.web.operations import Operations
@@ -79,8 +78,11 @@ class PublicGraphQL(GraphQL[Context, None]):
     async def parse_http_body(
         self, request: AsyncHTTPRequestAdapter
     ) -> GraphQLRequestData | list[GraphQLRequestData]:
-        plain = await plain_json_operation(request, self.decode_json)
-        return plain if plain is not None else await super().parse_http_body(request)
+        if self.services.settings.fast_paths:  # a speed path (web/request_body.py)
+            plain = await plain_json_operation(request, self.decode_json)
+            if plain is not None:
+                return plain
+        return await super().parse_http_body(request)
 
     def decode_json(self, data: str | bytes) -> object:
         return decode_json(data)  # a number too long is a typed 400 (RequestRefused)
@@ -274,7 +276,7 @@ def create_app(services: Services) -> ASGIApp:
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
     settings = services.settings
-    limited = BodyLimit(GraphQLLane(app, graphql), settings.max_body_bytes)
+    limited = BodyLimit(app, settings.max_body_bytes)
     # Outermost, the headers of every answer: the masked 500 that RequestId writes, and
     # /metrics and /readyz, which Operations answers (after their Host check), included.
     operations = Operations(secure(limited, services), services)
