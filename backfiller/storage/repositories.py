@@ -32,6 +32,7 @@ from backfiller.domain import (
     SlotState,
     expected_for,
 )
+from backfiller.storage.backfill_listing import add_asset_names
 from backfiller.storage.errors import IdempotencyConflict
 from backfiller.storage.notifications import WebhookTarget, add_webhooks
 from backfiller.storage.prepared import Prepared
@@ -120,6 +121,12 @@ class BackfillQuery:
     statuses: Sequence[BackfillState] | None = None
     job_name: str | None = None
     tag: tuple[str, str] | None = None
+    asset: str | None = None
+    creator: str | None = None
+    tags: Sequence[tuple[str, str]] = ()
+    title_contains: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
 
 
 def _backfill_values(new: NewBackfill, now: datetime) -> dict[str, Any]:
@@ -188,6 +195,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
     if new.tags:
         _INSERT_TAG.many(conn, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
     add_webhooks(conn, pk, new.notify)
+    add_asset_names(conn, [(pk, new.asset_target)])
     EVENTS.rows(conn, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
     return _detached_record(pk, values)
 
@@ -244,6 +252,9 @@ def add_backfills(
         _INSERT_TAG.many(conn, tags)
     for pk, (new, _) in zip(pks, launches, strict=True):
         add_webhooks(conn, pk, new.notify)
+    add_asset_names(
+        conn, [(pk, new.asset_target) for pk, (new, _) in zip(pks, launches, strict=True)]
+    )
     events = [
         event_row(pk, EventKind.LAUNCHED, now, new.creator, None)
         for pk, (new, now) in zip(pks, launches, strict=True)
