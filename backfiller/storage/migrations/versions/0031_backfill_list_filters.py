@@ -1,5 +1,5 @@
 """backfill list filters: the assets of asset backfills, and indexes for creator, creation
-time and title text (a trigram index on PostgreSQL)
+time, title text (a trigram index on PostgreSQL) and tags in list order
 
 Revision ID: 0031
 Revises: 0012
@@ -34,6 +34,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("asset", "backfill_id", name=op.f("pk_backfill_assets")),
     )
     _fill_backfill_assets(bind)
+    # A tag's backfills newest first, without a sort: a list page stops after 100 of them.
+    with op.batch_alter_table("backfill_tags") as batch:
+        batch.drop_index("ix_backfill_tags_key_value")
+        batch.create_index(
+            "ix_backfill_tags_key_value_backfill_id", ["key", "value", "backfill_id"]
+        )
     with op.batch_alter_table("backfills") as batch:
         batch.create_index("ix_backfills_creator_id", ["creator", "id"])
         batch.create_index("ix_backfills_created_at", ["created_at"])
@@ -80,4 +86,7 @@ def downgrade() -> None:
     with op.batch_alter_table("backfills") as batch:
         batch.drop_index("ix_backfills_created_at")
         batch.drop_index("ix_backfills_creator_id")
+    with op.batch_alter_table("backfill_tags") as batch:
+        batch.drop_index("ix_backfill_tags_key_value_backfill_id")
+        batch.create_index("ix_backfill_tags_key_value", ["key", "value"])
     op.drop_table("backfill_assets")
