@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, ForeignKey, Index, String, insert
 from sqlalchemy.orm import Mapped, mapped_column
 
-from backfiller.storage.base import Base
+from backfiller.storage.base import Base, table_of
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import BackfillRecord
 
@@ -39,7 +39,7 @@ class BackfillAssetRecord(Base):
     )
 
 
-_BACKFILLS = BackfillRecord.__table__
+_BACKFILLS = table_of(BackfillRecord)
 
 LIST_INDEXES = (
     Index("ix_backfills_creator_id", _BACKFILLS.c.creator, _BACKFILLS.c.id),
@@ -53,7 +53,7 @@ LIST_INDEXES = (
 )
 """The list's indexes on ``backfills`` (made by migration 0031)."""
 
-_INSERT_ASSET = Prepared(insert(BackfillAssetRecord.__table__))
+_INSERT_ASSET = Prepared(insert(table_of(BackfillAssetRecord)))
 
 
 def asset_names(asset_target: dict[str, Any] | None) -> list[str]:

@@ -12,6 +12,7 @@ from backfiller.storage import (
     notification_records,
     records,
     trigger_records,
+    web_sessions,
 )
 from backfiller.storage.base import Base
 
@@ -24,4 +25,5 @@ __all__ = [
     "notification_records",
     "records",
     "trigger_records",
+    "web_sessions",
 ]

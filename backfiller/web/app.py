@@ -29,6 +29,7 @@ from backfiller.web.operations import Operations
 from backfiller.web.request_body import plain_json_operation
 from backfiller.web.request_ids import new_request_id
 from backfiller.web.rest import RestApi
+from backfiller.web.sessions import no_sign_on_route, sign_on_of
 from backfiller.web.sockets import (
     CappedWebSocketAdapter,
     GuardedTransportWSHandler,
@@ -211,7 +212,9 @@ def create_app(services: Services) -> ASGIApp:
         yield
         await services.database.dispose()
 
+    sign_on = sign_on_of(services)  # single sign-on (web/sessions.py), when configured
     routes = [
+        *(sign_on.routes() if sign_on else [no_sign_on_route()]),
         Route("/graphql/v1", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql/v1", graphql),
         Route("/graphql", graphql, methods=["GET", "POST"]),
@@ -225,4 +228,5 @@ def create_app(services: Services) -> ASGIApp:
     app.state.services = services
     settings = services.settings
     limited = BodyLimit(GraphQLLane(app, graphql), settings.max_body_bytes)
-    return Operations(RequestId(SecurityHeaders(secure(limited, services), settings)), services)
+    gated = secure(limited, services, sign_on)
+    return Operations(RequestId(SecurityHeaders(gated, settings)), services)
