@@ -183,7 +183,7 @@ def prepare_database(url: str | None) -> str:
 
 
 @app.command()
-def serve(
+def serve(  # long: one parameter per option of the command
     definitions: DefinitionsOption = None,
     database: DatabaseOption = None,
     host: HostOption = "127.0.0.1",

@@ -225,18 +225,13 @@ class AccessGate:
                     return
         token = bearer_token(headers)
         principal: Principal | None = None
-        if token is not None:
-            found = await authenticate(self.services, token, self.services.clock())
-            if isinstance(found, AuthFailure):
-                logger.info("refused a request to %s: %s", path, found.reason)
-                await self._challenge(scope, receive, send, found.reason, True)
-                return
+        found = await self._credential(scope, headers, token)
+        if isinstance(found, AuthFailure):
+            logger.info("refused a request to %s: %s", path, found.reason)
+            await self._challenge(scope, receive, send, found.reason, True)
+            return
+        if found is not None:
             principal = found
-        elif (session := await self._session(scope, headers)) is not None:
-            if isinstance(session, AuthFailure):  # a cookie of an ended session, or no CSRF
-                await self._challenge(scope, receive, send, session.reason, True)
-                return
-            principal = session
         elif self.auth_mode is AuthMode.NONE:
             principal = ANONYMOUS_ADMIN
         elif scope["type"] == "http" and not self._is_ide_page(scope, headers):
@@ -252,8 +247,13 @@ class AccessGate:
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
 
-    async def _session(self, scope: Scope, headers: Headers) -> Principal | AuthFailure | None:
-        """A person signed in with single sign-on (``web/sessions.py``), from the cookie."""
+    async def _credential(
+        self, scope: Scope, headers: Headers, token: str | None
+    ) -> Principal | AuthFailure | None:
+        """The caller of a bearer token, else of a single sign-on session's cookie
+        (``web/sessions.py``); None when the request has neither."""
+        if token is not None:
+            return await authenticate(self.services, token, self.services.clock())
         return None if self.sign_on is None else await self.sign_on.principal(scope, headers)
 
     @staticmethod

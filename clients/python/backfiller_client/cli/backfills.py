@@ -381,7 +381,7 @@ TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:
 
 
 @app.command("list", rich_help_panel=CLIENT_PANEL)
-def list_(
+def list_(  # long: one parameter per option of the command
     status: Annotated[
         list[StatusChoice] | None,
         typer.Option("--status", case_sensitive=False, help="Only these statuses; repeat."),
