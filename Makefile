@@ -21,7 +21,11 @@ $(BIN)/backfiller: pyproject.toml clients/python/pyproject.toml uv.lock
 clients/typescript/node_modules/.package-lock.json: clients/typescript/package-lock.json
 	cd clients/typescript && npm ci --no-audit --no-fund
 
-bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json
+# The browser tests' Node packages (an OpenID provider, axe-core), from their lock file.
+tests/browser/node/node_modules/.package-lock.json: tests/browser/node/package-lock.json
+	cd tests/browser/node && npm ci --no-audit --no-fund
+
+bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json tests/browser/node/node_modules/.package-lock.json
 
 # Quick start: API, daemon and UI on an embedded SQLite database, with the example jobs.
 # Python and make only: Node is for the TypeScript client's tests (make test).

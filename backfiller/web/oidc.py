@@ -27,7 +27,7 @@ import httpx
 from authlib.oauth2.rfc6749.parameters import prepare_grant_uri, prepare_token_request
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from joserfc import jwt
-from joserfc.errors import JoseError
+from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 
 from backfiller.config import Settings
@@ -49,7 +49,7 @@ ALGORITHMS = (
 )
 LEEWAY_SECONDS = 60
 METADATA_SECONDS = 3600
-KEYS_REFETCH_SECONDS = 30
+KEYS_REFETCH_SECONDS = 1
 HTTP_TIMEOUT_SECONDS = 10
 
 
@@ -245,10 +245,11 @@ class OidcProvider:
             keys = await self.keys(refresh=refresh)
             try:
                 return jwt.decode(id_token, keys, algorithms=list(ALGORITHMS))
-            except ValueError:
+            except InvalidKeyIdError:
                 continue  # no key of that id: the provider may have rotated its keys
-            except JoseError as error:
-                raise SignInRefused(f"the ID token is not valid: {error.error}") from None
+            except (JoseError, ValueError) as error:
+                reason = error.error if isinstance(error, JoseError) else str(error)
+                raise SignInRefused(f"the ID token is not valid: {reason}") from None
         raise SignInRefused("the ID token is signed with a key the provider does not publish")
 
     async def userinfo(self, access_token: str, subject: str) -> dict[str, Any]:

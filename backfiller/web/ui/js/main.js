@@ -1,6 +1,6 @@
 // The shell: a hash router, the connection banner, and the sign-in redirect.
-import { AuthRequired, events, getToken, graphql, isOnline, setToken } from "./api.js";
-import { buildHash, errorBox, h, parseQuery, replace } from "./dom.js";
+import { AuthRequired, currentSession, events, getToken, graphql, isOnline, loadSession, setToken, signOutOfSession } from "./api.js";
+import { buildHash, errorBox, formatTime, h, parseQuery, replace } from "./dom.js";
 import * as assetsPage from "./pages/assets.js";
 import * as backfillPage from "./pages/backfill.js";
 import * as backfillsPage from "./pages/backfills.js";
@@ -126,6 +126,35 @@ events.addEventListener("unauthorized", () => {
 });
 
 function renderSession() {
+  const person = currentSession();
+  if (!getToken() && person.signedIn) {
+    replace(
+      session,
+      h(
+        "span",
+        { class: "session-person", id: "session-person", title: person.expiresAt ? `Signed in until ${formatTime(person.expiresAt)}` : undefined },
+        h("span", { class: "session-name" }, person.name),
+        " ",
+        h("span", { class: "badge badge-plain", dataset: { role: person.role } }, person.role),
+        person.team ? h("span", { class: "muted small" }, ` · ${person.team}`) : null,
+      ),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "btn btn-ghost btn-small",
+          id: "sign-out",
+          onclick: async () => {
+            const next = await signOutOfSession();
+            if (next.startsWith("#")) location.hash = next;
+            else location.assign(next);
+          },
+        },
+        "Sign out",
+      ),
+    );
+    return;
+  }
   if (getToken()) {
     replace(
       session,
@@ -149,5 +178,5 @@ function renderSession() {
 
 events.addEventListener("token", renderSession);
 window.addEventListener("hashchange", navigated);
-renderSession();
+loadSession().then(renderSession);
 navigated();
