@@ -1,6 +1,8 @@
 // The shell: a hash router, the connection banner, and the sign-in redirect.
 import { AuthRequired, currentSession, events, getToken, graphql, isOnline, loadSession, setToken, signOutOfSession } from "./api.js";
 import { buildHash, errorBox, formatTime, h, parseQuery, replace } from "./dom.js";
+import { displayZone, effectiveTheme, prefs, setThemeChoice, setTimeZoneChoice, timeZoneChoice } from "./prefs.js";
+import { globalShortcut, renderHelpButton, showShortcuts } from "./shortcuts.js";
 import * as assetsPage from "./pages/assets.js";
 import * as backfillPage from "./pages/backfill.js";
 import * as backfillsPage from "./pages/backfills.js";
@@ -175,6 +177,61 @@ function renderSession() {
     replace(session);
   }
 }
+
+// --- display preferences and shortcuts ------------------------------------------------------
+
+const prefsHolder = document.getElementById("prefs");
+
+function renderPrefs() {
+  const zone = timeZoneChoice();
+  const theme = effectiveTheme();
+  const helpHolder = h("span");
+  renderHelpButton(helpHolder);
+  replace(
+    prefsHolder,
+    h(
+      "button",
+      {
+        type: "button",
+        class: "btn-pref",
+        id: "zone-switch",
+        "aria-pressed": String(zone === "utc"),
+        title: `Times are shown in ${displayZone()}; switch with T`,
+        onclick: toggleZone,
+      },
+      zone === "utc" ? "UTC" : "Local time",
+    ),
+    h(
+      "button",
+      { type: "button", class: "btn-pref", id: "theme-switch", "aria-pressed": String(theme === "dark"), title: "Dark mode; switch with D", onclick: toggleTheme },
+      theme === "dark" ? "Dark" : "Light",
+    ),
+    helpHolder,
+  );
+}
+
+function toggleZone() {
+  setTimeZoneChoice(timeZoneChoice() === "utc" ? "local" : "utc");
+}
+
+function toggleTheme() {
+  setThemeChoice(effectiveTheme() === "dark" ? "light" : "dark");
+}
+
+prefs.addEventListener("change", (event) => {
+  renderPrefs();
+  if (event.detail.what === "timeZone") navigated(); // every timestamp on the page, in the new zone
+});
+
+globalShortcut("?", "Show these shortcuts", showShortcuts);
+globalShortcut("g b", "Go to backfills", () => (location.hash = "#/backfills"));
+globalShortcut("g l", "Go to launch", () => (location.hash = "#/launch"));
+globalShortcut("g j", "Go to jobs", () => (location.hash = "#/jobs"));
+globalShortcut("g a", "Go to assets", () => (location.hash = "#/assets"));
+globalShortcut("g t", "Go to triggers", () => (location.hash = "#/triggers"));
+globalShortcut("t", "Switch times between UTC and local time", toggleZone);
+globalShortcut("d", "Switch between light and dark", toggleTheme);
+renderPrefs();
 
 events.addEventListener("token", renderSession);
 window.addEventListener("hashchange", navigated);

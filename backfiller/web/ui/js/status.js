@@ -1,5 +1,6 @@
 // Statuses: labels, colours (shared by CSS classes and the canvas strip), badges, progress bar.
 import { formatNumber, formatPercent, h } from "./dom.js";
+import { cssColor } from "./prefs.js";
 
 export const BACKFILL_STATUSES = [
   "REQUESTED",
@@ -91,6 +92,13 @@ export const PARTITION_COLORS = {
   PENDING: "#e6e9ef",
   UNKNOWN: "#a78bfa",
 };
+
+/** The colours of the theme in force (app.css --st-*), for canvases. */
+export function partitionColors() {
+  const colors = {};
+  for (const status of PARTITION_STATUSES) colors[status] = cssColor(`--st-${status.toLowerCase()}`, PARTITION_COLORS[status]);
+  return colors;
+}
 
 export const PARTITION_LABELS = {
   SUCCEEDED: "Succeeded",
