@@ -77,7 +77,9 @@ async function render() {
 
 function navigated() {
   render().then(() => {
-    if (renderCount > 1) main.focus({ preventScroll: true });
+    // To the new page's content, unless the page gave focus back to a field of its own (a
+    // filter being typed in, whose value changed the URL).
+    if (renderCount > 1 && !main.contains(document.activeElement)) main.focus({ preventScroll: true });
   });
 }
 

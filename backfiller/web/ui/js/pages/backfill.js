@@ -294,7 +294,7 @@ export async function render(root, { params }) {
           { class: "lede" },
           b.target.assets
             ? ["Assets ", h("a", { href: "#/assets", class: "mono" }, selectionLabel(b.target.assets)), ` (${b.target.assets.assets.length} in all)`]
-            : ["Job ", h("a", { href: buildHash("/backfills", { job: b.target.job }), class: "mono" }, b.target.job ?? "?")],
+            : ["Job ", h("a", { href: buildHash("/backfills", { target: b.target.job }), class: "mono" }, b.target.job ?? "?")],
           " · created ",
           timeAgo(b.createdAt),
           b.creator ? ` by ${b.creator}` : "",
