@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def _empty(source: StorageSource) -> RunTimeline:
     columns = TimelineRuns(
         ids=[], jobs=[], partition_keys=[], attempts=[], statuses=[], workers=[],
-        queued_at=[], started_at=[], ended_at=[],
+        queued_at=[], started_at=[], ended_at=[], error_messages=[],
     )  # fmt: skip
     zero = BackfillCounts.of(
         total=0, pending=0, queued=0, running=0, succeeded=0, failed=0, canceled=0, skipped=0
@@ -75,6 +75,7 @@ async def read_timeline(source: StorageSource, pk: int, last_runs: int) -> RunTi
         queued_at=[r.queued_at.timestamp() for r in runs],
         started_at=[_seconds(r.started_at) for r in runs],
         ended_at=[_seconds(r.ended_at) for r in runs],
+        error_messages=[r.error_message for r in runs],
     )
     return RunTimeline(
         read_at=read_at,

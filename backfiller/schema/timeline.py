@@ -30,6 +30,9 @@ class TimelineRuns:
     queued_at: list[float]
     started_at: list[float | None]
     ended_at: list[float | None]
+    error_messages: list[str | None] = strawberry.field(
+        description="The exception's type and message of each failed run; null otherwise."
+    )
 
 
 @strawberry.type(

@@ -28,6 +28,7 @@ class TimelineRun(NamedTuple):
     queued_at: datetime
     started_at: datetime | None
     ended_at: datetime | None
+    error_message: str | None
 
 
 async def one_snapshot(session: AsyncSession) -> None:
@@ -49,6 +50,7 @@ async def timeline_runs(session: AsyncSession, backfill_id: int, limit: int) -> 
             RunRecord.queued_at,
             RunRecord.started_at,
             RunRecord.ended_at,
+            RunRecord.error_message,
         )
         .where(RunRecord.backfill_id == backfill_id, RunRecord.lead_run_id.is_(None))
         .order_by(RunRecord.id.desc())

@@ -942,6 +942,8 @@ type TimelineRuns struct {
 	QueuedAt  []float64  `json:"queuedAt"`
 	StartedAt []*float64 `json:"startedAt"`
 	EndedAt   []*float64 `json:"endedAt"`
+	// The exception's type and message of each failed run; null otherwise.
+	ErrorMessages []*string `json:"errorMessages"`
 }
 
 // A function of the definitions that decides whether to launch backfills: evaluated on demand (`evaluateTrigger`), on its interval by the daemon, or from a job.

@@ -225,7 +225,7 @@ export async function render(root, { query }) {
             { "data-label": "Target" },
             targetCell(b.target),
           ),
-          h("td", { "data-label": "Progress", class: "cell-progress" }, progressBar(b.counts, { compact: true })),
+          h("td", { "data-label": "Progress", class: "cell-progress" }, progressBar(b.counts, { compact: true, status: b.status })),
           h("td", { "data-label": "Created" }, timeAgo(b.createdAt)),
           h("td", { "data-label": "Creator" }, b.creator ? b.creator : h("span", { class: "muted" }, "–")),
         ),
