@@ -39,6 +39,7 @@ export class RunTimeline {
       onpointerleave: () => this.hideTip(),
       onkeydown: (e) => this.key(e),
     });
+    this.canvas.timeline = this; // for the browser tests and the console
     this.tip = h("div", { class: "timeline-tooltip", role: "tooltip", hidden: true });
     this.live = h("div", { class: "visually-hidden", "aria-live": "polite" });
     this.element = h("div", { class: "timeline-frame" }, this.canvas, this.tip, this.live);
