@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 PORT ?= 8000
 
-.PHONY: dev test build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster
+.PHONY: dev test build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster screenshots
 
 # Bootstrap from nothing: a virtual environment with the locked dependencies, compiled to
 # bytecode up front (with PYTHONDONTWRITEBYTECODE set, as on CI, every process would
@@ -74,6 +74,10 @@ schema: bootstrap
 # Both distributions (backfiller and backfiller-client), wheels and sdists, into dist/.
 build: $(BIN)/backfiller
 	$(BIN)/uv build --all-packages --out-dir dist
+
+# The UI's screenshots in docs/screenshots/ (each page, light and dark), from the browser tests.
+screenshots: bootstrap
+	BACKFILLER_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q -n 0 tests/browser/test_display.py -k axe
 
 bench: bootstrap
 	$(BIN)/python -m bench.launch

@@ -22,6 +22,7 @@ from sqlalchemy import create_engine, select, update
 from backfiller.storage.auth_records import AuditRecord
 from backfiller.storage.web_sessions import WebSessionRecord
 from tests.browser.conftest import DEFINITIONS, ConsoleWatch, _Databases, shoot
+from tests.browser.test_display import axe_violations
 from tests.browser.identity import CLIENT_SECRET, IdentityProvider, new_key, oidc_args
 from tests.support import REPO, LiveProcess, LiveServer, free_port
 
@@ -118,6 +119,7 @@ def test_sign_in_act_within_the_role_and_sign_out(
     page.goto(f"{sso.url}/#/launch?job=daily_sales")
     page.wait_for_url(lambda url: "#/signin?next=" in url)
     page.locator("#signin-sso").wait_for()
+    assert axe_violations(page) == []
     shoot(page, "signin-sso")
     page.locator("#signin-sso").click()
     fill_provider_login(page, "olga")

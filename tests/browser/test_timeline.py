@@ -146,7 +146,7 @@ def test_ten_thousand_runs_draw_and_stay_responsive(
 
     # A click on a bar opens that run: one row per worker, the whole time in view.
     page.select_option("#timeline-group", "worker")
-    page.click("button[aria-label='Show every run']")
+    page.click("button[aria-label='Fit every run in view']")
     hit = page.evaluate(
         """() => { const c = document.querySelector('.timeline-canvas');
           const r = c.getBoundingClientRect();

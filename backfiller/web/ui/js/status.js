@@ -186,6 +186,7 @@ export function progressBar(counts, { compact = false, status = null } = {}) {
     {
       class: compact ? "progress progress-compact" : "progress",
       role: "progressbar",
+      "aria-label": "Progress",
       "aria-valuemin": "0",
       "aria-valuemax": "100",
       "aria-valuenow": String(Math.round(percentValue || 0)),

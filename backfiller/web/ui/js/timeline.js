@@ -155,7 +155,11 @@ export class RunTimeline {
     ctx.fillRect(0, 0, g.width, g.height);
     const b = this.bars;
     if (!b || !b.n || !this.view) {
+      ctx.fillStyle = cssColor("--muted", "#667085");
+      ctx.font = `${14 * g.ratio}px system-ui, sans-serif`;
+      ctx.fillText("No run yet: runs appear here as they are queued.", 16 * g.ratio, 40 * g.ratio);
       this.lastDrawMs = performance.now() - started;
+      canvas.dataset.runs = "0";
       return;
     }
     const now = Date.now();

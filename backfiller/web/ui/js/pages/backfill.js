@@ -101,7 +101,7 @@ export async function render(root, { params }) {
         { class: "button-row", role: "group", "aria-label": "Zoom" },
         zoomButton("Zoom in", "+", () => timeline.zoom(0.5)),
         zoomButton("Zoom out", "−", () => timeline.zoom(2)),
-        zoomButton("Show every run", "Fit", () => {
+        zoomButton("Fit every run in view", "Fit", () => {
           timeline.resetView();
           timeline.draw();
         }),
