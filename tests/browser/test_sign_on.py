@@ -22,8 +22,8 @@ from sqlalchemy import create_engine, select, update
 from backfiller.storage.auth_records import AuditRecord
 from backfiller.storage.web_sessions import WebSessionRecord
 from tests.browser.conftest import DEFINITIONS, ConsoleWatch, _Databases, shoot
-from tests.browser.test_display import axe_violations
 from tests.browser.identity import CLIENT_SECRET, IdentityProvider, new_key, oidc_args
+from tests.browser.test_display import axe_violations
 from tests.support import REPO, LiveProcess, LiveServer, free_port
 
 pytestmark = pytest.mark.browser

@@ -41,9 +41,10 @@ def seed_runs(database_url: str, backfill_id: str) -> int:
     assert pk is not None
     start = datetime.now(UTC) - timedelta(hours=2)
     engine = create_engine(database_url)
-    slots, runs = [], []
-    for n in range(PARTITIONS):
-        key = (FIRST_DAY + timedelta(days=n)).date().isoformat()
+    keys = [(FIRST_DAY + timedelta(days=n)).date().isoformat() for n in range(PARTITIONS)]
+    slots: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    for n, key in enumerate(keys):
         retried = n < RETRIED
         slots.append({
             "backfill_id": pk, "position": n, "partition_key": key,
@@ -55,10 +56,9 @@ def seed_runs(database_url: str, backfill_id: str) -> int:
         slot_ids = dict(
             conn.execute(
                 select(SlotRecord.position, SlotRecord.id).where(SlotRecord.backfill_id == pk)
-            ).all()  # type: ignore[arg-type]
+            ).all()
         )
-        for n in range(PARTITIONS):
-            key = slots[n]["partition_key"]
+        for n, key in enumerate(keys):
             queued = start + timedelta(seconds=n * 0.8)
             attempts = (
                 [(1, domain.RunState.FAILED), (2, domain.RunState.SUCCESS)]
