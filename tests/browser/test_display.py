@@ -19,30 +19,18 @@ from tests.browser.identity import NODE_DIR
 pytestmark = pytest.mark.browser
 
 AXE = NODE_DIR / "node_modules" / "axe-core" / "axe.min.js"
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { message } }
-}"""
-
-
-def launch(stack: Stack, **input: Any) -> str:
-    data = stack.graphql(LAUNCH, {"input": input})
-    assert data["launchBackfill"]["userErrors"] == []
-    return str(data["launchBackfill"]["backfill"]["id"])
 
 
 @pytest.fixture(scope="module")
 def pages(ui_server: Stack) -> Iterator[dict[str, tuple[str, str]]]:
     """Every page of the UI: (route, a selector that is there once it has loaded)."""
-    job_backfill = launch(
-        ui_server,
+    job_backfill = ui_server.launch(
         target={"job": "daily_sales"},
         partitions={"range": {"start": "2024-01-01", "end": "2024-01-31"}},
         title="January rerun",
         tags=[{"key": "ticket", "value": "DATA-42"}],
     )
-    asset_backfill = launch(
-        ui_server,
+    asset_backfill = ui_server.launch(
         target={"assets": {"names": ["daily_visits"], "upstream": True}},
         partitions={"range": {"start": "2024-02-01", "end": "2024-02-29"}},
     )

@@ -14,17 +14,6 @@ from tests.browser.conftest import Stack, shoot
 
 pytestmark = pytest.mark.browser
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { message } }
-}"""
-
-
-def launch(stack: Stack, **input: Any) -> str:
-    data = stack.graphql(LAUNCH, {"input": input})
-    assert data["launchBackfill"]["userErrors"] == []
-    return str(data["launchBackfill"]["backfill"]["id"])
-
 
 def listed(page: Any) -> list[str]:
     return [str(r.get_attribute("data-id")) for r in page.locator("table tbody tr").all()]
@@ -40,15 +29,13 @@ def wait_listed(page: Any, expected: list[str]) -> None:
 
 def test_search_and_filters_live_in_the_url(ui_server: Stack, new_page: Callable[..., Any]) -> None:
     marker = "zebra-7"  # a word no other test's title has
-    sales = launch(
-        ui_server,
+    sales = ui_server.launch(
         target={"job": "daily_sales"},
         partitions={"keys": ["2024-02-01"]},
         title=f"Sales {marker} rerun",
         tags=[{"key": "ticket", "value": "ZB-1"}, {"key": "team", "value": "sales"}],
     )
-    visits = launch(
-        ui_server,
+    visits = ui_server.launch(
         target={"assets": {"names": ["daily_visits"]}},
         partitions={"keys": ["2024-02-01"]},
         title=f"Visits {marker}",

@@ -20,19 +20,9 @@ from tests.browser.conftest import Stack, record, shoot
 
 pytestmark = pytest.mark.browser
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { message } }
-}"""
 FIRST_DAY = datetime(1750, 1, 1, tzinfo=UTC)
 PARTITIONS = 8_000
 RETRIED = 2_000  # partitions whose first attempt failed: 10,000 runs in all
-
-
-def launch(stack: Stack, **input: Any) -> str:
-    data = stack.graphql(LAUNCH, {"input": input})
-    assert data["launchBackfill"]["userErrors"] == []
-    return str(data["launchBackfill"]["backfill"]["id"])
 
 
 def seed_runs(database_url: str, backfill_id: str) -> int:
@@ -91,8 +81,7 @@ def test_ten_thousand_runs_draw_and_stay_responsive(
     ui_server: Stack, new_page: Callable[..., Any]
 ) -> None:
     last_day = (FIRST_DAY + timedelta(days=PARTITIONS - 1)).date().isoformat()
-    id = launch(
-        ui_server,
+    id = ui_server.launch(
         target={"job": "weather_history"},
         partitions={"range": {"start": "1750-01-01", "end": last_day}},
         title="Ten thousand runs",
@@ -164,8 +153,7 @@ def test_ten_thousand_runs_draw_and_stay_responsive(
 def test_counts_strip_runs_and_timeline_agree_while_a_backfill_runs(
     ui_stack: Stack, new_page: Callable[..., Any]
 ) -> None:
-    id = launch(
-        ui_stack,
+    id = ui_stack.launch(
         target={"job": "slow_rebuild"},
         partitions={"range": {"start": "2025-01-01", "end": "2025-01-05"}},
         maxConcurrentRuns=1,
@@ -221,8 +209,7 @@ def test_counts_strip_runs_and_timeline_agree_while_a_backfill_runs(
 def test_a_canceled_backfill_shows_what_completed(
     ui_stack: Stack, new_page: Callable[..., Any]
 ) -> None:
-    id = launch(
-        ui_stack,
+    id = ui_stack.launch(
         target={"job": "slow_rebuild"},
         partitions={"range": {"start": "2025-01-10", "end": "2025-01-19"}},
         title="Canceled part way",
