@@ -81,6 +81,8 @@ def caller_key(context: Context) -> str:
         return f"run:{principal.run_id}"
     if principal.token_id is not None:
         return f"token:{principal.token_id}"
+    if principal.session_id is not None:  # a person signed in with single sign-on
+        return f"session:{principal.session_id}"
     return "anonymous"
 
 

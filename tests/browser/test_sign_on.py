@@ -18,6 +18,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 from sqlalchemy import create_engine, select, update
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect as ws_connect
+from websockets.typing import Subprotocol
 
 from backfiller.storage.auth_records import AuditRecord
 from backfiller.storage.web_sessions import WebSessionRecord
@@ -140,6 +143,8 @@ def test_sign_in_act_within_the_role_and_sign_out(
     page.wait_for_url(re.compile(r".*#/backfills/bf_\d+$"))
     backfill_id = page.url.rsplit("/", 1)[1]
     page.locator('button[data-action="cancel"]').wait_for()
+    # Live updates reach a session too: its WebSocket carries the session's CSRF token.
+    page.locator('.live-indicator[data-mode="live"]').wait_for()
     # ... and the audit log and the backfill name the person.
     engine = create_engine(sso.database_url)
     with engine.connect() as conn:
@@ -262,6 +267,16 @@ def test_an_ended_or_expired_session_is_refused(
     # From another origin: refused.
     evil = {**jar, "X-CSRF-Token": csrf, "Origin": "http://evil.example"}
     assert httpx.post(f"{sso.url}/graphql/v1", json=query, headers=evil).status_code == 403
+    # A WebSocket: with the session's CSRF token in its URL, accepted; without it, refused.
+    socket_url = f"{sso.url.replace('http', 'ws')}/graphql/v1"
+    protocol = [Subprotocol("graphql-transport-ws")]
+    with ws_connect(
+        f"{socket_url}?csrf={csrf}", additional_headers=jar, subprotocols=protocol
+    ) as ws:
+        ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "connection_ack"
+    with pytest.raises(InvalidStatus):
+        ws_connect(socket_url, additional_headers=jar, subprotocols=protocol).close()
 
     engine = create_engine(sso.database_url)
     with engine.begin() as conn:
