@@ -415,3 +415,42 @@ export class RunTimeline {
     this.draw();
   }
 }
+
+/** The timeline's card on the backfill page: its controls, the canvas and how to use it. */
+export function timelineSection(timeline) {
+  const timing = h("p", { class: "muted small", id: "timeline-timing" });
+  const groupSelect = h(
+    "select",
+    { id: "timeline-group", onchange: (e) => timeline.setGrouping(e.target.value) },
+    Object.entries(GROUPINGS).map(([value, label]) => h("option", { value }, label)),
+  );
+  const zoomButton = (label, text, run) => h("button", { type: "button", class: "btn btn-secondary btn-small", "aria-label": label, onclick: run }, text);
+  const card = h(
+    "section",
+    { class: "card", id: "timeline-card", "aria-labelledby": "timeline-title" },
+    h("div", { class: "card-header" }, h("h2", { id: "timeline-title" }, "Timeline"), timing),
+    h(
+      "div",
+      { class: "timeline-controls" },
+      h("div", { class: "field field-inline" }, h("label", { for: "timeline-group" }, "One row per"), groupSelect),
+      h(
+        "div",
+        { class: "button-row", role: "group", "aria-label": "Zoom" },
+        zoomButton("Zoom in", "+", () => timeline.zoom(0.5)),
+        zoomButton("Zoom out", "−", () => timeline.zoom(2)),
+        zoomButton("Fit every run in view", "Fit", () => {
+          timeline.resetView();
+          timeline.draw();
+        }),
+      ),
+      h("span", { class: "muted small zone-note" }, `Times in ${displayZone()}.`),
+    ),
+    timeline.element,
+    h(
+      "p",
+      { class: "muted small", id: "timeline-help" },
+      "Pale: queued; solid: running, in its status's colour; dashed lines link a partition's attempts. Drag or use the arrow keys to pan, the wheel or +/− to zoom, Up/Down to go from run to run, Enter or a click to open a run and its logs.",
+    ),
+  );
+  return { card, timing };
+}

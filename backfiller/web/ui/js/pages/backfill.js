@@ -4,7 +4,7 @@ import { assetKeyResolver, figures, loadAssetGraph, selectionLabel } from "../as
 import { buildHash, errorBox, formatNumber, formatTime, h, replace, serialized, throttle, timeAgo } from "../dom.js";
 import { displayZone } from "../prefs.js";
 import { pageShortcuts } from "../shortcuts.js";
-import { GROUPINGS, RunTimeline } from "../timeline.js";
+import { RunTimeline, timelineSection } from "../timeline.js";
 import { AssetGraph } from "../graph.js";
 import { liveState, watch } from "../live.js";
 import { jobKeyResolver, openLogs, runsTable, showPartition } from "../runs.js";
@@ -81,40 +81,7 @@ export async function render(root, { params }) {
 
   // The run timeline (js/timeline.js): a bar per run, grouped, zoomable; a click opens the run.
   const timeline = new RunTimeline({ onOpen: (runId) => openLogs(runId) });
-  const timelineTiming = h("p", { class: "muted small", id: "timeline-timing" });
-  const groupSelect = h(
-    "select",
-    { id: "timeline-group", onchange: (e) => timeline.setGrouping(e.target.value) },
-    Object.entries(GROUPINGS).map(([value, label]) => h("option", { value }, label)),
-  );
-  const zoomButton = (label, text, run) => h("button", { type: "button", class: "btn btn-secondary btn-small", "aria-label": label, onclick: run }, text);
-  const timelineCard = h(
-    "section",
-    { class: "card", id: "timeline-card", "aria-labelledby": "timeline-title" },
-    h("div", { class: "card-header" }, h("h2", { id: "timeline-title" }, "Timeline"), timelineTiming),
-    h(
-      "div",
-      { class: "timeline-controls" },
-      h("div", { class: "field field-inline" }, h("label", { for: "timeline-group" }, "One row per"), groupSelect),
-      h(
-        "div",
-        { class: "button-row", role: "group", "aria-label": "Zoom" },
-        zoomButton("Zoom in", "+", () => timeline.zoom(0.5)),
-        zoomButton("Zoom out", "−", () => timeline.zoom(2)),
-        zoomButton("Fit every run in view", "Fit", () => {
-          timeline.resetView();
-          timeline.draw();
-        }),
-      ),
-      h("span", { class: "muted small zone-note" }, `Times in ${displayZone()}.`),
-    ),
-    timeline.element,
-    h(
-      "p",
-      { class: "muted small", id: "timeline-help" },
-      "Pale: queued; solid: running, in its status's colour; dashed lines link a partition's attempts. Drag or use the arrow keys to pan, the wheel or +/− to zoom, Up/Down to go from run to run, Enter or a click to open a run and its logs.",
-    ),
-  );
+  const { card: timelineCard, timing: timelineTiming } = timelineSection(timeline);
 
   const runStatusSelect = h(
     "select",
