@@ -10,7 +10,12 @@ import strawberry
 
 from backfiller.ids import run_id
 from backfiller.resolvers.context import PublicError
-from backfiller.resolvers.translate import backfill_status, counts_from_record, run_status
+from backfiller.resolvers.translate import (
+    backfill_status,
+    counts_from_record,
+    failure_reason,
+    run_status,
+)
 from backfiller.schema.backfills import BackfillCounts
 from backfiller.schema.enums import BackfillStatus
 from backfiller.schema.timeline import MAX_TIMELINE_RUNS, RunTimeline, TimelineRuns
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
 def _empty(source: StorageSource) -> RunTimeline:
     columns = TimelineRuns(
         ids=[], jobs=[], partition_keys=[], attempts=[], statuses=[], workers=[],
-        queued_at=[], started_at=[], ended_at=[], error_messages=[],
+        queued_at=[], started_at=[], ended_at=[], failure_reasons=[], error_messages=[],
     )  # fmt: skip
     zero = BackfillCounts.of(
         total=0, pending=0, queued=0, running=0, succeeded=0, failed=0, canceled=0, skipped=0
@@ -75,6 +80,7 @@ async def read_timeline(source: StorageSource, pk: int, last_runs: int) -> RunTi
         queued_at=[r.queued_at.timestamp() for r in runs],
         started_at=[_seconds(r.started_at) for r in runs],
         ended_at=[_seconds(r.ended_at) for r in runs],
+        failure_reasons=[failure_reason(r.failure_reason) for r in runs],
         error_messages=[r.error_message for r in runs],
     )
     return RunTimeline(

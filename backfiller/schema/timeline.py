@@ -8,7 +8,7 @@ from datetime import datetime
 import strawberry
 
 from backfiller.schema.backfills import BackfillCounts, PartitionStatusRange
-from backfiller.schema.enums import BackfillStatus, RunStatus
+from backfiller.schema.enums import BackfillStatus, RunFailureReason, RunStatus
 
 MAX_TIMELINE_RUNS = 20_000
 
@@ -30,6 +30,9 @@ class TimelineRuns:
     queued_at: list[float]
     started_at: list[float | None]
     ended_at: list[float | None]
+    failure_reasons: list[RunFailureReason | None] = strawberry.field(
+        description="Why each failed run failed; null otherwise."
+    )
     error_messages: list[str | None] = strawberry.field(
         description="The exception's type and message of each failed run; null otherwise."
     )

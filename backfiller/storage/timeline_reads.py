@@ -14,7 +14,7 @@ from typing import NamedTuple
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backfiller.domain import RunState
+from backfiller.domain import FailureReason, RunState
 from backfiller.storage.records import RunRecord
 
 
@@ -28,6 +28,7 @@ class TimelineRun(NamedTuple):
     queued_at: datetime
     started_at: datetime | None
     ended_at: datetime | None
+    failure_reason: FailureReason | None
     error_message: str | None
 
 
@@ -50,6 +51,7 @@ async def timeline_runs(session: AsyncSession, backfill_id: int, limit: int) -> 
             RunRecord.queued_at,
             RunRecord.started_at,
             RunRecord.ended_at,
+            RunRecord.failure_reason,
             RunRecord.error_message,
         )
         .where(RunRecord.backfill_id == backfill_id, RunRecord.lead_run_id.is_(None))

@@ -166,6 +166,7 @@ def test_counts_strip_runs_and_timeline_agree_while_a_backfill_runs(
     id = ui_stack.launch(
         target={"job": "slow_rebuild"},
         partitions={"range": {"start": "2025-01-01", "end": "2025-01-05"}},
+        reprocess="ALL",  # other tests may have run these days: run them all again
         maxConcurrentRuns=1,
         title="Sampled while it runs",
     )
@@ -222,6 +223,7 @@ def test_a_canceled_backfill_shows_what_completed(
     id = ui_stack.launch(
         target={"job": "slow_rebuild"},
         partitions={"range": {"start": "2025-01-10", "end": "2025-01-19"}},
+        reprocess="ALL",
         title="Canceled part way",
     )
     page = new_page()

@@ -942,6 +942,8 @@ type TimelineRuns struct {
 	QueuedAt  []float64  `json:"queuedAt"`
 	StartedAt []*float64 `json:"startedAt"`
 	EndedAt   []*float64 `json:"endedAt"`
+	// Why each failed run failed; null otherwise.
+	FailureReasons []*RunFailureReason `json:"failureReasons"`
 	// The exception's type and message of each failed run; null otherwise.
 	ErrorMessages []*string `json:"errorMessages"`
 }

@@ -512,7 +512,7 @@ export async function render(root, { params }) {
         partitionKey: r.partitionKeys[k],
         attempt: r.attempts[k],
         status: r.statuses[k],
-        failureReason: null,
+        failureReason: r.failureReasons[k],
         errorMessage: r.errorMessages[k],
         queuedAt: new Date(r.queuedAt[k] * 1000).toISOString(),
         startedAt: r.startedAt[k] != null ? new Date(r.startedAt[k] * 1000).toISOString() : null,
