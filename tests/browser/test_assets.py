@@ -159,9 +159,6 @@ def unknown_values(route: Any) -> None:
     elif operation == "UiBackfills":
         for node in data["backfills"]["nodes"]:
             node["status"] = "ARCHIVED"
-    elif operation == "UiBackfillStrip" and data.get("backfill"):
-        for r in data["backfill"]["partitionStatusRanges"]:
-            r["status"] = "DEFERRED"
     elif operation == "UiBackfillTimeline" and data.get("backfill"):
         # The page's one read: its status, ranges and runs, as a newer server sends them.
         timeline = data["backfill"]["timeline"]
