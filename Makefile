@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 PORT ?= 8000
 
-.PHONY: dev test test-unit test-slow-paths build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster
+.PHONY: dev test test-unit test-slow-paths build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster screenshots
 
 # Bootstrap from nothing: a virtual environment with the locked dependencies, compiled to
 # bytecode up front (with PYTHONDONTWRITEBYTECODE set, as on CI, every process would
@@ -21,7 +21,11 @@ $(BIN)/backfiller: pyproject.toml clients/python/pyproject.toml uv.lock
 clients/typescript/node_modules/.package-lock.json: clients/typescript/package-lock.json
 	cd clients/typescript && npm ci --no-audit --no-fund
 
-bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json
+# The browser tests' Node packages (an OpenID provider, axe-core), from their lock file.
+tests/browser/node/node_modules/.package-lock.json: tests/browser/node/package-lock.json
+	cd tests/browser/node && npm ci --no-audit --no-fund
+
+bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json tests/browser/node/node_modules/.package-lock.json
 
 # Quick start: API, daemon and UI on an embedded SQLite database, with the example jobs.
 # Python and make only: Node is for the TypeScript client's tests (make test).
@@ -90,6 +94,10 @@ schema: bootstrap
 # Both distributions (backfiller and backfiller-client), wheels and sdists, into dist/.
 build: $(BIN)/backfiller
 	$(BIN)/uv build --all-packages --out-dir dist
+
+# The UI's screenshots in docs/screenshots/ (each page, light and dark), from the browser tests.
+screenshots: bootstrap
+	BACKFILLER_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q -n 0 tests/browser/test_display.py -k axe
 
 bench: bootstrap
 	$(BIN)/python -m bench.launch

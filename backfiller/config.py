@@ -70,9 +70,24 @@ class Settings:
     takes the library's own path, with the same answers; CI runs the integration and security
     tiers so once."""
 
+    # Single sign-on with OpenID Connect for the UI (web/oidc.py, web/sessions.py); off
+    # without an issuer. The client secret is read from BACKFILLER_OIDC_CLIENT_SECRET or
+    # from this file, in the server process: it never travels in the settings.
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret_file: str | None = None
+    oidc_scopes: str = "openid profile email"
+    oidc_role_claim: str = "groups"
+    oidc_roles: tuple[str, ...] = ()
+    oidc_default_role: str | None = None
+    oidc_team_claim: str | None = None
+    oidc_scope_claim: str | None = None
+    oidc_session_hours: float = 8.0
+
     def __post_init__(self) -> None:
         # Settings also come back from JSON (``web/workers.py``): the mode as its value.
         object.__setattr__(self, "auth_mode", AuthMode(self.auth_mode))
+        object.__setattr__(self, "oidc_roles", tuple(self.oidc_roles))
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

@@ -28,7 +28,7 @@ from backfiller.resolvers.commands import (
     user_error_of,
     user_errors_of,
 )
-from backfiller.resolvers.context import Context, Info, check_page_size
+from backfiller.resolvers.context import Context, Info, PublicError, check_page_size
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.policy import job_refusal
 from backfiller.resolvers.translate import backfill_from_record, backfill_from_row, backfill_state
@@ -356,6 +356,37 @@ async def _create_child(
 
 # -- queries ---------------------------------------------------------------------------------
 
+MAX_SEARCH_LENGTH = 200
+
+
+def backfill_query(filter: BackfillFilter) -> BackfillQuery:
+    """The storage's query of a ``backfills`` filter.
+
+    Raises:
+        PublicError: a search text over ``MAX_SEARCH_LENGTH`` characters, or a time without
+            its offset (``INVALID_ARGUMENT``).
+    """
+    search = (filter.search or "").strip()
+    if len(search) > MAX_SEARCH_LENGTH:
+        raise PublicError(f"`filter.search` must be at most {MAX_SEARCH_LENGTH} characters")
+    for name, value in (
+        ("createdAfter", filter.created_after),
+        ("createdBefore", filter.created_before),
+    ):
+        if value is not None and value.tzinfo is None:
+            raise PublicError(f"`filter.{name}` must carry a time zone offset")
+    return BackfillQuery(
+        statuses=[backfill_state(s) for s in filter.statuses] if filter.statuses else None,
+        job_name=filter.job,
+        tag=(filter.tag.key, filter.tag.value) if filter.tag is not None else None,
+        asset=filter.asset,
+        creator=filter.creator,
+        tags=[(t.key, t.value) for t in filter.tags or ()],
+        title_contains=search or None,
+        created_after=filter.created_after,
+        created_before=filter.created_before,
+    )
+
 
 async def get_backfill(info: Info, id: strawberry.ID) -> Backfill | None:
     pk = parse_backfill_id(id)
@@ -370,16 +401,7 @@ async def list_backfills(
     ctx = info.context
     limit = check_page_size(first, ctx.services.settings)
     before_id = cursor_value("bf", after)
-    query = BackfillQuery()
-    if filter is not None:
-        tag = None
-        if filter.tag is not None:
-            tag = (filter.tag.key, filter.tag.value)
-        query = BackfillQuery(
-            statuses=[backfill_state(s) for s in filter.statuses] if filter.statuses else None,
-            job_name=filter.job,
-            tag=tag,
-        )
+    query = BackfillQuery() if filter is None else backfill_query(filter)
     records = await ctx.source.backfill_page(query, limit + 1, before_id)
     page = records[:limit]
     edges = [

@@ -48,6 +48,7 @@ from backfiller.schema.backfills import (
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
 from backfiller.schema.notifications import NotificationConnection
+from backfiller.schema.timeline import RunTimeline
 from backfiller.services.selections import Pinned, key_space_of
 from backfiller.storage.backfill_reads import BackfillRow, backfill_row, backfill_rows
 from backfiller.storage.records import BackfillRecord
@@ -196,6 +197,14 @@ class StorageSource:
             if cached is not None:
                 return list(cached)
             changes = await SlotReads(session).status_changes(pk) if record.planned else []
+        ranges = await self.fold_status_ranges(record, changes)
+        self.services.status_ranges[cache_key] = ranges
+        return list(ranges)
+
+    async def fold_status_ranges(
+        self, record: BackfillRecord, changes: list[tuple[int, domain.SlotState]]
+    ) -> list[PartitionStatusRange]:
+        """The status ranges of a job backfill from its slots' status changes, read with it."""
         folded: list[FoldedRange] = []
         for i, (position, state) in enumerate(changes):
             stop = changes[i + 1][0] if i + 1 < len(changes) else record.planned
@@ -225,8 +234,12 @@ class StorageSource:
                     count=r.count,
                 )
             )
-        self.services.status_ranges[cache_key] = ranges
-        return list(ranges)
+        return ranges
+
+    async def backfill_timeline(self, pk: int, last_runs: int) -> RunTimeline:
+        from backfiller.resolvers.timeline import read_timeline
+
+        return await read_timeline(self, pk, last_runs)
 
     async def backfill_events(
         self, pk: int, first: int, after: str | None, newest_first: bool = False

@@ -21,6 +21,7 @@ from typing import Any, Generic, NamedTuple, TypeVar, overload
 from sqlalchemy import Connection, Select, Text, and_, bindparam, cast, exists, select
 
 from backfiller.domain import BackfillKind, BackfillState, Order, Reprocess, SelectionKind
+from backfiller.storage.backfill_listing import BackfillAssetRecord
 from backfiller.storage.records import BackfillRecord, BackfillTagRecord
 from backfiller.storage.repositories import BackfillQuery
 
@@ -68,6 +69,7 @@ T = TypeVar("T")
 
 _BACKFILLS = BackfillRecord.__table__
 _TAGS = BackfillTagRecord.__table__
+_ASSETS = BackfillAssetRecord.__table__
 
 
 def _column(name: str) -> Any:
@@ -138,8 +140,15 @@ def backfill_rows(
         params["statuses"] = list(query.statuses)
     if query.job_name is not None:
         params["job"] = query.job_name
-    if query.tag is not None:
-        params["tag_key"], params["tag_value"] = query.tag
+    tags = [query.tag] if query.tag is not None else []
+    tags.extend(t for t in query.tags if t not in tags)
+    for n, (key, value) in enumerate(tags):
+        params[f"tag_key_{n}"], params[f"tag_value_{n}"] = key, value
+    for name in ("asset", "creator", "created_after", "created_before"):
+        if getattr(query, name) is not None:
+            params[name] = getattr(query, name)
+    if query.title_contains:
+        params["title"] = f"%{like_escaped(query.title_contains)}%"
     shape = frozenset(params)
     stmt = _pages.get(shape)
     if stmt is None:
@@ -161,14 +170,35 @@ def _page_statement(shape: frozenset[str]) -> Select[Any]:
         stmt = stmt.where(table.c.status.in_(bindparam("statuses", expanding=True)))
     if "job" in shape:
         stmt = stmt.where(table.c.job_name == bindparam("job"))
-    if "tag_key" in shape:
+    n = 0
+    while f"tag_key_{n}" in shape:
         stmt = stmt.where(
             exists().where(
                 and_(
                     _TAGS.c.backfill_id == table.c.id,
-                    _TAGS.c.key == bindparam("tag_key"),
-                    _TAGS.c.value == bindparam("tag_value"),
+                    _TAGS.c.key == bindparam(f"tag_key_{n}"),
+                    _TAGS.c.value == bindparam(f"tag_value_{n}"),
                 )
             )
         )
+        n += 1
+    if "asset" in shape:
+        stmt = stmt.where(
+            exists().where(
+                and_(_ASSETS.c.backfill_id == table.c.id, _ASSETS.c.asset == bindparam("asset"))
+            )
+        )
+    if "creator" in shape:
+        stmt = stmt.where(table.c.creator == bindparam("creator"))
+    if "created_after" in shape:
+        stmt = stmt.where(table.c.created_at >= bindparam("created_after"))
+    if "created_before" in shape:
+        stmt = stmt.where(table.c.created_at < bindparam("created_before"))
+    if "title" in shape:
+        stmt = stmt.where(table.c.title.ilike(bindparam("title"), escape="\\"))
     return stmt
+
+
+def like_escaped(text: str) -> str:
+    """``text`` as a literal inside a ``LIKE`` pattern whose escape character is ``\\``."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

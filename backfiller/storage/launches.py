@@ -21,6 +21,7 @@ from backfiller.domain import (
     SelectionKind,
 )
 from backfiller.storage.auth import AuditEntry, add_audit_entries
+from backfiller.storage.backfill_listing import add_asset_names
 from backfiller.storage.errors import IdempotencyConflict
 from backfiller.storage.events import EVENTS, event_row
 from backfiller.storage.notifications import WebhookTarget, add_webhooks
@@ -148,6 +149,7 @@ def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillR
     if new.tags:
         _INSERT_TAG.many(conn, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
     add_webhooks(conn, pk, new.notify)
+    add_asset_names(conn, [(pk, new.asset_target)])
     EVENTS.rows(conn, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
     return _detached_record(pk, values)
 
@@ -204,6 +206,9 @@ def add_backfills(
         _INSERT_TAG.many(conn, tags)
     for pk, (new, _) in zip(pks, launches, strict=True):
         add_webhooks(conn, pk, new.notify)
+    add_asset_names(
+        conn, [(pk, new.asset_target) for pk, (new, _) in zip(pks, launches, strict=True)]
+    )
     events = [
         event_row(pk, EventKind.LAUNCHED, now, new.creator, None)
         for pk, (new, now) in zip(pks, launches, strict=True)

@@ -101,7 +101,10 @@ class BackfillTagRecord(Base):
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     value: Mapped[str] = mapped_column(String(1000))
 
-    __table_args__ = (Index("ix_backfill_tags_key_value", "key", "value"),)
+    # The backfills of a tag in list order, from the index alone (migration 0031).
+    __table_args__ = (
+        Index("ix_backfill_tags_key_value_backfill_id", "key", "value", "backfill_id"),
+    )
 
 
 class SlotRecord(Base):

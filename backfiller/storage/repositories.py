@@ -44,6 +44,12 @@ class BackfillQuery:
     statuses: Sequence[BackfillState] | None = None
     job_name: str | None = None
     tag: tuple[str, str] | None = None
+    asset: str | None = None
+    creator: str | None = None
+    tags: Sequence[tuple[str, str]] = ()
+    title_contains: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
 
 
 class BackfillRepository:

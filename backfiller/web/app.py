@@ -32,6 +32,7 @@ from backfiller.web.operations import Operations
 from backfiller.web.request_body import RequestRefused, decode_json, plain_json_operation
 from backfiller.web.request_ids import new_request_id
 from backfiller.web.rest import RestApi
+from backfiller.web.sessions import no_sign_on_route, sign_on_of
 from backfiller.web.sockets import (
     CappedWebSocketAdapter,
     GuardedTransportWSHandler,
@@ -263,7 +264,9 @@ def create_app(services: Services) -> ASGIApp:
         yield
         await services.database.dispose()
 
+    sign_on = sign_on_of(services)  # single sign-on (web/sessions.py), when configured
     routes = [
+        *(sign_on.routes() if sign_on else [no_sign_on_route()]),
         Route("/graphql/v1", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql/v1", graphql),
         Route("/graphql", graphql, methods=["GET", "POST"]),
@@ -279,5 +282,5 @@ def create_app(services: Services) -> ASGIApp:
     limited = BodyLimit(app, settings.max_body_bytes)
     # Outermost, the headers of every answer: the masked 500 that RequestId writes, and
     # /metrics and /readyz, which Operations answers (after their Host check), included.
-    operations = Operations(secure(limited, services), services)
+    operations = Operations(secure(limited, services, sign_on), services)
     return SecurityHeaders(RequestId(HostGuard(operations, settings)), settings)

@@ -149,6 +149,15 @@ def test_launch_preview_list_show_and_steer(run: Any, proc: Any) -> None:
                    "-o", "json").json()  # fmt: skip
     assert [b["id"] for b in filtered] == [backfill_id]
     assert run("list", "--limit", "1", "-o", "json").json()[0]["id"] == backfill_id
+    both = run("list", "--tag", "suite=cli", "--tag", "owner=me", "-o", "json").json()
+    assert [b["id"] for b in both] == [backfill_id]
+    searched = run("list", "--search", "TEN DAYS", "--created-after", "2000-01-01",
+                   "--job", "daily_sales", "-o", "json").json()  # fmt: skip
+    assert [b["title"] for b in searched] == ["ten days"]
+    assert (
+        run("list", "--search", "ten days", "--created-before", "2000-01-01").stdout.count("bf_")
+        == 0
+    )
 
     shown = run("show", backfill_id)
     assert shown.code == 0
