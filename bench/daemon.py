@@ -90,12 +90,21 @@ def fresh_database(folder: Path, name: str) -> str:
 
 
 async def throughput(
-    folder: Path, size: int, workers: int, profile: bool, url: str | None, job: str | None
+    folder: Path,
+    size: int,
+    workers: int,
+    profile: bool,
+    url: str | None,
+    job: str | None,
+    like_cli: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> None:
     """The daemon runs already (workers started); the clock starts at the launch mutation.
 
     ``url``: the database (upgraded here) instead of a new SQLite file; ``job``: a job of
-    ``bench.stack_defs`` instead of ``bench.defs``'s ``hourly_history``.
+    ``bench.stack_defs`` instead of ``bench.defs``'s ``hourly_history``. ``like_cli``: what
+    ``backfiller daemon`` adds to a bare daemon, to tell what each costs: ``results`` (the
+    workers keep each run's end in a results folder), ``metrics`` (the workers record their
+    metrics in files, the daemon its gauges and refresh task).
     """
     if url is None:
         url = fresh_database(folder, "throughput.db")
@@ -105,8 +114,17 @@ async def throughput(
     database = Database(url)
     api = Api(database, defs)
     booted = time.perf_counter()
-    launcher = LocalLauncher(target, workers).start()
+    if "metrics" in like_cli:
+        from backfiller.observability.exposition import prepare_worker_metrics
+
+        prepare_worker_metrics()
+    results = str(folder / "results") if "results" in like_cli else None
+    launcher = LocalLauncher(target, workers, results_dir=results).start()
     daemon = Daemon(database, defs, launcher, DaemonSettings(shutdown_grace_seconds=5))
+    if "metrics" in like_cli:
+        from backfiller.observability.daemon_ops import observe_daemon
+
+        observe_daemon(daemon, None)
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     while launcher.ready_workers() < workers:  # noqa: ASYNC110 (the launcher has no event)
@@ -137,7 +155,8 @@ async def throughput(
     await database.dispose()
     assert first_success is not None
     where = "SQLite" if url.startswith("sqlite") else "PostgreSQL"
-    print(f"throughput: {size} no-op runs, {workers} workers, {where}, local launcher")
+    extras = f", with {' and '.join(sorted(like_cli))} as the CLI's daemon" if like_cli else ""
+    print(f"throughput: {size} no-op runs, {workers} workers, {where}, local launcher{extras}")
     took = ended - started
     print(f"  launch to COMPLETED_SUCCESS:  {took:7.2f} s  {size / took:7.0f} runs/s")
     print(f"  first run succeeded after:    {first_success - started:7.2f} s")
@@ -298,13 +317,26 @@ def main() -> None:
     parser.add_argument("--size", type=int, help="partitions of the throughput run")
     parser.add_argument("--database", help="the throughput run's database (a URL; upgraded)")
     parser.add_argument("--job", help="a job of bench.stack_defs for the throughput run")
+    parser.add_argument(
+        "--like-cli",
+        default="",
+        help="results,metrics: what `backfiller daemon` adds, in the throughput run",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-daemon-") as tmp:
         folder = Path(tmp)
         if args.only in (None, "throughput"):
             size = args.size or (1_000 if args.quick else 10_000)
             asyncio.run(
-                throughput(folder, size, args.workers, args.profile, args.database, args.job)
+                throughput(
+                    folder,
+                    size,
+                    args.workers,
+                    args.profile,
+                    args.database,
+                    args.job,
+                    {w for w in args.like_cli.split(",") if w},
+                )
             )
         if args.only in (None, "memory"):
             asyncio.run(memory(folder, 1_000_000, 10 if args.quick else args.memory_seconds))
