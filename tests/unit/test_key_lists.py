@@ -53,16 +53,15 @@ CRONS = ["* * * * *", "*/30 * * * *", "15 */6 * * 1-5", "30 2 * * *", "0 0 * * *
 def definition_of(
     kind: str, zone: str, start: datetime, end: datetime, fmt: str | None
 ) -> PartitionsDefinition:
-    given_fmt = {"fmt": fmt} if fmt else {}
     if kind == "hourly":
-        return HourlyPartitions(start=start, end=end, timezone=zone, **given_fmt)
+        return HourlyPartitions(start=start, end=end, timezone=zone, fmt=fmt or "%Y-%m-%d-%H:%M")
     if kind == "daily":
-        return DailyPartitions(start=start, end=end, timezone=zone, **given_fmt)
+        return DailyPartitions(start=start, end=end, timezone=zone, fmt=fmt or "%Y-%m-%d")
     if kind == "weekly":
         return WeeklyPartitions(start=start, end=end, timezone=zone, day_of_week=2)
     if kind == "monthly":
         return MonthlyPartitions(start=start, end=end, timezone=zone, day_of_month=3)
-    return TimePartitions(kind, start=start, end=end, timezone=zone, **given_fmt)
+    return TimePartitions(kind, start=start, end=end, timezone=zone, fmt=fmt or "%Y-%m-%d-%H:%M")
 
 
 def near_misses(key: str) -> list[str]:
