@@ -295,7 +295,7 @@ async def asset_chain(stack: Stack, days_count: int) -> dict[str, float] | None:
     assert first_seen is not None
     runs = [e["node"] for e in first_seen["runs"]["edges"]]
     return {
-        "first run started (s)": min(stamp(r["startedAt"]) for r in runs) - sent,
+        "first run started (s)": min(stamp(r["startedAt"]) for r in runs if r["startedAt"]) - sent,
         "first run ended (s)": min(stamp(r["endedAt"]) for r in runs if r["endedAt"]) - sent,
         "runs": total,
         "launch to COMPLETED_SUCCESS (s)": stamp(data["endedAt"]) - sent,
