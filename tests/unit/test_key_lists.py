@@ -129,6 +129,50 @@ def test_arbitrary_strings(texts: list[str]) -> None:
         check_space(definition.key_space(datetime(2024, 1, 3, tzinfo=UTC)), texts)
 
 
+@pytest.mark.parametrize(
+    ("expr", "zone", "day"),
+    [
+        ("30 2 * * *", "America/New_York", date(2024, 3, 10)),  # 02:30 skipped: fires at 03:30
+        ("30 1 * * *", "America/New_York", date(2024, 11, 3)),  # 01:30 twice: fires once
+        ("0 * * * *", "America/New_York", date(2024, 11, 3)),  # the repeated hour fires twice
+        ("0 0 * * *", "America/Santiago", date(2024, 9, 8)),  # midnight skipped
+        ("0 12 * * *", "Pacific/Apia", date(2011, 12, 29)),  # the next day skipped whole
+    ],
+)
+def test_cron_days_with_a_clock_change(expr: str, zone: str, day: date) -> None:
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC) - timedelta(days=3)
+    space = TimePartitions(expr, start=start, end=start + timedelta(days=7), timezone=zone)
+    space_keys = space.key_space(NOW)
+    keys = space_keys.keys(0, len(space_keys))
+    walls = [f"{day.isoformat()}-{h:02d}:{m:02d}" for h in range(24) for m in (0, 30)]
+    check_space(space_keys, keys + walls + [k[:16] for k in keys])
+
+
+@pytest.mark.parametrize(
+    ("zone", "day"),
+    [
+        ("America/New_York", date(2024, 3, 10)),
+        ("America/New_York", date(2024, 11, 3)),
+        ("America/Santiago", date(2024, 9, 8)),
+        ("America/Santiago", date(2024, 4, 7)),
+        ("Australia/Lord_Howe", date(2024, 10, 6)),
+        ("Pacific/Apia", date(2011, 12, 29)),
+    ],
+)
+def test_hourly_days_with_a_clock_change(zone: str, day: date) -> None:
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC) - timedelta(days=2)
+    space = HourlyPartitions(start=start, end=start + timedelta(days=5), timezone=zone)
+    space_keys = space.key_space(NOW)
+    keys = space_keys.keys(0, len(space_keys))
+    walls = [
+        f"{(day + timedelta(days=d)).isoformat()}-{h:02d}:{m:02d}"
+        for d in (-1, 0, 1)
+        for h in range(24)
+        for m in (0, 30)
+    ]
+    check_space(space_keys, keys + walls + [k[:16] for k in keys])
+
+
 def test_static_and_dynamic_lists() -> None:
     static = StaticPartitions(["x", "y", "z"]).key_space(NOW)
     assert static.indexes_of(["z", "q", "x"]) == [2, None, 0]

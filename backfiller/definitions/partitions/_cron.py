@@ -16,6 +16,7 @@ from backfiller.definitions.partitions._instants import (
     _EPOCH_ORDINAL,
     _MAX_YEAR,
     _localize,
+    _offset,
     _wall_exists,
 )
 from backfiller.definitions.partitions._wallkeys import WallKeys
@@ -177,6 +178,11 @@ class _CronAxis(_Axis):
             return
         local = (day.toordinal() - _EPOCH_ORDINAL) * _DAY
         offset = local + self.seconds[0] - added[0]
+        # The zone's own offset at the day's first and last window: the same, and that one,
+        # means no clock change between them (changes are days apart), so every fire time is
+        # its wall time, once (not a time skipped and fired after the jump, keyed otherwise).
+        if _offset(self.tz, added[0]) != offset or _offset(self.tz, added[-1]) != offset:
+            return
         if all(x == local + t - offset for x, t in zip(added, self.seconds, strict=True)):
             self.regular_days[day.toordinal()] = first
 
