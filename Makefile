@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 PORT ?= 8000
 
-.PHONY: dev test build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster
+.PHONY: dev test test-unit test-slow-paths build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster
 
 # Bootstrap from nothing: a virtual environment with the locked dependencies, compiled to
 # bytecode up front (with PYTHONDONTWRITEBYTECODE set, as on CI, every process would
@@ -30,15 +30,29 @@ dev: $(BIN)/backfiller
 	$(BIN)/backfiller dev --port $(PORT)
 
 # The scaled-out topology on loopback: 2 API processes, 2 daemons, 3 Celery workers against
-# PostgreSQL and RabbitMQ (docs/deploy.md).
-cluster: bootstrap
-	scripts/cluster.sh
+# PostgreSQL and RabbitMQ (BROKER=redis for Redis; docs/deploy.md). Python only, like dev.
+cluster: $(BIN)/backfiller
+	@scripts/cluster.sh
 
 # Everything CI checks: lint, types, the test suite on SQLite and on PostgreSQL. The two
 # suites mostly wait on real servers and daemons, so they run side by side (output per suite).
 test: bootstrap lint typecheck
 	$(BIN)/python -m compileall -q backfiller clients/python tests bench
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
+	$(MAKE) --no-print-directory test-slow-paths
+
+# The inner loop, in seconds: ruff, then the unit tests (the import contracts included:
+# tests/unit/test_import_layers.py runs lint-imports per contract), the migrations and the
+# contract tests, on SQLite; the time it took, last.
+test-unit: $(BIN)/backfiller
+	@began=$$(date +%s%N); \
+	$(BIN)/ruff check backfiller clients/python tests bench && \
+	$(BIN)/ruff format --check --quiet backfiller clients/python tests bench && \
+	$(BIN)/pytest -q -n 2 tests/unit tests/migrations tests/contract; \
+	status=$$?; \
+	tenths=$$(( ($$(date +%s%N) - began) / 100000000 )); \
+	echo "make test-unit: $$((tenths / 10)).$$((tenths % 10)) s"; \
+	exit $$status
 
 lint: bootstrap
 	$(BIN)/ruff check backfiller clients/python tests bench
@@ -58,6 +72,12 @@ test-sqlite: bootstrap
 
 test-postgres: bootstrap
 	BACKFILLER_TEST_DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q --durations=15 $(XDIST) -m "not browser and not any_database"
+
+# The integration and security tiers again with every speed path off (Settings.fast_paths:
+# the library's own executor, body parsing, routing, socket writes, statements and greenlets),
+# so that the slow paths keep proving the fast ones end to end. SQLite.
+test-slow-paths: bootstrap
+	BACKFILLER_FAST_PATHS=0 $(BIN)/pytest -q --durations=5 $(XDIST) tests/integration tests/security
 
 # Regenerate the committed SDL and the generated clients (TypeScript, Java, Go) after a schema
 # change (a test fails while any of them is stale).

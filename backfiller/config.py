@@ -6,6 +6,19 @@ import enum
 import os
 from dataclasses import dataclass, field, replace
 
+FAST_PATHS_VARIABLE = "BACKFILLER_FAST_PATHS"
+
+
+def fast_paths_from_env() -> bool:
+    """Whether the speed paths are on: yes, unless ``BACKFILLER_FAST_PATHS`` says 0 (or
+    false, no, off). The default of :attr:`Settings.fast_paths` and of ``Database``'s."""
+    return os.environ.get(FAST_PATHS_VARIABLE, "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
+
 
 class AuthMode(enum.StrEnum):
     """Who may call the API."""
@@ -48,6 +61,14 @@ class Settings:
     # /metrics without a token on this port of `metrics_host` (loopback), besides the API's.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    fast_paths: bool = field(default_factory=fast_paths_from_env)
+    """The one switch of the paths that exist only to be faster than the libraries' own (each
+    reaches into a library's internals; each is checked against the library's own behaviour):
+    the executor's plain fields and string lists, inputs built in one step, remembered names
+    and extension hooks, the JSON body read, the GraphQL lane, joined socket writes, prepared
+    statements and reused greenlets. Off (``BACKFILLER_FAST_PATHS=0``), every one of them
+    takes the library's own path, with the same answers; CI runs the integration and security
+    tiers so once."""
 
     def __post_init__(self) -> None:
         # Settings also come back from JSON (``web/workers.py``): the mode as its value.

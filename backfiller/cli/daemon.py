@@ -139,7 +139,20 @@ NotifyFormatOption = Annotated[
     str, typer.Option("--notify-format", help='generic (JSON) or slack ({"text": ...}).')
 ]
 NotifyTimeoutOption = Annotated[
-    float, typer.Option("--notify-timeout", help="Seconds a webhook may take to answer.")
+    float,
+    typer.Option(
+        "--notify-timeout",
+        help="Seconds one delivery attempt may take in all (connect, send, wait, read).",
+    ),
+]
+WebhookAllowOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--webhook-allow",
+        help="Let webhooks reach this network, address or host name (`10.0.0.0/8`, "
+        "`hooks.internal`, `*.corp.example`) although it is inside (loopback, private, "
+        "link-local...). Repeatable; $BACKFILLER_WEBHOOK_ALLOW adds more (comma-separated).",
+    ),
 ]
 
 
@@ -214,7 +227,7 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
     daemon = Daemon(Database(database_url), defs, launcher, settings, api_url=options.api_url)
     from backfiller.notify.notifier import NotifierSettings
     from backfiller.notify.wiring import install_notifier
-    from backfiller.observability.daemon_ops import observe_daemon
+    from backfiller.web.daemon_ops import observe_daemon
 
     observe_daemon(daemon, options.metrics_port, options.metrics_host)
     install_notifier(daemon, options.notify or NotifierSettings())
@@ -288,6 +301,7 @@ def daemon(
     notify_events: NotifyEventsOption = None,
     notify_format: NotifyFormatOption = "generic",
     notify_timeout: NotifyTimeoutOption = 10.0,
+    webhook_allow: WebhookAllowOption = None,
     launcher: LauncherOption = "local",
     broker: BrokerOption = None,
     heartbeat_timeout: HeartbeatTimeoutOption = 20.0,
@@ -304,7 +318,9 @@ def daemon(
     from backfiller.notify.wiring import notifier_settings
 
     try:
-        notify = notifier_settings(notify_url or [], notify_events, notify_format, notify_timeout)
+        notify = notifier_settings(
+            notify_url or [], notify_events, notify_format, notify_timeout, webhook_allow or []
+        )
     except ValueError as exc:
         raise fail(str(exc)) from None
     options = DaemonOptions(

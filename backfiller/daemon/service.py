@@ -116,7 +116,10 @@ class Daemon:
         self._unwritten = []
         if not batch:
             return TickReport()
-        daemon_metrics.observe_launcher_events(batch)
+        daemon_metrics.observe_runs(
+            [(e.run_id, e.at) for e in batch if isinstance(e, RunStarted)],
+            [e for e in batch if isinstance(e, RunFinished)],
+        )
         try:
             report = await ticks.record_results(
                 self.database, self.definitions, self.clock, self.launcher, self.state, batch

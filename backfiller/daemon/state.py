@@ -9,8 +9,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from backfiller.daemon.selections import SelectionCache
 from backfiller.domain import BackfillState
+from backfiller.services.selections import PinCache
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository
 from backfiller.storage.records import BackfillRecord
@@ -42,7 +42,8 @@ class DaemonState:
 
     owner: str = field(default_factory=new_owner)
     started_at: datetime | None = None
-    selections: SelectionCache = field(default_factory=SelectionCache)
+    pins: PinCache = field(default_factory=PinCache)
+    """Its backfills pinned to their key spaces (``services.selections``)."""
     limits: Limits = field(default_factory=Limits)
     plan_window: int = PLAN_WINDOW
     lease_timeout: timedelta = timedelta(seconds=30)

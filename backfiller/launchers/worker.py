@@ -203,7 +203,8 @@ def _serve(
 ) -> None:
     from backfiller.observability import logs, tracing
 
-    logs.configure("WARNING")  # the worker's own lines (a run's go to the run's log)
+    # The worker's own lines (scrubbed); a run's go to the run's log as its code wrote them.
+    logs.configure("WARNING", scrub_every_record=False)
     tracing.configure()  # on when the daemon's environment says so
     sender = _Sender(conn)
     current: list[_RunLogHandler | None] = [None]

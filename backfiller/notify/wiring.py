@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from backfiller.notify.addresses import EgressPolicy
 from backfiller.notify.events import PayloadFormat, WebhookEvent, check_url, server_target
 from backfiller.notify.notifier import Notifier, NotifierSettings
 
@@ -32,16 +33,25 @@ def parse_events(text: str | None) -> list[WebhookEvent]:
 
 
 def notifier_settings(
-    urls: Sequence[str], events: str | None, fmt: str, timeout_seconds: float
+    urls: Sequence[str],
+    events: str | None,
+    fmt: str,
+    timeout_seconds: float,
+    allow: Sequence[str] = (),
 ) -> NotifierSettings:
     """The daemon's notifier settings; the secret comes from ``$BACKFILLER_WEBHOOK_SECRET``
-    (an environment variable, so that it never shows in a process list).
+    (an environment variable, so that it never shows in a process list), the allow-list from
+    ``allow`` (``--webhook-allow``) and ``$BACKFILLER_WEBHOOK_ALLOW``.
 
     Raises:
-        ValueError: a bad URL, event or format.
+        ValueError: a bad URL, event, format or allow-list entry.
     """
+    try:
+        policy = EgressPolicy.from_env(allow)
+    except ValueError as exc:
+        raise ValueError(f"--webhook-allow: {exc}") from None
     for url in urls:
-        problem = check_url(url)
+        problem = check_url(url, policy)
         if problem:
             raise ValueError(f"--notify-url {problem}")
     try:
@@ -54,8 +64,10 @@ def notifier_settings(
         targets=tuple(server_target(u, wanted, payload) for u in urls),
         secret=secret.encode() if secret else None,
         timeout_seconds=timeout_seconds,
-        # A delivery a killed daemon left in flight is sent again this long after its claim.
+        # A delivery a killed daemon left in flight is sent again this long after its claim
+        # (an attempt and its record end within the timeout plus 5 s).
         lease_seconds=2 * timeout_seconds + 5.0,
+        policy=policy,
     )
 
 

@@ -1,11 +1,17 @@
-"""Structured logs: ``--log-format json|text``, context fields, and secrets kept out.
+"""Structured logs: ``--log-format json|text``, context fields, secrets kept out, and one
+line per record.
 
 Every line carries, where they apply, ``request_id``, ``actor``, ``backfill_id`` and
 ``run_id``: code binds them for the duration of a piece of work with :func:`bound` (a
 context variable, so concurrent requests and tasks keep their own), and a filter copies them
-onto each record. The same filter scrubs what must never be written: bearer tokens and API
-tokens (``bft_...``), passwords inside URLs, and the values of secret environment variables,
-whatever the message or its arguments hold.
+onto each record. What must never be written (tokens, credentials, URL passwords and paths,
+secret values) is scrubbed from every record the process creates, third-party loggers'
+included (:mod:`.redaction`, installed by :func:`configure`).
+
+Nothing a request sends can forge a line: the text format escapes control characters in the
+message (a newline in a path is written ``\\n``) and indents every further line of a record
+(a traceback), so a line that starts at the margin is always a record's first; the JSON
+format escapes them by construction.
 """
 
 from __future__ import annotations
@@ -15,25 +21,28 @@ import contextvars
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from backfiller.observability import redaction
+from backfiller.observability.redaction import REDACTED, SECRET_VARIABLES, redact
+
 FORMAT_VARIABLE = "BACKFILLER_LOG_FORMAT"
 FIELDS = ("request_id", "actor", "backfill_id", "run_id")
-SECRET_VARIABLES = ("BACKFILLER_WEBHOOK_SECRET", "BACKFILLER_TOKEN")
-REDACTED = "[REDACTED]"
+__all__ = ["REDACTED", "SECRET_VARIABLES", "redact"]
 
 _context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "backfiller_log_context", default=None
 )
-_PATTERNS = (
-    (re.compile(r"(?i)(bearer\s+)[^\s\"',;]+"), r"\1" + REDACTED),
-    (re.compile(r"bft_[A-Za-z0-9_\-]{8,}"), "bft_" + REDACTED),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s]*):[^@/\s]+@"), r"\1:" + REDACTED + "@"),
-)
+_CONTROLS = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))},
+    **{c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+}
 
 
 def bind(**fields: Any) -> contextvars.Token[dict[str, Any] | None]:
@@ -59,34 +68,21 @@ def context_fields() -> dict[str, Any]:
     return dict(_context.get() or {})
 
 
-def redact(text: str) -> str:
-    """``text`` without tokens, URL passwords or secret environment values."""
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    for name in SECRET_VARIABLES:
-        value = os.environ.get(name)
-        if value and len(value) >= 4:
-            text = text.replace(value, REDACTED)
-    return text
+def escape_controls(text: str) -> str:
+    """``text`` with control characters (newlines included), line separators and bidi
+    overrides written as escapes: one line, that reads as it is."""
+    return text if text.isprintable() else text.translate(_CONTROLS)
 
 
 class ContextAndRedaction(logging.Filter):
-    """Copies the bound context onto records and scrubs their message (never drops one)."""
+    """Copies the bound context onto records and scrubs them (never drops one): the records
+    that :func:`redaction.install` did not scrub when they were made are scrubbed here."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         for key, value in (_context.get() or {}).items():
             if not hasattr(record, key):
                 setattr(record, key, value)
-        try:
-            message = record.getMessage()
-        except Exception:
-            message = str(record.msg)
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        cleaned = redact(message)
-        record.msg, record.args = cleaned, None
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+        redaction.scrub(record)
         return True
 
 
@@ -110,29 +106,56 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """The classic line, with the context fields that apply appended as ``key=value``."""
+    """The classic line, with the context fields that apply appended as ``key=value``; the
+    message on that one line (control characters escaped), a traceback on indented lines."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        extra = [f"{k}={getattr(record, k)}" for k in FIELDS if getattr(record, k, None)]
-        return f"{text} [{' '.join(extra)}]" if extra else text
+        record.message = escape_controls(record.getMessage())
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        text = self.formatMessage(record)
+        extra = [
+            f"{k}={escape_controls(str(getattr(record, k)))}"
+            for k in FIELDS
+            if getattr(record, k, None)
+        ]
+        if extra:
+            text = f"{text} [{' '.join(extra)}]"
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        for block in (record.exc_text, record.stack_info and self.formatStack(record.stack_info)):
+            if block:
+                text += "".join(f"\n    {line}" for line in block.splitlines())
+        return text
 
 
-def configure(level: str = "INFO", fmt: str | None = None, *, locate: bool = True) -> None:
+def configure(
+    level: str = "INFO",
+    fmt: str | None = None,
+    *,
+    locate: bool = True,
+    scrub_every_record: bool = True,
+) -> None:
     """Configure the root logger once per process: format from ``fmt`` or
     ``$BACKFILLER_LOG_FORMAT`` (json or text, text by default).
 
     ``locate=False`` stops the records of the whole process from noting where they were
     logged from and on which thread and process, which neither format shows: a walk up the
     stack saved on every record (an access line per request). For the service's own processes
-    only; a worker, whose runs' code may log with its own handlers, keeps them."""
+    only; a worker, whose runs' code may log with its own handlers, keeps them.
+
+    ``scrub_every_record`` scrubs every record the process creates, for any handler
+    (:func:`redaction.install`); without it, only what this handler writes is scrubbed: a
+    local worker's runs keep their own log lines as their code wrote them."""
     chosen = (fmt or os.environ.get(FORMAT_VARIABLE) or "text").lower()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
     handler.addFilter(ContextAndRedaction())
+    if scrub_every_record:
+        redaction.install()  # every record of the process, whichever handler writes it
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -75,8 +75,8 @@ async def _authenticate_run(
         return AuthFailure("the token is not valid")
     if claims.expires_at <= now:
         return AuthFailure("the run's credential has expired")
-    if not await run_is_active(services.database, claims.run_id):
-        return AuthFailure("the run of this credential has ended")
+    if not await run_is_active(services.database, claims.run_id, claims.backfill_id):
+        return AuthFailure("the run of this credential has ended, or its backfill was canceled")
     role, jobs = claims.role, None
     if claims.parent_token_id is None and services.settings.auth_mode == "none":
         # Without auth every caller is an admin: a run is no less than one who has no token.

@@ -34,6 +34,7 @@ from strawberry.types.base import StrawberryList, StrawberryOptional
 from backfiller.resolvers.audit import record, result_of, subject_of
 from backfiller.resolvers.context import AuditDraft, Context, PublicError
 from backfiller.resolvers.policy import Refusal, decide, rate_refusal
+from backfiller.resolvers.rate_keys import rate_caller
 from backfiller.resolvers.sanitize import check_text
 from backfiller.resolvers.scopes import scope_refusal_of
 from backfiller.root_fields import RootFieldExtension
@@ -117,7 +118,8 @@ async def _mutate(
         refusal, outcome = await scope_refusal_of(ctx, field, kwargs), AuditOutcome.DENIED
     if refusal is None:
         limiter, settings = ctx.services.rate_limiter, ctx.services.settings
-        refusal = rate_refusal(limiter, settings, ctx.principal, field, ctx.now())
+        caller = rate_caller(ctx.principal, ctx.client)
+        refusal = rate_refusal(limiter, settings, caller, field, ctx.now())
     if refusal is not None:
         payload = refusal_payload(info, refusal, kwargs)
         await record(ctx, field, subject, outcome, [refusal], None)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import strawberry
 
-from backfiller import domain
+from backfiller.definitions.jobs import JobDefinition
 from backfiller.domain import (
     EventKind,
     SlotState,
@@ -52,22 +52,26 @@ from backfiller.schema.payloads import (
     RetryBackfillPayload,
 )
 from backfiller.services.asset_launching import asset_names_of, asset_retry_of
-from backfiller.services.launching import (
-    Launched,
+from backfiller.services.launch_types import (
     LaunchPlan,
     LaunchRequest,
+    new_backfill,
+    retry_request,
+)
+from backfiller.services.launching import (
+    Launched,
     create_backfill,
     preview_launch,
     validate_launch,
 )
-from backfiller.services.selections import Unpinnable, pin_backfill
+from backfiller.services.selections import Unpinnable
+from backfiller.storage.launches import NewBackfill
 from backfiller.storage.notifications import NotificationRepository
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillQuery,
     BackfillRepository,
     EventRepository,
-    NewBackfill,
     SlotReads,
 )
 
@@ -217,34 +221,22 @@ def _retry_states(include: Iterable[RetryInclude]) -> set[SlotState]:
 
 def _retry_of(
     parent: BackfillRecord,
-    partitions_fingerprint: str,
+    job: JobDefinition,
     keys: list[str],
     include: list[RetryInclude],
     input: RetryBackfillInput,
     creator: str | None,
 ) -> NewBackfill:
     """The child backfill that runs ``keys`` of ``parent`` again."""
-    title = parent.title or backfill_id(parent.id)
-    return NewBackfill(
-        job_name=parent.job_name,
-        selection_kind=domain.SelectionKind.KEYS,
-        range_start=None,
-        range_end=None,
-        keys=keys,
-        partitions_fingerprint=partitions_fingerprint,
+    return new_backfill(
+        retry_request(parent, keys, input.idempotency_key),
+        job=job,
+        partitions_fingerprint=job.partitions.fingerprint(),
         first_index=0,
         total=len(keys),
-        reprocess=domain.Reprocess.ALL,
-        order=parent.order,
-        max_concurrent_runs=parent.max_concurrent_runs,
-        run_config=parent.run_config,
-        tags=[(k, v) for k, v in parent.tags],
-        title=f"Retry of {title}",
-        description=parent.description,
-        idempotency_key=input.idempotency_key,
-        request_fingerprint=_retry_fingerprint(parent, include),
         creator=creator,
         parent_id=parent.id,
+        fingerprint=_retry_fingerprint(parent, include),
     )
 
 
@@ -279,7 +271,7 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
                 ],
             )
         statuses = await SlotReads(session).statuses(pk)
-    pinned = await pin_backfill(ctx.database, job, parent, ctx.now())
+    pinned = await ctx.services.pins.pin(ctx.database, ctx.definitions, parent)
     if isinstance(pinned, Unpinnable):
         return RetryBackfillPayload(
             backfill=None,
@@ -306,7 +298,7 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
             backfill=None, user_errors=[user_error(refused.code, refused.message, refused.field)]
         )
     keys = [key_at(resolved, parent.order, space, p) for p in sorted(chosen)]
-    new = _retry_of(parent, job.partitions.fingerprint(), keys, include, input, ctx.actor)
+    new = _retry_of(parent, job, keys, include, input, ctx.actor)
     return await _create_child(ctx, parent, new)
 
 

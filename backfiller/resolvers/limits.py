@@ -8,6 +8,8 @@ Other lists count as one (they are small or bounded by the definitions).
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -26,7 +28,9 @@ from graphql import (
     OperationDefinitionNode,
     SelectionSetNode,
     VariableNode,
+    Visitor,
     get_named_type,
+    visit,
 )
 from strawberry.extensions import SchemaExtension
 
@@ -34,6 +38,8 @@ from backfiller.resolvers.context import PublicError
 from backfiller.resolvers.document_memo import DocumentMemo
 
 MAX_FRAGMENT_DEPTH = 50
+MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+_LONG_NUMBER = re.compile(rf"[0-9]{{{MAX_DIGITS + 1}}}")
 
 
 LIMIT_MESSAGES = (
@@ -65,7 +71,15 @@ class QueryCostLimiter(SchemaExtension):
     def on_parse(self) -> Iterator[None]:
         yield
         document = self.execution_context.graphql_document
-        if document is None or self.max_fields <= 0:
+        if document is None:
+            return
+        query = self.execution_context.query
+        if query and _LONG_NUMBER.search(query) and _has_long_number(document):
+            raise PublicError(
+                f"a number in the document has more than {MAX_DIGITS} digits",
+                code="INVALID_ARGUMENT",
+            )
+        if self.max_fields <= 0:
             return
         size = self.memo.get(
             document, ("size", None), lambda: (expanded_size(document, self.max_fields), True)
@@ -94,6 +108,23 @@ class QueryCostLimiter(SchemaExtension):
                     code="QUERY_TOO_COMPLEX",
                 )
         yield
+
+
+class _LongNumbers(Visitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def enter_int_value(self, node: IntValueNode, *_: Any) -> None:
+        self.found = self.found or len(node.value.lstrip("-")) > MAX_DIGITS
+
+
+def _has_long_number(document: Any) -> bool:
+    """Whether a literal of the document is an integer longer than the interpreter converts
+    (only looked for when the text holds such a run of digits: rare)."""
+    visitor = _LongNumbers()
+    visit(document, visitor)
+    return visitor.found
 
 
 def tag_error_codes(errors: list[GraphQLError]) -> None:

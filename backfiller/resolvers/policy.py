@@ -132,15 +132,14 @@ def scope_refusal(principal: Principal | None, names: Iterable[str], verb: str) 
 def rate_refusal(
     limiter: RateLimiter,
     settings: Settings,
-    principal: Principal | None,
+    caller: str,
     field: str,
     now: datetime,
 ) -> Refusal | None:
-    """Whether ``field`` is over the per-token rate limit now."""
+    """Whether ``field`` is over the rate limit of ``caller`` (``resolvers.rate_keys``) now."""
     bucket = RATE_LIMITED_FIELDS.get(field)
     if bucket is None:
         return None
-    caller = principal.name if principal and principal.name else "anonymous"
     if limiter.allow(
         bucket, caller, settings.launch_rate_limit, settings.rate_limit_window_seconds, now
     ):

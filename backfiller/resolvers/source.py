@@ -10,12 +10,9 @@ from backfiller.definitions.partitions import KeySpace
 from backfiller.ids import encode_cursor
 from backfiller.planning import (
     FoldedRange,
-    ResolvedSelection,
-    SelectionProblem,
     fold_statuses,
     key_at,
     keys_between,
-    pin_stored_selection,
 )
 from backfiller.resolvers.assets import asset_status_ranges
 from backfiller.resolvers.context import PublicError
@@ -51,7 +48,7 @@ from backfiller.schema.backfills import (
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
 from backfiller.schema.notifications import NotificationConnection
-from backfiller.services.selections import key_space_of, stored_selection
+from backfiller.services.selections import Pinned, key_space_of
 from backfiller.storage.backfill_reads import BackfillRow, backfill_row, backfill_rows
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
@@ -122,25 +119,11 @@ class StorageSource:
             page_info=page_info(edges, len(records) > limit, after),
         )
 
-    async def _pinned_selection(
-        self, record: BackfillRecord
-    ) -> tuple[JobDefinition, KeySpace, ResolvedSelection] | None:
-        job = self.services.definitions.get_job(record.job_name)
-        if job is None:
+    async def _pinned(self, record: BackfillRecord) -> Pinned | None:
+        if record.kind is not domain.BackfillKind.JOB:
             return None
-        space = await key_space_of(job.partitions, record.created_at, self.database)
-        cache_key = (record.id, len(space))
-        pinned = self.services.pinned_selections
-        resolved = pinned.get(cache_key)
-        if resolved is None:
-            try:
-                resolved = pin_stored_selection(
-                    stored_selection(record), record.total, job.partitions, space
-                )
-            except SelectionProblem:
-                return None
-            pinned[cache_key] = resolved
-        return job, space, resolved
+        pinned = await self.services.pins.pin(self.database, self.services.definitions, record)
+        return pinned if isinstance(pinned, Pinned) else None
 
     @staticmethod
     def _unplanned_status(record: BackfillRecord) -> domain.SlotState:
@@ -162,7 +145,7 @@ class StorageSource:
             slots = await SlotReads(session).page(
                 pk, start, limit + 1, list(wanted) if wanted else None
             )
-        pinned = await self._pinned_selection(record)
+        pinned = await self._pinned(record)
         found: list[BackfillPartition] = [
             BackfillPartition(
                 key=s.partition_key,
@@ -177,7 +160,7 @@ class StorageSource:
         ]
         unplanned = self._unplanned_status(record)
         if len(found) <= limit and pinned is not None and (wanted is None or unplanned in wanted):
-            _job, space, resolved = pinned
+            space, resolved = pinned.space, pinned.resolved
             begin = max(record.planned, start + 1)
             need = limit + 1 - len(found)
             keys = keys_between(resolved, record.order, space, begin, begin + need)
@@ -224,11 +207,11 @@ class StorageSource:
                 folded.append(FoldedRange(unplanned, last.start, record.total - last.start))
             else:
                 folded.append(FoldedRange(unplanned, record.planned, record.total - record.planned))
-        pinned = await self._pinned_selection(record)
+        pinned = await self._pinned(record)
         ranges: list[PartitionStatusRange] = []
         for r in folded:
             if pinned is not None:
-                _job, space, resolved = pinned
+                space, resolved = pinned.space, pinned.resolved
                 start_key = key_at(resolved, record.order, space, r.start)
                 end_key = key_at(resolved, record.order, space, r.start + r.count - 1)
             else:

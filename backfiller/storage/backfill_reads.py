@@ -20,7 +20,7 @@ from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from sqlalchemy import Connection, Select, Text, and_, bindparam, cast, exists, select
 
-from backfiller.domain import BackfillState, Order, Reprocess, SelectionKind
+from backfiller.domain import BackfillKind, BackfillState, Order, Reprocess, SelectionKind
 from backfiller.storage.records import BackfillRecord, BackfillTagRecord
 from backfiller.storage.repositories import BackfillQuery
 
@@ -31,6 +31,7 @@ class BackfillRow(NamedTuple):
     attribute of SQLAlchemy's ``Row`` costs ten times an index, and a page reads 30 a row."""
 
     id: int
+    kind: BackfillKind
     job_name: str
     selection_kind: SelectionKind
     range_start: str | None

@@ -42,6 +42,8 @@ class NotificationRecord(Base):
     target: Mapped[str] = mapped_column(String(64))
     event: Mapped[str] = mapped_column(String(32))
     url: Mapped[str] = mapped_column(String(2000))
+    # ``scheme://host:port`` of ``url``: deliveries in flight are limited per destination.
+    destination: Mapped[str | None] = mapped_column(String(300))
     format: Mapped[str] = mapped_column(String(16))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     idempotency_key: Mapped[str] = mapped_column(String(100), unique=True)

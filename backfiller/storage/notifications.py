@@ -56,6 +56,7 @@ class NewNotification:
     format: str
     payload: dict[str, Any]
     idempotency_key: str
+    destination: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +145,7 @@ class NotificationRepository:
                     "target": r.target,
                     "event": r.event,
                     "url": r.url,
+                    "destination": r.destination,
                     "format": r.format,
                     "payload": r.payload,
                     "idempotency_key": r.idempotency_key,
@@ -183,12 +185,15 @@ class NotificationRepository:
 
     # -- delivery --------------------------------------------------------------------------
 
-    async def due(self, now: datetime, limit: int) -> list[int]:
-        """Ids of pending notifications due now and not leased, oldest first."""
+    async def due(
+        self, now: datetime, limit: int, busy: Sequence[str] = ()
+    ) -> list[tuple[int, str | None, str]]:
+        """Pending notifications due now and not leased, oldest first, but those to the
+        ``busy`` destinations: each as (id, destination, url)."""
         if limit <= 0:
             return []
-        result = await self.session.execute(
-            select(NotificationRecord.id)
+        query = (
+            select(NotificationRecord.id, NotificationRecord.destination, NotificationRecord.url)
             .where(
                 NotificationRecord.status == PENDING,
                 NotificationRecord.next_attempt_at <= now,
@@ -197,7 +202,15 @@ class NotificationRepository:
             .order_by(NotificationRecord.next_attempt_at, NotificationRecord.id)
             .limit(limit)
         )
-        return [int(i) for i in result.scalars().all()]
+        if busy:
+            query = query.where(
+                or_(
+                    NotificationRecord.destination.is_(None),
+                    NotificationRecord.destination.not_in(list(busy)),
+                )
+            )
+        result = await self.session.execute(query)
+        return [(int(i), d, u) for i, d, u in result.all()]
 
     async def claim(
         self, ids: Sequence[int], now: datetime, lease_until: datetime

@@ -20,6 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from backfiller.domain import (
+    BackfillKind,
     BackfillState,
     FailureReason,
     Order,
@@ -37,6 +38,8 @@ class BackfillRecord(Base):
     __tablename__ = "backfills"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[BackfillKind] = mapped_column(server_default=BackfillKind.JOB.value)
+    # The job of a JOB backfill; empty for an ASSETS one (its target is ``asset_target``).
     job_name: Mapped[str] = mapped_column(String(200))
     selection_kind: Mapped[SelectionKind]
     range_start: Mapped[str | None] = mapped_column(String(200))

@@ -4,8 +4,9 @@ A run credential is ``bfr_<claims>.<signature>``: the claims (run, backfill, the
 launched the backfill, a role, an expiry) in URL-safe base64 JSON, signed with HMAC-SHA256 by a
 256-bit key kept in the database (``signing_keys``), which the daemon and every API process
 share. Nothing is written per run. The server checks, on every use, the signature, the expiry,
-that the run is still queued or running, and that the launching token is still valid; the run
-then has that token's job scopes and at most its role, capped at operator.
+that the run is still queued or running and its backfill neither canceled (nor being canceled)
+nor ended, and that the launching token is still valid; the run then has that token's job
+scopes and at most its role, capped at operator.
 
 The rights a run gets, from the backfill's ``creator``:
 
@@ -30,11 +31,11 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from backfiller.domain import ACTIVE_RUN_STATES
+from backfiller.domain import ACTIVE_RUN_STATES, TERMINAL_BACKFILL_STATES, BackfillState
 from backfiller.storage.auth import TokenRepository
 from backfiller.storage.auth_records import Role, SigningKeyRecord
 from backfiller.storage.engine import Database
-from backfiller.storage.records import RunRecord
+from backfiller.storage.records import BackfillRecord, RunRecord
 
 RUN_CREDENTIAL_PREFIX = "bfr_"
 PURPOSE = "run-credentials"
@@ -187,9 +188,23 @@ async def mint_run_credentials(
     }
 
 
-async def run_is_active(database: Database, run_id: int) -> bool:
+ENDED_BACKFILL_STATES = frozenset({BackfillState.CANCELING, *TERMINAL_BACKFILL_STATES})
+"""A run's credential stops working as soon as its backfill is in one of these: canceled (or
+being canceled), completed or failed, whatever its run's own status says yet."""
+
+
+async def run_is_active(database: Database, run_id: int, backfill_id: int) -> bool:
+    """Whether the run is queued or running, of ``backfill_id``, and that backfill neither
+    canceled (nor being canceled) nor ended."""
     async with database.read() as session:
-        status = (
-            await session.execute(select(RunRecord.status).where(RunRecord.id == run_id))
-        ).scalar_one_or_none()
-    return status in ACTIVE_RUN_STATES
+        found = (
+            await session.execute(
+                select(RunRecord.status, BackfillRecord.status)
+                .join(BackfillRecord, BackfillRecord.id == RunRecord.backfill_id)
+                .where(RunRecord.id == run_id, RunRecord.backfill_id == backfill_id)
+            )
+        ).first()
+    if found is None:
+        return False
+    run_status, backfill_status = found
+    return run_status in ACTIVE_RUN_STATES and backfill_status not in ENDED_BACKFILL_STATES

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -15,18 +14,22 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import MissingQueryError
 from strawberry.http import GraphQLRequestData
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types.execution import ExecutionResult
+from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET, UnsetType
 
 from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
-from backfiller.web.graphql_lane import GraphQLLane
 from backfiller.web.headers import SecurityHeaders
+from backfiller.web.host_guard import HostGuard
 from backfiller.web.operations import Operations
-from backfiller.web.request_body import plain_json_operation
+from backfiller.web.request_body import RequestRefused, decode_json, plain_json_operation
 from backfiller.web.request_ids import new_request_id
 from backfiller.web.rest import RestApi
 from backfiller.web.sockets import (
@@ -40,6 +43,16 @@ if TYPE_CHECKING:
     from cross_web import AsyncHTTPRequestAdapter  # strawberry's request adapter
 
 logger = logging.getLogger("backfiller.web")
+
+HTTP_OPERATIONS = {
+    "GET": {OperationType.QUERY},
+    "POST": {OperationType.QUERY, OperationType.MUTATION},
+}
+"""What each method may run: mutations never over GET, subscriptions over WebSocket only."""
+SUBSCRIPTION_OVER_HTTP = (
+    "OPERATION_NOT_SUPPORTED",
+    "subscriptions are served over WebSocket (graphql-transport-ws), not over HTTP",
+)
 
 
 class PublicGraphQL(GraphQL[Context, None]):
@@ -65,15 +78,54 @@ class PublicGraphQL(GraphQL[Context, None]):
     async def parse_http_body(
         self, request: AsyncHTTPRequestAdapter
     ) -> GraphQLRequestData | list[GraphQLRequestData]:
-        plain = await plain_json_operation(request, self.decode_json)
-        return plain if plain is not None else await super().parse_http_body(request)
+        if self.services.settings.fast_paths:  # a speed path (web/request_body.py)
+            plain = await plain_json_operation(request, self.decode_json)
+            if plain is not None:
+                return plain
+        return await super().parse_http_body(request)
 
     def decode_json(self, data: str | bytes) -> object:
+        return decode_json(data)  # a number too long is a typed 400 (RequestRefused)
+
+    async def run(  # type: ignore[override]
+        self, request: Request | WebSocket, context: Any = UNSET, root_value: Any = UNSET
+    ) -> Response | WebSocket:
+        """strawberry's, with the refusals of this module answered 400 with their code."""
         try:
-            return json.loads(data)
-        except RecursionError:
-            # Nested deeper than the parser can go: bad JSON (400 on HTTP, 4400 on a socket).
-            raise json.JSONDecodeError("nested too deeply", "", 0) from None
+            return await super().run(request, context, root_value)
+        except RequestRefused as refused:
+            return refused.response()
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        """strawberry's, but a subscription over HTTP is refused before it runs (strawberry
+        would run it, and its stream cannot be an HTTP answer)."""
+        try:
+            return await self.schema.execute(
+                request_data.query,
+                root_value=root_value,
+                variable_values=request_data.variables,
+                context_value=context,
+                operation_name=request_data.operation_name,
+                allowed_operation_types=HTTP_OPERATIONS[request_adapter.method],
+                operation_extensions=request_data.extensions,
+            )
+        except InvalidOperationTypeError as exc:
+            if exc.operation_type is OperationType.SUBSCRIPTION:
+                raise RequestRefused(*SUBSCRIPTION_OVER_HTTP) from None
+        except (CannotGetOperationTypeError, MissingQueryError):
+            pass
+        # Refused another way: strawberry's own view says how (and answers it).
+        return await super().execute_single(
+            request, request_adapter, sub_response, context, root_value, request_data
+        )
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
@@ -224,5 +276,8 @@ def create_app(services: Services) -> ASGIApp:
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
     settings = services.settings
-    limited = BodyLimit(GraphQLLane(app, graphql), settings.max_body_bytes)
-    return Operations(RequestId(SecurityHeaders(secure(limited, services), settings)), services)
+    limited = BodyLimit(app, settings.max_body_bytes)
+    # Outermost, the headers of every answer: the masked 500 that RequestId writes, and
+    # /metrics and /readyz, which Operations answers (after their Host check), included.
+    operations = Operations(secure(limited, services), services)
+    return SecurityHeaders(RequestId(HostGuard(operations, settings)), settings)

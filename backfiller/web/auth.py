@@ -77,6 +77,7 @@ def request_context(services: Services, scope: Scope, request_id: str) -> Contex
         request_id=request_id,
         principal=principal,
         token=bearer_token(Headers(scope=scope)) if principal is not None else None,
+        client=(scope.get("client") or (None,))[0],
     )
 
 

@@ -136,6 +136,6 @@ def _error(status: int, code: str, message: str) -> Response:
 
 def serve_metrics_port(port: int, host: str = "127.0.0.1") -> Any:
     """``/metrics`` without a token on its own port, in a thread (loopback by default)."""
-    from backfiller.observability.endpoint import start_endpoint
+    from backfiller.web.metrics_port import start_endpoint
 
     return start_endpoint(host, port, ready=None)

@@ -31,6 +31,7 @@ from strawberry.types.execution import ExecutionResult
 from backfiller.resolvers.authorize_early import refusals_before_coercion
 from backfiller.resolvers.context import Context
 from backfiller.schema.common import UserErrorCode
+from backfiller.web.request_body import MAX_DIGITS
 from backfiller.web.rest_openapi import MAX_ASSET_PAGE, PREFIX, REST_ONLY_CODES, build_openapi
 from backfiller.web.rest_variables import VariableProblem, variable_problems
 from backfiller_client._operations import split_operations
@@ -151,8 +152,23 @@ def _is_json(content_type: str) -> bool:
     )
 
 
+class _NotJson(ValueError):
+    """NaN and infinities, which Python's parser takes and JSON does not."""
+
+
 def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise _NotJson(f"{name} is not JSON")
+
+
+def _why_not_json(exc: ValueError | RecursionError) -> str:
+    if isinstance(exc, RecursionError):
+        return "too deeply nested"
+    if isinstance(exc, json.JSONDecodeError | _NotJson):
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    # What else json.loads raises: an integer longer than the interpreter converts.
+    return f"a number has more than {MAX_DIGITS} digits"
 
 
 async def read_object(request: Request, required: bool) -> dict[str, Any]:
@@ -169,7 +185,7 @@ async def read_object(request: Request, required: bool) -> dict[str, Any]:
     try:
         value = json.loads(raw, parse_constant=_no_constants)
     except (ValueError, RecursionError) as exc:
-        message = str(exc) if isinstance(exc, ValueError) else "too deeply nested"
+        message = _why_not_json(exc)
         raise BodyError(
             errors_response([error("MALFORMED_JSON", f"the body is not JSON: {message}")], 400)
         ) from None

@@ -54,9 +54,8 @@ def http_server(definitions: Definitions, settings: Settings) -> uvicorn.Server:
     from backfiller.storage import Database
     from backfiller.web.app import create_app
 
-    services = Services(
-        database=Database(settings.database_url), definitions=definitions, settings=settings
-    )
+    database = Database(settings.database_url, fast_paths=settings.fast_paths)
+    services = Services(database=database, definitions=definitions, settings=settings)
     return uvicorn.Server(uvicorn_config(create_app(services), settings))
 
 
@@ -64,9 +63,12 @@ def serve_metrics_port(settings: Settings) -> None:
     """``--metrics-port``: /metrics, /healthz and /readyz in a thread of this process."""
     if settings.metrics_port is None:
         return
-    from backfiller.observability.endpoint import start_endpoint
+    from urllib.parse import urlsplit
 
-    start_endpoint(settings.metrics_host, settings.metrics_port, ready=None)
+    from backfiller.web.metrics_port import start_endpoint
+
+    names = [*settings.allowed_hosts, urlsplit(settings.public_url or "").netloc]
+    start_endpoint(settings.metrics_host, settings.metrics_port, ready=None, names=names)
 
 
 def api_line(settings: Settings) -> str:

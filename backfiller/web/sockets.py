@@ -8,7 +8,9 @@ Here, instead:
 - the socket's token is checked again before every operation and every few seconds while the
   socket is open (a revoked or expired token closes it with 4401);
 - a message is at most the HTTP body limit (larger ones close the socket with 1009, before
-  they are parsed), and the operations in flight are capped per socket and per token.
+  they are parsed), and the operations in flight are capped per socket and per token;
+- a ``subscribe`` that holds a number too long to convert is answered with an ``error``
+  message (``INVALID_ARGUMENT``) and the socket stays open, as an HTTP request gets a 400.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 
 from backfiller.resolvers.authentication import AuthFailure, authenticate
 from backfiller.resolvers.context import Context
+from backfiller.resolvers.rate_keys import rate_caller
+from backfiller.web.request_body import TOO_LARGE, decode_socket_message, number_too_large
 from backfiller.web.request_ids import new_request_id
 
 logger = logging.getLogger("backfiller.auth")
@@ -74,14 +78,8 @@ class OperationCounter:
 
 
 def caller_key(context: Context) -> str:
-    principal = context.principal
-    if principal is None:
-        return "anonymous"
-    if principal.run_id is not None:
-        return f"run:{principal.run_id}"
-    if principal.token_id is not None:
-        return f"token:{principal.token_id}"
-    return "anonymous"
+    """Whose operations in flight these are: a token's, a run's, or a client address'."""
+    return rate_caller(context.principal, context.client)
 
 
 def operation_context(socket: Context) -> Context:
@@ -131,7 +129,7 @@ class CappedWebSocketAdapter(ASGIWebSocketAdapter):
                 await self.ws.close(TOO_BIG, f"message larger than {self.limit} bytes")
                 return
             try:
-                decoded = self.view.decode_json(text)
+                decoded = decode_socket_message(text)
             except JSONDecodeError as error:
                 if ignore_parsing_errors:
                     continue
@@ -188,7 +186,27 @@ class GuardedTransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
             await self.handle_invalid_message("a message is a JSON object with a type")
             return
+        if TOO_LARGE in message:
+            await self._refuse_too_large(message)
+            return
         await super().handle_message(message)
+
+    async def _refuse_too_large(self, message: Any) -> None:
+        """A message that held a number too long: its operation gets an ``error`` message
+        (a subscribe on an acknowledged socket); any other such message is invalid."""
+        if (
+            message.get("type") == "subscribe"
+            and isinstance(message.get("id"), str)
+            and self.connection_acknowledged
+            and message["id"] not in self.operations
+        ):
+            refused = number_too_large()
+            error = GraphQLError(refused.message, extensions={"code": refused.code})
+            await self.send_message(
+                ErrorMessage(id=message["id"], type="error", payload=[error.formatted])
+            )
+            return
+        await self.handle_invalid_message("a number in the message is too long")
 
     async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
         await super().handle_connection_init(message)

@@ -36,6 +36,7 @@ Script = Callable[[int], tuple[int, float]]
 @dataclass
 class Receiver:
     script: Script = lambda n: (200, 0.0)
+    host: str = "127.0.0.1"
     received: list[Received] = field(default_factory=list)
     gate: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -67,13 +68,13 @@ class Receiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((self.host, 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"http://{self.host}:{self.server.server_address[1]}"
 
     def hold(self) -> None:
         """Answer nothing until :meth:`release`."""

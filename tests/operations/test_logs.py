@@ -41,7 +41,11 @@ def test_json_lines_carry_request_id_and_actor_and_never_a_secret(database_url: 
     server = LiveServer(database_url, DEFS, auth="token", env=env)
     # A webhook that refuses connections, with credentials in its URL: its failures are logged.
     hook = f"http://user:{URL_PASSWORD}@127.0.0.1:9/hook"
-    daemon = Daemon(database_url, extra=["--notify-url", hook, "--notify-timeout", "1"], env=env)
+    daemon = Daemon(
+        database_url,
+        extra=["--notify-url", hook, "--notify-timeout", "1", "--webhook-allow", "127.0.0.1"],
+        env=env,
+    )
     try:
         bearer = {"Authorization": f"Bearer {tokens.admin}"}
         body = {

@@ -16,6 +16,9 @@ pytestmark = pytest.mark.acceptance
 
 DEFS = "tests.acceptance.jobs_daemon:definitions"
 SECRET = "webhook-test-secret"
+# The receivers listen on loopback, where webhooks may only go when an admin allows it: the
+# server (which checks a launch's `notify`) and the daemon (which delivers) are both told.
+ALLOW = {"BACKFILLER_WEBHOOK_ALLOW": "127.0.0.1"}
 NOTIFICATIONS = """
 query($id: ID!) { backfill(id: $id) { notifications(first: 50) { nodes {
   id event destination format status attempts idempotencyKey lastStatusCode lastError
@@ -26,7 +29,7 @@ query($id: ID!) { backfill(id: $id) { notifications(first: 50) { nodes {
 
 @pytest.fixture
 def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFS)
+    live = LiveServer(database_url, DEFS, env=ALLOW)
     yield live
     live.stop()
 
@@ -60,7 +63,10 @@ def start_daemon(database_url: str, receiver: Receiver, *extra: str) -> Daemon:
             "--notify-url",
             f"{receiver.url}/hooks",
             "--notify-timeout",
-            "1",
+            # The deadline of a whole attempt: room for a loaded machine to connect and read.
+            "3",
+            "--webhook-allow",
+            "127.0.0.1",
             *extra,
         ],
         env={"BACKFILLER_WEBHOOK_SECRET": SECRET},
@@ -70,8 +76,8 @@ def start_daemon(database_url: str, receiver: Receiver, *extra: str) -> Daemon:
 def test_signed_retried_on_500_and_timeouts_and_recorded(
     server: LiveServer, database_url: str, receiver: Receiver
 ) -> None:
-    # Each delivery: a 500, then an answer slower than the 1 s timeout, then 200.
-    receiver.script = lambda n: {1: (500, 0.0), 2: (200, 1.6)}.get(n, (200, 0.0))
+    # Each delivery: a 500, then an answer slower than the 3 s deadline, then 200.
+    receiver.script = lambda n: {1: (500, 0.0), 2: (200, 3.6)}.get(n, (200, 0.0))
     daemon = start_daemon(database_url, receiver)
     try:
         backfill = launch(
@@ -86,7 +92,7 @@ def test_signed_retried_on_500_and_timeouts_and_recorded(
         wait_status(server, backfill, {"COMPLETED_FAILED"})
         # Server: launched, run_failed x2 (no retry left), completed_failed; the backfill's own
         # webhook: completed_failed, as Slack text.
-        found = wait_for("deliveries", lambda: all_delivered(server, backfill, 5), timeout=60)
+        found = wait_for("deliveries", lambda: all_delivered(server, backfill, 5), timeout=120)
     finally:
         daemon.stop()
     events = sorted((n["event"], n["format"]) for n in found)
@@ -155,7 +161,7 @@ def test_the_retry_of_a_failed_backfill_notifies_the_parents_receiver(
 ) -> None:
     retry = """mutation($id: ID!) { retryBackfill(input: {id: $id}) {
       backfill { id } userErrors { code message } } }"""
-    daemon = Daemon(database_url, workers=2)
+    daemon = Daemon(database_url, workers=2, env=ALLOW)
     try:
         notify = [{"url": f"{receiver.url}/own", "events": ["COMPLETED_FAILED"]}]
         parent = launch(server, "broken", "2001-01-01", "2001-01-01", notify=notify)

@@ -143,3 +143,30 @@ def test_a_run_credential_stops_when_its_run_ends(
     ended = [t.credential for t in launcher.submitted if t.credential]
     assert ended
     assert me(server, ended[0]).status_code == 401
+
+
+CANCEL = "mutation($i: CancelBackfillInput!) { cancelBackfill(input: $i) { userErrors { code } } }"
+PAUSE = "mutation($i: PauseBackfillInput!) { pauseBackfill(input: $i) { userErrors { code } } }"
+
+
+def test_a_run_credential_stops_as_soon_as_its_backfill_is_canceled(
+    server: LiveServer, tokens: Tokens, shared_database_url: str
+) -> None:
+    """No daemon runs here: the run stays queued, as a run still executing would while its
+    daemon gets to stop it; only the backfill's status says it is canceled (CANCELING)."""
+    launched = gql(server, LAUNCH, {"i": daily(7)}, tokens.operator).json()["data"]
+    backfill = launched["launchBackfill"]["backfill"]["id"]
+    launcher = asyncio.run(_claim_runs(shared_database_url))
+    [credential] = [t.credential for t in launcher.submitted if t.credential]
+    assert me(server, credential).status_code == 200
+    # Paused, its runs go on (pause stops new claims only): the credential still works.
+    paused = gql(server, PAUSE, {"i": {"id": backfill}}, tokens.operator).json()["data"]
+    assert paused["pauseBackfill"]["userErrors"] == []
+    assert me(server, credential).status_code == 200
+    canceled = gql(server, CANCEL, {"i": {"id": backfill}}, tokens.operator).json()["data"]
+    assert canceled["cancelBackfill"]["userErrors"] == []
+    refused = me(server, credential)
+    assert refused.status_code == 401
+    assert "canceled" in refused.json()["errors"][0]["message"]
+    again = gql(server, LAUNCH, {"i": daily(8)}, credential)
+    assert again.status_code == 401  # nothing launched with it after the cancel

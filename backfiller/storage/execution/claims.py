@@ -91,17 +91,24 @@ class ClaimsRepository(SessionRepository):
                 text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": job_name}
             )
 
+    async def _backfill_room(self, pk: int, want: int, backfill_limit: int | None) -> int | None:
+        """Lock the backfill's row while it is RUNNING (None: it is not) and say how many of
+        ``want`` runs its limit allows now. Every claim starts here (job and asset claims)."""
+        locked = await self.rows_of(_LOCK_RUNNING, {"b_pk": pk})
+        if not locked:
+            return None
+        queued, running = locked[0]
+        if backfill_limit is None:
+            return want
+        return min(want, backfill_limit - int(queued) - int(running))
+
     async def _room(
         self, pk: int, job_name: str, want: int, backfill_limit: int | None, job_limit: int | None
     ) -> tuple[int, int]:
         """How many runs the limits allow now, and how many runs of the job are active."""
-        locked = await self.rows_of(_LOCK_RUNNING, {"b_pk": pk})
-        if not locked:
+        allowed = await self._backfill_room(pk, want, backfill_limit)
+        if allowed is None:
             return 0, 0
-        queued, running = locked[0]
-        allowed = want
-        if backfill_limit is not None:
-            allowed = min(allowed, backfill_limit - int(queued) - int(running))
         if job_limit is not None:
             await self._serialize_job(job_name)
         ((active_of_job,),) = await self.rows_of(_ACTIVE_OF_JOB, {"b_job": job_name})

@@ -17,6 +17,10 @@ from sqlalchemy import bindparam, func, insert, select, update
 
 from backfiller.domain import EventKind, RunFinished, RunState, SlotState, run_sources_of
 from backfiller.domain.retries import Budget, Decision, SoFar, decide_end, legal, recorded_as
+from backfiller.storage.events import (
+    EVENTS,
+    event_row,
+)
 from backfiller.storage.execution.common import (
     ACTIVE,
     CHUNK,
@@ -28,7 +32,6 @@ from backfiller.storage.execution.common import (
     slots_t,
 )
 from backfiller.storage.prepared import Prepared
-from backfiller.storage.repositories import EVENTS, event_row
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 RetryRule = Budget

@@ -304,10 +304,25 @@ def launch(
     )  # fmt: skip
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
+        # For people: a launch that will run nothing says why (one preview first).
+        told = not quiet and not out.json_mode
+        nothing = nothing_to_run(client.preview_backfill(request)) if told else None
         backfill = client.launch_backfill(request)
         print_launched(out, backfill, quiet)
+        if nothing is not None:
+            out.line(nothing)
         if wait:
             watch_until_done(client, out, backfill.id, interval)
+
+
+def nothing_to_run(found: Preview) -> str | None:
+    """Why a launch runs no partition (``31 skipped: already succeeded; use --reprocess
+    all``), or None when it runs some."""
+    if found.runs or not found.skipped:
+        return None
+    reasons = sorted({s.reason.lower().replace("_", " ") for s in found.skipped_partitions})
+    why = ", ".join(reasons) or "nothing to do"
+    return f"{found.skipped} skipped: {why}; use --reprocess all to run them again"
 
 
 @app.command(rich_help_panel=CLIENT_PANEL)

@@ -3,7 +3,7 @@ daily -> monthly report. Every execution appends ``start`` and ``end`` lines (wi
 nanosecond clock, shared by all processes of the machine) to ``$BACKFILLER_TEST_MARKS``; a
 partition listed in ``$BACKFILLER_TEST_FAIL`` (``asset/key,...``) fails every attempt.
 
-Importable as ``tests.acceptance.assets_defs:definitions`` by worker processes.
+Importable as ``tests.defs.assets:definitions`` by worker processes.
 """
 
 from __future__ import annotations

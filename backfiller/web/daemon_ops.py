@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from backfiller.observability import daemon_metrics, health
-from backfiller.observability.endpoint import Endpoint, start_endpoint
+from backfiller.web.metrics_port import Endpoint, start_endpoint
 
 REFRESH_SECONDS = 5.0
 STALE_TICK_SECONDS = 15.0
