@@ -179,6 +179,8 @@ async def launch_runs(
     report = TickReport()
     if not lease_valid(state, clock()) or _renewal_due(state, clock()):
         await keep_lease(database, clock, state, launcher)
+    if not state.warmed:
+        await state.warm(database)
     room = launcher.capacity
     if state.limits.max_runs is not None:
         room = min(room, state.limits.max_runs - len(launcher.active()))

@@ -127,7 +127,7 @@ def _lift(
             and item.name == "String"
             and type(value) is list
             and len(value) >= LIFT_AT
-            and all(type(v) is str for v in value)
+            and set(map(type, value)) == {str}
         ):
             found.append((path, value))
             return []

@@ -56,8 +56,10 @@ def _malformed_key(key: str) -> bool:
 
 def _selection_problems(selection: Selection) -> list[LaunchProblem]:
     malformed = "not a well-formed partition key"
-    if selection.keys is not None:
-        for i, key in enumerate(selection.keys):
+    keys = selection.keys
+    # Checked as a whole first (a list of thousands); the culprit is looked for only if any.
+    if keys and (max(map(len, keys)) > MAX_KEY_LENGTH or "\x00" in "".join(keys)):
+        for i, key in enumerate(keys):
             if _malformed_key(key):
                 code = ProblemCode.INVALID_PARTITION_RANGE
                 return [problem(code, malformed, "partitions", "keys", str(i))]
