@@ -12,13 +12,13 @@ from backfiller.planning import (
     FoldedRange,
     ResolvedSelection,
     SelectionProblem,
-    fold_statuses,
     key_at,
     keys_between,
     pin_stored_selection,
 )
 from backfiller.resolvers.assets import asset_status_ranges
 from backfiller.resolvers.context import PublicError
+from backfiller.resolvers.job_ranges import IslandsBatch, job_status_ranges
 from backfiller.resolvers.notifications import notifications_page
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
@@ -58,7 +58,6 @@ from backfiller.storage.repositories import (
     BackfillQuery,
     BackfillRepository,
     EventRepository,
-    PartitionStateRepository,
     RunReads,
     SlotReads,
 )
@@ -72,6 +71,7 @@ class StorageSource:
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        self._islands = IslandsBatch(services.database)
 
     @property
     def database(self):  # type: ignore[no-untyped-def]
@@ -332,19 +332,22 @@ class StorageSource:
         )
 
     async def job_partition_status_ranges(self, job: str) -> list[PartitionStatusRange]:
+        """From the job's islands of one status (``resolvers.job_ranges``): one statement for
+        all the jobs of the request, a few rows each."""
         found = await self._job_space(job)
         if found is None:
             return []
-        _job, space = found
-        async with self.database.read() as session:
-            latest = await PartitionStateRepository(session).all_of_job(job)
-        known: list[tuple[int, str]] = []
-        for key, state in latest.items():
-            index = space.index_of(key)
-            if index is not None:
-                known.append((index, partition_status_of_run(state).value))
-        known.sort()
-        folded = fold_statuses(known, len(space), PartitionStatus.PENDING.value)
+        definition, space = found
+        islands = await self._islands.load(job)
+        folded = await job_status_ranges(
+            self.database,
+            job,
+            definition.partitions,
+            space,
+            islands,
+            lambda state: partition_status_of_run(state).value,
+            PartitionStatus.PENDING.value,
+        )
         return [
             PartitionStatusRange(
                 status=PartitionStatus(r.status),
