@@ -117,9 +117,9 @@ async def test_every_job_in_one_request(
         await _store(database, job, stored[job])
     data = await gql(JOBS)
     by_name = {j["name"]: j["partitionStatusRanges"] for j in data["jobs"]}
-    for job in definitions.job_list:
-        assert by_name[job.name] == _expected(
-            definitions, job.name, stored.get(job.name, {}), gql.clock()
+    for defined in definitions.job_list:
+        assert by_name[defined.name] == _expected(
+            definitions, defined.name, stored.get(defined.name, {}), gql.clock()
         )
 
 
