@@ -53,6 +53,7 @@ from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
 from backfiller.schema.notifications import NotificationConnection
 from backfiller.services.selections import key_space_of, stored_selection
 from backfiller.storage.backfill_reads import BackfillRow, backfill_row, backfill_rows
+from backfiller.storage.log_store import LogLine
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillQuery,
@@ -283,19 +284,32 @@ class StorageSource:
     async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection:
         limit = self._limit(first)
         after_id = cursor_value("log", after)
-        async with self.database.read() as session:
-            records = await RunReads(session).logs(pk, limit + 1, after_id)
+        store = self.database.log_store
+        if not store.in_database:  # files: the cursor counts the run's lines before it
+            lines = await self._logs_in_files(pk, limit + 1, after_id or 0)
+            found = [
+                (ln.position, RunLogLine(at=ln.at, level=ln.level, message=ln.message))
+                for ln in lines
+            ]
+        else:
+            async with self.database.read() as session:
+                records = await RunReads(session).logs(pk, limit + 1, after_id)
+            found = [(r.id, RunLogLine(at=r.at, level=r.level, message=r.message)) for r in records]
         edges = [
-            RunLogEdge(
-                cursor=encode_cursor("log", r.id),
-                node=RunLogLine(at=r.at, level=r.level, message=r.message),
-            )
-            for r in records[:limit]
+            RunLogEdge(cursor=encode_cursor("log", position), node=line)
+            for position, line in found[:limit]
         ]
         return RunLogConnection(
             edges=edges,
-            page_info=page_info(edges, len(records) > limit, after),
+            page_info=page_info(edges, len(found) > limit, after),
         )
+
+    async def _logs_in_files(self, pk: int, limit: int, after: int) -> list[LogLine]:
+        async with self.database.read() as session:
+            run = await RunReads(session).get(pk)
+        if run is None:
+            return []
+        return await self.services.database.log_store.read(run.backfill_id, pk, limit, after)
 
     async def _job_space(self, job_name: str) -> tuple[JobDefinition, KeySpace] | None:
         job = self.services.definitions.get_runnable(job_name)  # a job, or an asset's run

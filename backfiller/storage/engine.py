@@ -17,8 +17,10 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from backfiller.config import HistorySettings
 from backfiller.storage.greenlets import run_sync
 from backfiller.storage.inline_sqlite import WalCheckpointer, inline_connector
+from backfiller.storage.log_store import log_store_of
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 (an item of a batch)
@@ -128,8 +130,13 @@ class Database:
         echo: bool = False,
         pool_size: int = 10,
         inline: bool = True,
+        log_store: str | None = None,
     ) -> None:
         self.url = normalize_database_url(url)
+        # Where run log lines live (``storage.log_store``); the environment's when not given.
+        self.log_store = log_store_of(
+            HistorySettings.from_env().log_store if log_store is None else log_store
+        )
         self._checkpointer: WalCheckpointer | None = None
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
@@ -154,8 +161,13 @@ class Database:
             )
             self.read_engine = self.write_engine
         self._group_commit = _GroupCommit(self)
-        self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
-        self._read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)
+        info = {"log_store": self.log_store}
+        self._write_sessions = async_sessionmaker(
+            self.write_engine, expire_on_commit=False, info=info
+        )
+        self._read_sessions = async_sessionmaker(
+            self.read_engine, expire_on_commit=False, info=info
+        )
 
     @property
     def is_sqlite(self) -> bool:

@@ -84,6 +84,8 @@ class BackfillRecord(Base):
         Index("ix_backfills_status_id", "status", "id"),
         Index("ix_backfills_job_name_id", "job_name", "id"),
         Index("ix_backfills_parent_id", "parent_id"),
+        # Retention finds the finished backfills past their keeping (``storage.retention``).
+        Index("ix_backfills_ended_at", "ended_at"),
     )
 
 

@@ -74,7 +74,11 @@ class TriggerEvaluationRecord(Base):
     backfill_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
     requests: Mapped[list[Any]] = mapped_column(JSON, default=list)
 
-    __table_args__ = (Index("ix_trigger_evaluations_trigger_name_id", "trigger_name", "id"),)
+    __table_args__ = (
+        Index("ix_trigger_evaluations_trigger_name_id", "trigger_name", "id"),
+        # Retention finds the evaluations past their keeping (``storage.retention``).
+        Index("ix_trigger_evaluations_evaluated_at", "evaluated_at"),
+    )
 
 
 class TriggerLatestEvaluationRecord(Base):
