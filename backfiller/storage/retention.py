@@ -185,15 +185,19 @@ def bytes_per_row(conn: Connection, tables: Sequence[str] = PRUNED_TABLES) -> di
             ),
             {"tables": list(tables)},
         ).all()
-        return {str(name): size / tuples if tuples else 0.0 for name, size, tuples in rows}
-    sizes: dict[str, int] = dict(
-        conn.execute(
-            text(
-                "SELECT m.tbl_name, SUM(s.pgsize) FROM dbstat s "
-                "JOIN sqlite_master m ON m.name = s.name GROUP BY m.tbl_name"
-            )
-        ).tuples()
+        out: dict[str, float] = {}
+        for name, size, tuples in rows:
+            if tuples < 1:  # never analyzed yet (a new or small table): count it
+                tuples = conn.execute(text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
+            out[str(name)] = size / tuples if tuples else 0.0
+        return out
+    found = conn.execute(
+        text(
+            "SELECT m.tbl_name, SUM(s.pgsize) FROM dbstat s "
+            "JOIN sqlite_master m ON m.name = s.name GROUP BY m.tbl_name"
+        )
     )
+    sizes = {str(name): int(size) for name, size in found}
     out: dict[str, float] = {}
     for name in tables:
         rows_in = conn.execute(text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
