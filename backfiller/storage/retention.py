@@ -178,19 +178,7 @@ def bytes_per_row(conn: Connection, tables: Sequence[str] = PRUNED_TABLES) -> di
     """The average bytes a row of each table takes on disk, its indexes included (0 for an
     empty table): what deleting a row frees for reuse."""
     if conn.dialect.name == "postgresql":
-        rows = conn.execute(
-            text(
-                "SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, 0) "
-                "FROM pg_class c WHERE c.relname = ANY(:tables) AND c.relkind IN ('r', 'p')"
-            ),
-            {"tables": list(tables)},
-        ).all()
-        out: dict[str, float] = {}
-        for name, size, tuples in rows:
-            if tuples < 1:  # never analyzed yet (a new or small table): count it
-                tuples = conn.execute(text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
-            out[str(name)] = size / tuples if tuples else 0.0
-        return out
+        return _postgres_bytes(conn, tables)
     found = conn.execute(
         text(
             "SELECT m.tbl_name, SUM(s.pgsize) FROM dbstat s "
@@ -202,6 +190,22 @@ def bytes_per_row(conn: Connection, tables: Sequence[str] = PRUNED_TABLES) -> di
     for name in tables:
         rows_in = conn.execute(text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
         out[name] = sizes.get(name, 0) / rows_in if rows_in else 0.0
+    return out
+
+
+def _postgres_bytes(conn: Connection, tables: Sequence[str]) -> dict[str, float]:
+    rows = conn.execute(
+        text(
+            "SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, 0) "
+            "FROM pg_class c WHERE c.relname = ANY(:tables) AND c.relkind IN ('r', 'p')"
+        ),
+        {"tables": list(tables)},
+    ).all()
+    out: dict[str, float] = {}
+    for name, size, tuples in rows:
+        if tuples < 1:  # never analyzed yet (a new or small table): count it
+            tuples = conn.execute(text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
+        out[str(name)] = size / tuples if tuples else 0.0
     return out
 
 
