@@ -36,7 +36,7 @@ async def _updates(database: Database) -> dict[str, tuple[int, int]]:
 async def test_counter_and_partition_state_updates_are_hot(
     gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
 ) -> None:
-    settings = await database.query(
+    settings: dict[str, list[str]] = await database.query(
         lambda conn: dict(
             conn.execute(
                 text("SELECT relname, reloptions FROM pg_class WHERE relname IN ('runs', 'slots')")
