@@ -14,9 +14,8 @@ then ``VACUUM ANALYZE`` (what autovacuum does in a live database). Then:
 3. Dispatch: a daemon (local launcher) runs a ``--dispatch``-partition backfill of a no-op job
    on that database; runs per second from the launch to COMPLETED_SUCCESS.
 
-Run with ``python -m bench.scale`` (``--runs 5000000``, ``--small 100000``: a backfill per job); the databases are
-dropped at the end (``--keep`` keeps them). Check ``df -h`` first: five million runs take about
-11 GB.
+Run with ``python -m bench.scale`` (``--runs 5000000``, ``--small 100000``: a backfill per
+job); the databases are dropped at the end (``--keep`` keeps them). Check ``df -h`` first.
 """
 
 from __future__ import annotations
