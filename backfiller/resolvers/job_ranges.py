@@ -12,6 +12,10 @@ them). One case escapes the count: a state whose key is no partition of the spac
 older definition) that sorts inside an island which also has a never-run partition inside it
 makes the counts agree, and that partition is shown with the island's status.
 
+A process keeps each job's islands with the job's version (``partition_states.job_versions``:
+three index probes a job) and reads them again only when the version changed: the Jobs page of
+a hundred idle jobs reads their versions, not their states.
+
 One read for all the jobs a request asks about (the Jobs page asks for every job): the jobs
 asked for in one turn of the event loop share one statement on one connection, and at most
 :data:`CONCURRENT_READS` such statements run at once in a process, whatever the number of
@@ -31,7 +35,7 @@ from backfiller.definitions.partitions import KeySpace, PartitionsDefinition, Pa
 from backfiller.domain import RunState
 from backfiller.planning import FoldedRange
 from backfiller.storage import Database
-from backfiller.storage.partition_states import Island, states_between, status_islands
+from backfiller.storage.partition_states import Island, cached_islands, states_between
 
 CONCURRENT_READS = 2
 """Statements of these reads that one process runs at once."""
@@ -80,7 +84,7 @@ class IslandsBatch:
         batch, self._pending = self._pending, {}
         try:
             async with read_gate():
-                found = await self.database.query(lambda conn: status_islands(conn, list(batch)))
+                found = await self.database.query(lambda conn: cached_islands(conn, list(batch)))
         except Exception as error:
             for future in batch.values():
                 if not future.done():

@@ -13,11 +13,13 @@ millions. Synchronous functions of a Core connection (``Database.query``).
 
 from __future__ import annotations
 
+import json
+import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Select, bindparam, case, func, or_, select
+from sqlalchemy import Connection, Engine, Select, bindparam, case, func, or_, select, text
 
 from backfiller.domain import RunState
 from backfiller.storage.records import PartitionStateRecord, table_of
@@ -103,3 +105,58 @@ def states_between(
         params["last"] = last_key
     rows = conn.execute(stmt.order_by(_STATES.c.partition_key), params).all()
     return [(str(k), RunState(s)) for k, s in rows]
+
+
+JobVersion = tuple[int | None, int, int]
+"""A job's newest run id and its numbers of queued and running runs (see :func:`job_versions`)."""
+
+
+def job_versions(conn: Connection, jobs: Sequence[str]) -> dict[str, JobVersion]:
+    """Each job's version: its newest run's id and how many of its runs are queued and
+    running, three index probes a job (``(job_name, id)``, and the index of active runs).
+
+    Every change of a job's partition states comes with a change of its runs that changes
+    this: a claim adds a run (a newer id); with no new run, the queued runs only decrease
+    (a start or an end of a queued run) and otherwise only the running ones do (an end).
+    So states read after a version are at least as new as it, and a version unchanged since
+    means states unchanged since (pruning, which deletes finished runs only, can change the
+    version without the states: a needless new read, never a stale one)."""
+    if not jobs:
+        return {}
+    rows = conn.execute(text(_VERSIONS[conn.dialect.name]), {"jobs": _names_param(conn, jobs)})
+    return {str(job): (newest, int(queued), int(running)) for job, newest, queued, running in rows}
+
+
+def _names_param(conn: Connection, jobs: Sequence[str]) -> object:
+    return list(jobs) if conn.dialect.name == "postgresql" else json.dumps(list(jobs))
+
+
+_ACTIVE = "r.job_name = j.name AND r.status IN ('queued', 'running')"
+_VERSION_COLUMNS = (
+    "j.name, (SELECT MAX(r.id) FROM runs r WHERE r.job_name = j.name), "
+    f"(SELECT COUNT(CASE WHEN r.status = 'queued' THEN 1 END) FROM runs r WHERE {_ACTIVE}), "
+    f"(SELECT COUNT(CASE WHEN r.status = 'running' THEN 1 END) FROM runs r WHERE {_ACTIVE})"
+)
+_VERSIONS = {
+    "postgresql": f"SELECT {_VERSION_COLUMNS} FROM unnest(CAST(:jobs AS varchar[])) AS j(name)",
+    "sqlite": f"SELECT {_VERSION_COLUMNS} FROM (SELECT value AS name FROM json_each(:jobs)) j",
+}
+
+
+_known: weakref.WeakKeyDictionary[Engine, dict[str, tuple[JobVersion, list[Island]]]]
+_known = weakref.WeakKeyDictionary()
+"""Each job's islands as last read, with the job's version then, per engine (database)."""
+
+
+def cached_islands(conn: Connection, jobs: Sequence[str]) -> dict[str, list[Island]]:
+    """:func:`status_islands` of ``jobs``, read again only for the jobs whose version changed
+    since they were last read (the versions first: islands read after a version are at least
+    as new as it)."""
+    known = _known.setdefault(conn.engine, {})
+    versions = job_versions(conn, jobs)
+    stale = [job for job in jobs if job not in known or known[job][0] != versions.get(job)]
+    if stale:
+        fresh = status_islands(conn, stale)
+        for job in stale:
+            known[job] = (versions[job], fresh.get(job, []))
+    return {job: known[job][1] for job in jobs}

@@ -18,7 +18,7 @@ from backfiller.resolvers.translate import partition_status_of_run
 from backfiller.schema.enums import PartitionStatus
 from backfiller.storage import Database
 from backfiller.storage.records import PartitionStateRecord
-from tests.support import GraphQLRunner
+from tests.support import FrozenClock, GraphQLRunner
 
 RANGES = """query($name: String!) { job(name: $name) {
   partitions { count } partitionStatusRanges { status startKey endKey startIndex count } } }"""
@@ -130,3 +130,28 @@ def test_segments_fold_with_the_unknown_between_them() -> None:
         ("p", 7, 2),
         ("b", 9, 2),
     ]
+
+
+async def test_the_ranges_follow_the_runs_of_the_job(
+    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+) -> None:
+    """Read between the claim, the end and a second run: each read sees the change (the
+    process keeps a job's islands while the job's version stays)."""
+    from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills
+    from backfiller.launchers import InlineLauncher
+    from tests.integration.test_daemon_ticks import drive
+
+    async def statuses() -> list[tuple[str, int]]:
+        data = await gql(RANGES, {"name": "daily_sales"})
+        return [(r["status"], r["count"]) for r in data["job"]["partitionStatusRanges"]][:2]
+
+    launch = """mutation { launchBackfill(input: {target: {job: "daily_sales"},
+        partitions: {range: {start: "2024-01-01", end: "2024-01-03"}}}) { backfill { id } } }"""
+    assert (await statuses())[0][0] == "PENDING"
+    await gql(launch)
+    state, launcher = DaemonState(), InlineLauncher(definitions)
+    await plan_backfills(database, definitions, clock, state)
+    await launch_runs(database, definitions, clock, launcher, state)
+    assert (await statuses())[0] == ("QUEUED", 3)  # claimed; the results not written yet
+    await drive(database, definitions, clock, launcher, state)
+    assert (await statuses())[0] == ("SUCCEEDED", 3)
