@@ -114,6 +114,11 @@ class HistorySettings:
             audit_days=_days("BACKFILLER_KEEP_AUDIT_DAYS", default.audit_days),
             archive_url=env.get("BACKFILLER_ARCHIVE_URL") or None,
             batch_rows=int(env.get("BACKFILLER_PRUNE_BATCH_ROWS", str(default.batch_rows))),
-            log_store=env.get("BACKFILLER_LOG_STORE") or default.log_store,
+            log_store=log_store_from_env(),
         )
         return replace(base, **overrides)  # type: ignore[arg-type]
+
+
+def log_store_from_env() -> str:
+    """``BACKFILLER_LOG_STORE``: ``database`` (the default), or where run log lines go."""
+    return os.environ.get("BACKFILLER_LOG_STORE") or "database"

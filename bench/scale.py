@@ -13,6 +13,8 @@ then ``VACUUM ANALYZE`` (what autovacuum does in a live database). Then:
    ``EXPLAIN (ANALYZE, BUFFERS)``: the buffers (8 kB pages, hit or read) per read.
 3. Dispatch: a daemon (local launcher) runs a ``--dispatch``-partition backfill of a no-op job
    on that database; runs per second from the launch to COMPLETED_SUCCESS.
+4. Pruning: every finished backfill made expired, ``--prune-seconds`` of ``Pruner.prune``
+   (1,000-row transactions): rows deleted per second, all tables together.
 
 Run with ``python -m bench.scale`` (``--runs 5000000``, ``--small 100000``: a backfill per
 job); the databases are dropped at the end (``--keep`` keeps them). Check ``df -h`` first.
@@ -30,7 +32,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +41,14 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from backfiller.api import build_schema
-from backfiller.config import Settings
+from backfiller.config import HistorySettings, Settings
 from backfiller.daemon import Daemon, DaemonSettings
 from backfiller.domain import BackfillState
 from backfiller.launchers import LocalLauncher
 from backfiller.resolvers.access import ANONYMOUS_ADMIN
 from backfiller.resolvers.context import Context, Services
 from backfiller.resolvers.source import StorageSource
+from backfiller.services.pruning import Cutoffs, Pruner
 from backfiller.storage import Database
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.migrations import upgrade_database
@@ -160,6 +163,7 @@ class Figures:
     latency: dict[str, list[float]] = field(default_factory=dict)
     buffers: dict[str, int] = field(default_factory=dict)
     dispatch: float = 0.0
+    pruned: float = 0.0
 
 
 def shape(runs: int) -> HistoryShape:
@@ -357,6 +361,18 @@ async def dispatch(url: str, size: int, workers: int) -> float:
         await database.dispose()
 
 
+async def prune_rate(url: str, seconds: float) -> float:
+    """Rows deleted per second by the pruner, every finished backfill expired."""
+    database = Database(url)
+    try:
+        pruner = Pruner(database, HistorySettings(backfill_days=None, trigger_evaluation_days=None))
+        began = time.perf_counter()
+        deleted = await pruner.prune(Cutoffs(datetime.now(UTC), None, None), seconds)
+        return sum(deleted.values()) / (time.perf_counter() - began)
+    finally:
+        await database.dispose()
+
+
 def measure(base: str, size: int, args: argparse.Namespace) -> Figures:
     figures = Figures(size)
     with database_of(base, size, args.keep) as url:
@@ -371,6 +387,8 @@ def measure(base: str, size: int, args: argparse.Namespace) -> Figures:
         asyncio.run(buffers(url, documents, figures))
         figures.dispatch = asyncio.run(dispatch(url, args.dispatch, args.workers))
         print(f"  dispatch {figures.dispatch:.0f} runs/s", flush=True)
+        figures.pruned = asyncio.run(prune_rate(url, args.prune_seconds))
+        print(f"  pruning {figures.pruned:.0f} rows/s", flush=True)
     return figures
 
 
@@ -387,6 +405,7 @@ def report(small: Figures, big: Figures) -> None:
             f"{ms[3] / ms[1]:>7.2f}{small.buffers[name]:>9}{big.buffers[name]:>8}"
         )
     print(f"{'dispatch (runs/s)':<26}{small.dispatch:>18.0f}{big.dispatch:>18.0f}")
+    print(f"{'pruning (rows/s)':<26}{small.pruned:>18.0f}{big.pruned:>18.0f}")
     print(f"{'database (GB)':<26}{small.disk_bytes / 2**30:>18.2f}{big.disk_bytes / 2**30:>18.2f}")
 
 
@@ -403,6 +422,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--dispatch", type=int, default=10_000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--prune-seconds", type=float, default=20.0)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}", flush=True)

@@ -64,15 +64,21 @@ class IslandsBatch:
     def __init__(self, database: Database) -> None:
         self.database = database
         self._pending: dict[str, asyncio.Future[list[Island]]] = {}
+        self._flushing: set[asyncio.Task[None]] = set()
 
     async def load(self, job: str) -> list[Island]:
         future = self._pending.get(job)
         if future is None:
             loop = asyncio.get_running_loop()
             if not self._pending:
-                loop.call_soon(lambda: loop.create_task(self._flush()))
+                loop.call_soon(self._start_flush, loop)
             future = self._pending[job] = loop.create_future()
         return await future
+
+    def _start_flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        task = loop.create_task(self._flush())
+        self._flushing.add(task)  # a task nobody holds may be collected before it ends
+        task.add_done_callback(self._flushing.discard)
 
     async def _flush(self) -> None:
         batch, self._pending = self._pending, {}

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-from backfiller.config import HistorySettings
+from backfiller.config import log_store_from_env
 from backfiller.storage.greenlets import run_sync
 from backfiller.storage.inline_sqlite import WalCheckpointer, inline_connector
 from backfiller.storage.log_store import log_store_of
@@ -134,9 +134,7 @@ class Database:
     ) -> None:
         self.url = normalize_database_url(url)
         # Where run log lines live (``storage.log_store``); the environment's when not given.
-        self.log_store = log_store_of(
-            HistorySettings.from_env().log_store if log_store is None else log_store
-        )
+        self.log_store = log_store_of(log_store_from_env() if log_store is None else log_store)
         self._checkpointer: WalCheckpointer | None = None
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
