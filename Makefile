@@ -30,9 +30,9 @@ dev: $(BIN)/backfiller
 	$(BIN)/backfiller dev --port $(PORT)
 
 # The scaled-out topology on loopback: 2 API processes, 2 daemons, 3 Celery workers against
-# PostgreSQL and RabbitMQ (docs/deploy.md).
-cluster: bootstrap
-	scripts/cluster.sh
+# PostgreSQL and RabbitMQ (BROKER=redis for Redis; docs/deploy.md). Python only, like dev.
+cluster: $(BIN)/backfiller
+	@scripts/cluster.sh
 
 # Everything CI checks: lint, types, the test suite on SQLite and on PostgreSQL. The two
 # suites mostly wait on real servers and daemons, so they run side by side (output per suite).

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from backfiller.asset_plan import split_slot_key
 from backfiller.definitions.loading import Definitions
 from backfiller.definitions.partitions import KeySpace
+from backfiller.domain.ranges import range_window
 from backfiller.launchers.base import RunTask
-from backfiller.ranges import range_window
+from backfiller.planning.asset_plan import split_slot_key
 from backfiller.storage.execution import ClaimedRange
 from backfiller.storage.execution.ranges import RangedAsset
 from backfiller.storage.records import BackfillRecord

@@ -17,16 +17,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from backfiller.asset_graph import AssetGraph
-from backfiller.asset_plan import AssetTarget, split_slot_key, upstream_needs
 from backfiller.daemon.asset_ranges import asset_range_task, ranged_assets
 from backfiller.daemon.lease import lease_valid, lose_lease
 from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState
+from backfiller.definitions.asset_graph import AssetGraph
 from backfiller.definitions.loading import Definitions
 from backfiller.definitions.partitions import KeySpace
 from backfiller.domain import BackfillState, Reprocess, SkipReason, skip_reason_for
 from backfiller.launchers.base import Launcher, RunTask
+from backfiller.planning.asset_plan import AssetTarget, split_slot_key, upstream_needs
 from backfiller.services.selections import key_space_of
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated

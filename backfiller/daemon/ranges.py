@@ -13,9 +13,9 @@ from backfiller.daemon.report import TickReport
 from backfiller.daemon.selections import PinnedSelection
 from backfiller.daemon.state import DaemonState
 from backfiller.definitions.jobs import JobDefinition
+from backfiller.domain.ranges import range_window
 from backfiller.launchers.base import RunTask
 from backfiller.observability import daemon_metrics
-from backfiller.ranges import range_window
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, conflicts_translated
 from backfiller.storage.execution import ClaimedRange, ExecutionRepository, RangeLimits

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backfiller.asset_graph import AssetGraph, AssetGraphError
+from backfiller.definitions.asset_graph import AssetGraph, AssetGraphError
 from backfiller.definitions.assets import AssetDefinition
 from backfiller.definitions.jobs import JobDefinition
 

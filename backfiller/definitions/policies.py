@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backfiller.ranges import SINGLE_RUN_MAX_PARTITIONS
+from backfiller.domain.ranges import SINGLE_RUN_MAX_PARTITIONS
 
 
 @dataclass(frozen=True, slots=True)

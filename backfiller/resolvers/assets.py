@@ -10,14 +10,14 @@ from typing import Any
 from sqlalchemy import select
 
 from backfiller import domain
-from backfiller.asset_plan import (
+from backfiller.definitions.assets import AssetDefinition
+from backfiller.planning.asset_plan import (
     AssetPart,
     AssetTarget,
     asset_prefix_bounds,
     slot_key,
     split_slot_key,
 )
-from backfiller.definitions.assets import AssetDefinition
 from backfiller.resolvers.context import Info, Services
 from backfiller.resolvers.jobs import job_from_definition
 from backfiller.resolvers.translate import partition_status, run_status

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from backfiller.asset_plan import split_slot_key
+from backfiller.planning.asset_plan import split_slot_key
 from backfiller.resolvers.translate import partition_wait
 from backfiller.schema.backfills import BackfillPartition
 from backfiller.schema.enums import PartitionStatus

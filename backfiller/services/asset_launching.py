@@ -3,7 +3,8 @@
 :func:`backfiller.services.launching.validate_launch` and ``preview_launch`` come here when a
 :class:`LaunchRequest` targets assets. The partitions select the root assets' partitions (the
 selected assets none of whose upstream assets is selected); each other asset covers the image
-of its upstream assets' partitions through the graph's mappings (``backfiller.asset_plan``).
+of its upstream assets' partitions through the graph's mappings
+(``backfiller.planning.asset_plan``).
 What is stored is the selection as asked plus each asset's pinned range or keys: one insert,
 whatever the number of partitions, through ``create_backfill`` like a job's.
 """
@@ -16,14 +17,6 @@ from collections.abc import Collection, Sequence
 from sqlalchemy import or_, select
 
 from backfiller import domain
-from backfiller.asset_plan import (
-    AssetPart,
-    AssetPlanProblem,
-    AssetTarget,
-    map_parts,
-    slot_key,
-    split_slot_key,
-)
 from backfiller.definitions.assets import AssetDefinition
 from backfiller.definitions.partitions import KeySpace
 from backfiller.ids import backfill_id
@@ -33,6 +26,14 @@ from backfiller.planning import (
     SelectionProblem,
     ranged_run_count,
     resolve_selection,
+)
+from backfiller.planning.asset_plan import (
+    AssetPart,
+    AssetPlanProblem,
+    AssetTarget,
+    map_parts,
+    slot_key,
+    split_slot_key,
 )
 from backfiller.services.backend import Backend
 from backfiller.services.launching import (

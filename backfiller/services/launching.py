@@ -19,7 +19,6 @@ from typing import Any
 from sqlalchemy import Connection
 
 from backfiller import domain
-from backfiller.asset_plan import AssetTarget
 from backfiller.definitions.assets import AssetDefinition
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.partitions import KeySpace
@@ -35,6 +34,7 @@ from backfiller.planning import (
     request_fingerprint,
     resolve_selection,
 )
+from backfiller.planning.asset_plan import AssetTarget
 from backfiller.services.backend import Backend
 from backfiller.services.selections import key_space_of
 from backfiller.storage.auth import AuditEntry, add_audit_entries

@@ -76,7 +76,7 @@ class BackfillRecord(Base):
     version: Mapped[int] = mapped_column(BigInteger, default=0)
     # The W3C traceparent of the launch, when tracing was on: runs link to it.
     trace_parent: Mapped[str | None] = mapped_column(String(64))
-    # An asset backfill's target and per-asset selections (``backfiller.asset_plan``); None
+    # An asset backfill's target and per-asset selections (``backfiller.planning.asset_plan``); None
     # for a job.
     asset_target: Mapped[dict[str, Any] | None]
 

@@ -110,7 +110,7 @@ class NewBackfill:
     notify: tuple[WebhookTarget, ...] = ()
     trace_parent: str | None = None
     asset_target: dict[str, Any] | None = None
-    """An asset backfill's target and per-asset partitions (``backfiller.asset_plan``)."""
+    """An asset backfill's target and per-asset partitions (``backfiller.planning.asset_plan``)."""
 
 
 @dataclass(frozen=True, slots=True)

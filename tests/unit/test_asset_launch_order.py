@@ -1,12 +1,12 @@
-"""The launch order of an asset backfill's slots (``backfiller.asset_plan``), pure."""
+"""The launch order of an asset backfill's slots (``backfiller.planning.asset_plan``), pure."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backfiller.asset_plan import AssetPart, AssetTarget
 from backfiller.domain import Order
+from backfiller.planning.asset_plan import AssetPart, AssetTarget
 
 
 def target_of(counts: list[int]) -> AssetTarget:

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from backfiller.definitions.partitions import DailyPartitions, MonthlyPartitions, StaticPartitions
 from backfiller.definitions.policies import BackfillPolicy, multi_run, single_run
 from backfiller.domain import Order, SelectionKind
-from backfiller.planning import Selection, keys_between, ranged_run_count, resolve_selection
-from backfiller.ranges import (
+from backfiller.domain.ranges import (
     SINGLE_RUN_MAX_PARTITIONS,
     chunk_consecutive,
     range_window,
     runs_needed,
 )
+from backfiller.planning import Selection, keys_between, ranged_run_count, resolve_selection
 
 NOW = datetime(2026, 6, 15, tzinfo=UTC)
 

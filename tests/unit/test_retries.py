@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from backfiller.domain import BackfillState, Outcome, SlotState
-from backfiller.retries import Budget, Decision, Ending, SoFar, decide_end, legal, recorded_as
+from backfiller.domain.retries import (
+    Budget,
+    Decision,
+    Ending,
+    SoFar,
+    decide_end,
+    legal,
+    recorded_as,
+)
 
 RUNNING = BackfillState.RUNNING
 CANCELING = BackfillState.CANCELING

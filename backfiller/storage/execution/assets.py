@@ -16,8 +16,9 @@ A pending slot is, at claim time:
 * **waiting** otherwise (an upstream is pending, queued or running).
 
 A claim reads pending slots in position order a page at a time (positions interleave the assets
-partition by partition, see ``backfiller.asset_plan``), so a downstream slot is claimed in the
-first claim after its last upstream succeeds: the daemon claims right after it writes results.
+partition by partition, see ``backfiller.planning.asset_plan``), so a downstream slot is claimed
+in the first claim after its last upstream succeeds: the daemon claims right after it writes
+results.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from backfiller.domain import (
     SlotState,
     skip_reason_at_claim,
 )
-from backfiller.ranges import chunk_consecutive
+from backfiller.domain.ranges import chunk_consecutive
 from backfiller.storage.execution.claims import Claim, ClaimConflict, ClaimedRun
 from backfiller.storage.execution.common import ACTIVE, CHUNK, changed, slots_t
 from backfiller.storage.execution.planning import PlanningRepository

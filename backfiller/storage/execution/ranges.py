@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from backfiller.domain import BackfillState, Reprocess, RunState
-from backfiller.ranges import chunk_consecutive
+from backfiller.domain.ranges import chunk_consecutive
 from backfiller.storage.execution.claims import ClaimedRun, ClaimsRepository
 from backfiller.storage.execution.common import ACTIVE
 from backfiller.storage.records import BackfillRecord, RunRecord

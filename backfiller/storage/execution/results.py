@@ -3,7 +3,7 @@
 A run's end is written only while the run is active, leased to the writer and (when the end
 carries one) at the same attempt: ``(run_id, attempt)`` is the fencing token, and a result from
 a stale attempt is refused (counted in ``Outcomes.ignored``). What becomes of the slot is the
-pure decision of :func:`backfiller.retries.decide_end`.
+pure decision of :func:`backfiller.domain.retries.decide_end`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, func, select, update
 
 from backfiller.domain import EventKind, RunFinished, RunState, SlotState, run_sources_of
-from backfiller.retries import Budget, Decision, SoFar, decide_end, legal, recorded_as
+from backfiller.domain.retries import Budget, Decision, SoFar, decide_end, legal, recorded_as
 from backfiller.storage.execution.common import (
     ACTIVE,
     CHUNK,
@@ -32,7 +32,7 @@ from backfiller.storage.repositories import EVENTS, event_row
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 RetryRule = Budget
-"""The job's retry budgets, as storage receives them (see ``backfiller.retries``)."""
+"""The job's retry budgets, as storage receives them (see ``backfiller.domain.retries``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from backfiller.asset_graph import AssetGraph
+from backfiller.definitions.asset_graph import AssetGraph
 from backfiller.definitions.mappings import EVERY, _Every
 from backfiller.definitions.partitions import KeySpace
 from backfiller.domain import Order

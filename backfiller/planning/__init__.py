@@ -15,7 +15,7 @@ from typing import Any
 
 from backfiller.definitions.partitions import KeySpace, PartitionsDefinition
 from backfiller.domain import Order, SelectionKind
-from backfiller.ranges import chunk_consecutive, runs_needed
+from backfiller.domain.ranges import chunk_consecutive, runs_needed
 
 MAX_KEYS_LISTED = 5
 
