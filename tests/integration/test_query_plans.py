@@ -63,11 +63,13 @@ def history_url() -> Iterator[str]:
             extra_events=ROWS,
         )
         engine = create_engine(sync_database_url(url))
-        with engine.begin() as conn:
-            build_history(conn, shape)
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("ANALYZE"))
-        engine.dispose()
+        try:
+            with engine.begin() as conn:
+                build_history(conn, shape)
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text("ANALYZE"))
+        finally:
+            engine.dispose()
         yield url
     finally:
         with admin.connect() as conn:
@@ -163,12 +165,12 @@ async def test_every_query_of_the_api_reads_an_index_at_a_million_rows(
     gql = GraphQLRunner(database, definitions, Settings(), FrozenClock(datetime.now(UTC)))
     plans: dict[str, set[str]] = {}
     explained = 0
+    engine = create_engine(sync_database_url(history_url))
     try:
         backfill = "bf_990"
         run = "run_989500"
         documents = [(n, d, _variables(n, backfill, run)) for n, d in _queries()]
         documents += [(n, d, {}) for n, d in EXTRA.items()]
-        engine = create_engine(sync_database_url(history_url))
         with engine.connect() as conn:
             for name, document, variables in documents:
                 statements.clear()
@@ -188,8 +190,8 @@ async def test_every_query_of_the_api_reads_an_index_at_a_million_rows(
                     scans = _seq_scans(plan)
                     if scans:
                         plans[f"{name}: {statement[:160]}"] = scans
-        engine.dispose()
     finally:
+        engine.dispose()
         await database.dispose()
     assert explained > len(documents)  # the reads were seen
     assert plans == {}
