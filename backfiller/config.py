@@ -103,3 +103,58 @@ class Settings:
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(base, **given)  # type: ignore[arg-type]
+
+
+def _days(name: str, default: float | None) -> float | None:
+    """A number of days from the environment; ``forever`` (or empty) for None."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    if raw.strip().lower() in ("", "forever", "none"):
+        return None
+    days = float(raw)
+    if days <= 0:
+        raise ValueError(f"{name} must be a positive number of days or 'forever', not {raw!r}")
+    return days
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySettings:
+    """How long history is kept, where pruned rows are archived and where run logs live.
+
+    Applied by every daemon (``daemon/retention.py``) and by ``backfiller db prune``. Each
+    kind of history on its own; None keeps it forever.
+    """
+
+    backfill_days: float | None = 90.0
+    """Finished backfills with their runs, log lines, slots, events and notifications."""
+    trigger_evaluation_days: float | None = 30.0
+    """Trigger evaluations (each trigger's newest is always kept)."""
+    audit_days: float | None = None
+    """Audit entries: kept forever unless set."""
+    archive_url: str | None = None
+    """Write pruned rows here first (JSON Lines; a folder or an fsspec URL)."""
+    batch_rows: int = 1000
+    """Rows a pruning transaction deletes at most."""
+    log_store: str = "database"
+    """``database``, or a folder or fsspec URL where run log lines are kept instead."""
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> HistorySettings:
+        env, default = os.environ, cls()
+        base = cls(
+            backfill_days=_days("BACKFILLER_KEEP_BACKFILLS_DAYS", default.backfill_days),
+            trigger_evaluation_days=_days(
+                "BACKFILLER_KEEP_TRIGGER_EVALUATIONS_DAYS", default.trigger_evaluation_days
+            ),
+            audit_days=_days("BACKFILLER_KEEP_AUDIT_DAYS", default.audit_days),
+            archive_url=env.get("BACKFILLER_ARCHIVE_URL") or None,
+            batch_rows=int(env.get("BACKFILLER_PRUNE_BATCH_ROWS", str(default.batch_rows))),
+            log_store=log_store_from_env(),
+        )
+        return replace(base, **overrides)  # type: ignore[arg-type]
+
+
+def log_store_from_env() -> str:
+    """``BACKFILLER_LOG_STORE``: ``database`` (the default), or where run log lines go."""
+    return os.environ.get("BACKFILLER_LOG_STORE") or "database"

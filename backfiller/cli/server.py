@@ -1,4 +1,4 @@
-"""Server-side commands: serve, dev, db upgrade, schema export."""
+"""Server-side commands: serve, dev, schema export (``db`` is ``cli/database.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from backfiller.cli.app import app, db_app, schema_app
+from backfiller.cli.app import app, schema_app
 from backfiller.cli.oidc_options import (
     OidcClientIdOption,
     OidcDefaultRoleOption,
@@ -305,18 +305,6 @@ def serve_workers(settings: Settings, workers: int) -> None:
     config = uvicorn_config(FACTORY, settings, factory=True, workers=workers)
     typer.echo(f"{api_line(settings)}, {workers} worker processes", err=True)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
-
-
-@db_app.command("upgrade")
-def db_upgrade(database: DatabaseOption = None) -> None:
-    """Migrate the database to this release's schema."""
-    from backfiller.storage.migrations import current_revision, upgrade_database
-
-    try:
-        upgrade_database(database or "")
-        typer.echo(f"database at revision {current_revision(database or '')}")
-    except Exception as exc:
-        raise fail(f"cannot upgrade the database: {type(exc).__name__}: {exc}") from None
 
 
 @schema_app.command("export")

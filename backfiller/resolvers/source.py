@@ -10,12 +10,12 @@ from backfiller.definitions.partitions import KeySpace
 from backfiller.ids import encode_cursor
 from backfiller.planning import (
     FoldedRange,
-    fold_statuses,
     key_at,
     keys_between,
 )
 from backfiller.resolvers.assets import asset_status_ranges
 from backfiller.resolvers.context import PublicError
+from backfiller.resolvers.job_ranges import IslandsBatch, job_status_ranges
 from backfiller.resolvers.notifications import notifications_page
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
@@ -51,12 +51,12 @@ from backfiller.schema.notifications import NotificationConnection
 from backfiller.schema.timeline import RunTimeline
 from backfiller.services.selections import Pinned, key_space_of
 from backfiller.storage.backfill_reads import BackfillRow, backfill_row, backfill_rows
+from backfiller.storage.log_store import LogLine
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillQuery,
     BackfillRepository,
     EventRepository,
-    PartitionStateRepository,
     RunReads,
     SlotReads,
 )
@@ -70,6 +70,7 @@ class StorageSource:
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        self._islands = IslandsBatch(services.database)
 
     @property
     def database(self):  # type: ignore[no-untyped-def]
@@ -279,19 +280,32 @@ class StorageSource:
     async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection:
         limit = self._limit(first)
         after_id = cursor_value("log", after)
-        async with self.database.read() as session:
-            records = await RunReads(session).logs(pk, limit + 1, after_id)
+        store = self.database.log_store
+        if not store.in_database:  # files: the cursor counts the run's lines before it
+            lines = await self._logs_in_files(pk, limit + 1, after_id or 0)
+            found = [
+                (ln.position, RunLogLine(at=ln.at, level=ln.level, message=ln.message))
+                for ln in lines
+            ]
+        else:
+            async with self.database.read() as session:
+                records = await RunReads(session).logs(pk, limit + 1, after_id)
+            found = [(r.id, RunLogLine(at=r.at, level=r.level, message=r.message)) for r in records]
         edges = [
-            RunLogEdge(
-                cursor=encode_cursor("log", r.id),
-                node=RunLogLine(at=r.at, level=r.level, message=r.message),
-            )
-            for r in records[:limit]
+            RunLogEdge(cursor=encode_cursor("log", position), node=line)
+            for position, line in found[:limit]
         ]
         return RunLogConnection(
             edges=edges,
-            page_info=page_info(edges, len(records) > limit, after),
+            page_info=page_info(edges, len(found) > limit, after),
         )
+
+    async def _logs_in_files(self, pk: int, limit: int, after: int) -> list[LogLine]:
+        async with self.database.read() as session:
+            run = await RunReads(session).get(pk)
+        if run is None:
+            return []
+        return await self.services.database.log_store.read(run.backfill_id, pk, limit, after)
 
     async def _job_space(self, job_name: str) -> tuple[JobDefinition, KeySpace] | None:
         job = self.services.definitions.get_runnable(job_name)  # a job, or an asset's run
@@ -328,19 +342,22 @@ class StorageSource:
         )
 
     async def job_partition_status_ranges(self, job: str) -> list[PartitionStatusRange]:
+        """From the job's islands of one status (``resolvers.job_ranges``): one statement for
+        all the jobs of the request, a few rows each."""
         found = await self._job_space(job)
         if found is None:
             return []
-        _job, space = found
-        async with self.database.read() as session:
-            latest = await PartitionStateRepository(session).all_of_job(job)
-        known: list[tuple[int, str]] = []
-        for key, state in latest.items():
-            index = space.index_of(key)
-            if index is not None:
-                known.append((index, partition_status_of_run(state).value))
-        known.sort()
-        folded = fold_statuses(known, len(space), PartitionStatus.PENDING.value)
+        definition, space = found
+        islands = await self._islands.load(job)
+        folded = await job_status_ranges(
+            self.database,
+            job,
+            definition.partitions,
+            space,
+            islands,
+            lambda state: partition_status_of_run(state).value,
+            PartitionStatus.PENDING.value,
+        )
         return [
             PartitionStatusRange(
                 status=PartitionStatus(r.status),

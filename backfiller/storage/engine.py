@@ -18,9 +18,10 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.util import greenlet_spawn
 
-from backfiller.config import fast_paths_from_env
+from backfiller.config import fast_paths_from_env, log_store_from_env
 from backfiller.storage.greenlets import run_sync
 from backfiller.storage.inline_sqlite import WalCheckpointer, inline_connector
+from backfiller.storage.log_store import log_store_of
 from backfiller.storage.prepared import PREPARED
 
 T = TypeVar("T")
@@ -139,6 +140,7 @@ class Database:
         pool_size: int = 10,
         inline: bool = True,
         fast_paths: bool | None = None,
+        log_store: str | None = None,
     ) -> None:
         self.url = normalize_database_url(url)
         self.fast_paths = fast_paths_from_env() if fast_paths is None else fast_paths
@@ -146,6 +148,8 @@ class Database:
             run_sync if self.fast_paths else greenlet_spawn
         )
         options: dict[str, Any] = {} if self.fast_paths else {PREPARED: False}
+        # Where run log lines live (``storage.log_store``); the environment's when not given.
+        self.log_store = log_store_of(log_store_from_env() if log_store is None else log_store)
         self._checkpointer: WalCheckpointer | None = None
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
@@ -173,8 +177,13 @@ class Database:
             )
             self.read_engine = self.write_engine
         self._group_commit = _GroupCommit(self)
-        self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
-        self._read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)
+        info = {"log_store": self.log_store}
+        self._write_sessions = async_sessionmaker(
+            self.write_engine, expire_on_commit=False, info=info
+        )
+        self._read_sessions = async_sessionmaker(
+            self.read_engine, expire_on_commit=False, info=info
+        )
 
     @property
     def is_sqlite(self) -> bool:

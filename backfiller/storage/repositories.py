@@ -11,7 +11,6 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    or_,
     select,
     text,
     update,
@@ -32,11 +31,10 @@ from backfiller.storage.records import (
     BackfillRecord,
     DynamicPartitionRecord,
     PartitionStateRecord,
-    RunLogRecord,
-    RunRecord,
     SlotRecord,
 )
 from backfiller.storage.rows import changed
+from backfiller.storage.run_reads import RunReads as RunReads  # its callers import it from here
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,61 +230,6 @@ class SlotReads:
         )
         if statuses:
             stmt = stmt.where(SlotRecord.status.in_(list(statuses)))
-        return list((await self.session.execute(stmt)).scalars())
-
-
-class RunReads:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
-
-    async def get(self, pk: int) -> RunRecord | None:
-        return await self.session.get(RunRecord, pk)
-
-    async def page(
-        self,
-        limit: int,
-        before_id: int | None,
-        backfill_id: int | None = None,
-        statuses: Sequence[RunState] | None = None,
-        job_name: str | None = None,
-        partition_key: str | None = None,
-    ) -> list[RunRecord]:
-        """Newest first. A ranged run is listed once (by its lead row), unless the runs of
-        one partition are asked for: then the row of that partition."""
-        stmt = select(RunRecord).order_by(RunRecord.id.desc()).limit(limit)
-        if partition_key is None:
-            stmt = stmt.where(RunRecord.lead_run_id.is_(None))
-        if backfill_id is not None:
-            stmt = stmt.where(RunRecord.backfill_id == backfill_id)
-        if before_id is not None:
-            stmt = stmt.where(RunRecord.id < before_id)
-        if statuses:
-            stmt = stmt.where(RunRecord.status.in_(list(statuses)))
-        if job_name is not None:
-            stmt = stmt.where(RunRecord.job_name == job_name)
-        if partition_key is not None:
-            stmt = stmt.where(RunRecord.partition_key == partition_key)
-        return list((await self.session.execute(stmt)).scalars())
-
-    async def range_keys(self, lead_pk: int) -> list[str]:
-        """The partitions of the ranged run led by ``lead_pk``, in key order (the lead's
-        first, then its other rows in the order the claim inserted them)."""
-        result = await self.session.execute(
-            select(RunRecord.partition_key)
-            .where(or_(RunRecord.id == lead_pk, RunRecord.lead_run_id == lead_pk))
-            .order_by(RunRecord.id)
-        )
-        return [str(k) for k in result.scalars()]
-
-    async def logs(self, run_id: int, limit: int, after_id: int | None) -> list[RunLogRecord]:
-        stmt = (
-            select(RunLogRecord)
-            .where(RunLogRecord.run_id == run_id)
-            .order_by(RunLogRecord.id)
-            .limit(limit)
-        )
-        if after_id is not None:
-            stmt = stmt.where(RunLogRecord.id > after_id)
         return list((await self.session.execute(stmt)).scalars())
 
 
