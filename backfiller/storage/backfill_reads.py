@@ -213,12 +213,13 @@ def _filtered(stmt: Select[Any], shape: frozenset[str]) -> Select[Any]:
         stmt = stmt.where(table.c.job_name == bindparam("job"))
     n = 1  # the first tag is the walk's join (``_page_statement``)
     while f"tag_key_{n}" in shape:
+        other = _TAGS.alias(f"tag_{n}")  # apart from the walk's join of the first tag
         stmt = stmt.where(
             exists().where(
                 and_(
-                    _TAGS.c.backfill_id == table.c.id,
-                    _TAGS.c.key == bindparam(f"tag_key_{n}"),
-                    _TAGS.c.value == bindparam(f"tag_value_{n}"),
+                    other.c.backfill_id == table.c.id,
+                    other.c.key == bindparam(f"tag_key_{n}"),
+                    other.c.value == bindparam(f"tag_value_{n}"),
                 )
             )
         )
