@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 PORT ?= 8000
 
-.PHONY: dev test build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster
+.PHONY: dev test test-unit test-slow-paths build test-sqlite test-postgres lint typecheck schema bench bootstrap clean cluster screenshots
 
 # Bootstrap from nothing: a virtual environment with the locked dependencies, compiled to
 # bytecode up front (with PYTHONDONTWRITEBYTECODE set, as on CI, every process would
@@ -21,7 +21,11 @@ $(BIN)/backfiller: pyproject.toml clients/python/pyproject.toml uv.lock
 clients/typescript/node_modules/.package-lock.json: clients/typescript/package-lock.json
 	cd clients/typescript && npm ci --no-audit --no-fund
 
-bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json
+# The browser tests' Node packages (an OpenID provider, axe-core), from their lock file.
+tests/browser/node/node_modules/.package-lock.json: tests/browser/node/package-lock.json
+	cd tests/browser/node && npm ci --no-audit --no-fund
+
+bootstrap: $(BIN)/backfiller clients/typescript/node_modules/.package-lock.json tests/browser/node/node_modules/.package-lock.json
 
 # Quick start: API, daemon and UI on an embedded SQLite database, with the example jobs.
 # Python and make only: Node is for the TypeScript client's tests (make test).
@@ -39,6 +43,20 @@ cluster: $(BIN)/backfiller
 test: bootstrap lint typecheck
 	$(BIN)/python -m compileall -q backfiller clients/python tests bench
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
+	$(MAKE) --no-print-directory test-slow-paths
+
+# The inner loop, in seconds: ruff, then the unit tests (the import contracts included:
+# tests/unit/test_import_layers.py runs lint-imports per contract), the migrations and the
+# contract tests, on SQLite; the time it took, last.
+test-unit: $(BIN)/backfiller
+	@began=$$(date +%s%N); \
+	$(BIN)/ruff check backfiller clients/python tests bench && \
+	$(BIN)/ruff format --check --quiet backfiller clients/python tests bench && \
+	$(BIN)/pytest -q -n 2 tests/unit tests/migrations tests/contract; \
+	status=$$?; \
+	tenths=$$(( ($$(date +%s%N) - began) / 100000000 )); \
+	echo "make test-unit: $$((tenths / 10)).$$((tenths % 10)) s"; \
+	exit $$status
 
 lint: bootstrap
 	$(BIN)/ruff check backfiller clients/python tests bench
@@ -59,6 +77,12 @@ test-sqlite: bootstrap
 test-postgres: bootstrap
 	BACKFILLER_TEST_DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q --durations=15 $(XDIST) -m "not browser and not any_database"
 
+# The integration and security tiers again with every speed path off (Settings.fast_paths:
+# the library's own executor, body parsing, routing, socket writes, statements and greenlets),
+# so that the slow paths keep proving the fast ones end to end. SQLite.
+test-slow-paths: bootstrap
+	BACKFILLER_FAST_PATHS=0 $(BIN)/pytest -q --durations=5 $(XDIST) tests/integration tests/security
+
 # Regenerate the committed SDL and the generated clients (TypeScript, Java, Go) after a schema
 # change (a test fails while any of them is stale).
 schema: bootstrap
@@ -70,6 +94,10 @@ schema: bootstrap
 # Both distributions (backfiller and backfiller-client), wheels and sdists, into dist/.
 build: $(BIN)/backfiller
 	$(BIN)/uv build --all-packages --out-dir dist
+
+# The UI's screenshots in docs/screenshots/ (each page, light and dark), from the browser tests.
+screenshots: bootstrap
+	BACKFILLER_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q -n 0 tests/browser/test_display.py -k axe
 
 bench: bootstrap
 	$(BIN)/python -m bench.launch

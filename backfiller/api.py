@@ -17,6 +17,8 @@ from strawberry.extensions import (
 )
 from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.config import StrawberryConfig
+from strawberry.schema.name_converter import NameConverter
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionContext
 
 from backfiller.config import Settings
@@ -29,11 +31,13 @@ from backfiller.resolvers import jobs as job_resolvers
 from backfiller.resolvers import progress as progress_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.authorize import Authorize
-from backfiller.resolvers.authorize_early import AuthorizingExecutor
+from backfiller.resolvers.authorize_early import AuthorizingMixin
 from backfiller.resolvers.document_memo import DocumentMemo
 from backfiller.resolvers.errors import MaskUnexpectedErrors
 from backfiller.resolvers.limits import QueryCostLimiter, tag_error_codes
+from backfiller.resolvers.plain_fields import PlainFieldsMixin
 from backfiller.resolvers.remembered_validation import RememberedValidation
+from backfiller.resolvers.string_lists import StringListsMixin
 from backfiller.schema.admin import (
     ApiTokenConnection,
     AuditEntryConnection,
@@ -186,8 +190,30 @@ class Subscription:
     )
 
 
+class SecureExecutor(AuthorizingMixin, StrawberryGraphQLCoreExecutionContext):
+    """strawberry's executor, which refuses a wholly refused mutation before coercing its
+    variables (security: always on)."""
+
+
+class FastExecutor(
+    AuthorizingMixin, StringListsMixin, PlainFieldsMixin, StrawberryGraphQLCoreExecutionContext
+):
+    """:class:`SecureExecutor` with the speed mixins: long lists of strings coerced in one
+    step, plain fields read in one step (``Settings.fast_paths``). Each mixin is optional and
+    checked against graphql-core's own path (``tests/unit/test_plain_fields.py``,
+    ``tests/integration/test_string_list_variables.py``)."""
+
+
 def build_schema(settings: Settings | None = None) -> PublicSchema:
-    """The public v1 schema, with its protective extensions."""
+    """The public v1 schema, with its protective extensions.
+
+    With ``settings.fast_paths`` (the default), the schema takes the speed paths that reach
+    into strawberry and graphql-core: the executor's mixins, names remembered
+    (``schema/naming.py``), extension hooks worked out once (``schema/extension_hooks.py``)
+    and inputs built in one step (``schema/input_values.py``; that one is given to the input
+    classes themselves, so it holds for the process once a fast schema is built). Off, each
+    takes the library's own path.
+    """
     settings = settings or Settings()
     depth, tokens, aliases, cost = (
         settings.max_query_depth,
@@ -214,23 +240,30 @@ def build_schema(settings: Settings | None = None) -> PublicSchema:
         protective += [lambda: ParserCache(maxsize=512), lambda: RememberedValidation(validated)]
     protective += [lambda: QueryCostLimiter(max_cost=cost, memo=memo), Authorize]
     protective.append(MaskUnexpectedErrors)
+    fast = settings.fast_paths
     built = PublicSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
         types=[Backfill, Run, TriggerEvaluation],
         config=StrawberryConfig(
-            disable_field_suggestions=False, name_converter=RememberingNameConverter()
+            disable_field_suggestions=False,
+            name_converter=RememberingNameConverter() if fast else NameConverter(),
         ),
         extensions=protective,
-        execution_context_class=AuthorizingExecutor,  # refused mutations: no coercion
+        execution_context_class=FastExecutor if fast else SecureExecutor,
     )
-    build_inputs_directly(built)  # inputs built in one step, not field by field
+    built.remembers_hooks = fast
+    if fast:
+        build_inputs_directly(built)  # inputs built in one step, not field by field
     return built
 
 
 class PublicSchema(strawberry.Schema):
     """Errors are logged once, by :class:`MaskUnexpectedErrors`, with the request id."""
+
+    remembers_hooks = True
+    """Whether the extensions' hooks are worked out once per class (a fast path)."""
 
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
         tag_error_codes(errors)
@@ -238,6 +271,8 @@ class PublicSchema(strawberry.Schema):
     def create_extensions_runner(
         self, execution_context: ExecutionContext, extensions: list[SchemaExtension]
     ) -> SchemaExtensionsRunner:
+        if not self.remembers_hooks:
+            return super().create_extensions_runner(execution_context, extensions)
         return RememberingExtensionsRunner(execution_context, extensions)
 
 

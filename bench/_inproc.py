@@ -22,16 +22,18 @@ from starlette.types import ASGIApp
 
 
 @asynccontextmanager
-async def app_on_database() -> AsyncIterator[ASGIApp]:
+async def app_on_database(definitions: Any = None) -> AsyncIterator[ASGIApp]:
     """The API's ASGI app (auth and rate limit off) on ``BENCH_DATABASE_URL`` (upgraded here),
-    else on a fresh SQLite database."""
+    else on a fresh SQLite database; with ``definitions`` (default: ``bench.defs``'s)."""
     from backfiller.cli.server import prepare_database
     from backfiller.config import AuthMode, Settings
     from backfiller.resolvers.context import Services
     from backfiller.storage import Database
     from backfiller.storage.migrations import upgrade_database
     from backfiller.web.app import create_app
-    from bench.defs import definitions
+    from bench.defs import definitions as bench_definitions
+
+    definitions = definitions or bench_definitions
 
     with tempfile.TemporaryDirectory() as tmp:
         given = os.environ.get("BENCH_DATABASE_URL")

@@ -56,7 +56,7 @@ from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord
 from bench.daemon import TARGET, Api
 from bench.defs import definitions
-from bench.proc_cpu import stat_cpu, stat_fields
+from bench.proc_cpu import database_cpu, stat_cpu, stat_fields
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,21 +91,6 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
         elif int(fields[1]) == pid:
             pool += stat_cpu(fields, children=True)
     return main, pool
-
-
-def database_cpu(url: str) -> float:
-    """CPU seconds of the PostgreSQL backends serving ``url``'s database (live ones only)."""
-    name = make_url(url).database or ""
-    total = 0.0
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if f" {name} " not in cmdline.read_bytes().decode(errors="replace"):
-                continue
-            fields = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        total += stat_cpu(fields, children=False)
-    return total
 
 
 def broker_cpu() -> float | None:

@@ -34,6 +34,7 @@ from backfiller import HourlyPartitions
 from backfiller.api import build_schema
 from backfiller.config import Settings
 from backfiller.daemon import Daemon, DaemonSettings
+from backfiller.definitions.loading import Definitions
 from backfiller.domain import BackfillState, SlotState
 from backfiller.launchers import LocalLauncher
 from backfiller.resolvers.access import ANONYMOUS_ADMIN
@@ -42,19 +43,21 @@ from backfiller.resolvers.source import StorageSource
 from backfiller.storage import Database
 from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord, SlotRecord
+from bench import stack_defs
 from bench.defs import definitions
 from bench.proc_cpu import process_cpu
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "bench.defs:definitions"
+STACK_TARGET = "bench.stack_defs:definitions"
 LAUNCH = """mutation($input: LaunchBackfillInput!) {
   launchBackfill(input: $input) { backfill { id } userErrors { code message } }
 }"""
 
 
 class Api:
-    def __init__(self, database: Database) -> None:
-        self.services = Services(database=database, definitions=definitions, settings=Settings())
+    def __init__(self, database: Database, defs: Definitions = definitions) -> None:
+        self.services = Services(database=database, definitions=defs, settings=Settings())
         self.schema = build_schema(self.services.settings)
 
     async def __call__(self, query: str, variables: dict[str, Any] | None = None) -> Any:
@@ -68,19 +71,14 @@ class Api:
         assert result.errors is None, result.errors
         return result.data
 
-    async def launch(self, size: int) -> int:
-        space = HourlyPartitions(start="1900-01-01-00:00").key_space(datetime.now(UTC))
-        data = await self(
-            LAUNCH,
-            {
-                "input": {
-                    "target": {"job": "hourly_history"},
-                    "partitions": {
-                        "range": {"start": space.key_at(0), "end": space.key_at(size - 1)}
-                    },
-                }
-            },
-        )
+    async def launch(self, size: int, job: str = "hourly_history") -> int:
+        """Launch the first ``size`` partitions of ``job`` (a range)."""
+        found = self.services.definitions.get_job(job)
+        assert found is not None, job
+        space = found.partitions.key_space(datetime.now(UTC))
+        span = {"start": space.key_at(0), "end": space.key_at(size - 1)}
+        variables = {"input": {"target": {"job": job}, "partitions": {"range": span}}}
+        data = await self(LAUNCH, variables)
         assert data["launchBackfill"]["userErrors"] == [], data
         return int(data["launchBackfill"]["backfill"]["id"][3:])
 
@@ -91,14 +89,42 @@ def fresh_database(folder: Path, name: str) -> str:
     return url
 
 
-async def throughput(folder: Path, size: int, workers: int, profile: bool) -> None:
-    """The daemon runs already (workers started); the clock starts at the launch mutation."""
-    url = fresh_database(folder, "throughput.db")
+async def throughput(
+    folder: Path,
+    size: int,
+    workers: int,
+    profile: bool,
+    url: str | None,
+    job: str | None,
+    like_cli: set[str] = frozenset(),  # type: ignore[assignment]
+) -> None:
+    """The daemon runs already (workers started); the clock starts at the launch mutation.
+
+    ``url``: the database (upgraded here) instead of a new SQLite file; ``job``: a job of
+    ``bench.stack_defs`` instead of ``bench.defs``'s ``hourly_history``. ``like_cli``: what
+    ``backfiller daemon`` adds to a bare daemon, to tell what each costs: ``results`` (the
+    workers keep each run's end in a results folder), ``metrics`` (the workers record their
+    metrics in files, the daemon its gauges and refresh task).
+    """
+    if url is None:
+        url = fresh_database(folder, "throughput.db")
+    else:
+        upgrade_database(url)
+    defs, target = (stack_defs.definitions, STACK_TARGET) if job else (definitions, TARGET)
     database = Database(url)
-    api = Api(database)
+    api = Api(database, defs)
     booted = time.perf_counter()
-    launcher = LocalLauncher(TARGET, workers).start()
-    daemon = Daemon(database, definitions, launcher, DaemonSettings(shutdown_grace_seconds=5))
+    if "metrics" in like_cli:
+        from backfiller.observability.exposition import prepare_worker_metrics
+
+        prepare_worker_metrics()
+    results = str(folder / "results") if "results" in like_cli else None
+    launcher = LocalLauncher(target, workers, results_dir=results).start()
+    daemon = Daemon(database, defs, launcher, DaemonSettings(shutdown_grace_seconds=5))
+    if "metrics" in like_cli:
+        from backfiller.observability.daemon_ops import observe_daemon
+
+        observe_daemon(daemon, None)
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     while launcher.ready_workers() < workers:  # noqa: ASYNC110 (the launcher has no event)
@@ -109,7 +135,7 @@ async def throughput(folder: Path, size: int, workers: int, profile: bool) -> No
         profiler.enable()
     cpu_before = {pid: process_cpu(pid) for pid in [os.getpid(), *launcher.worker_pids()]}
     started = time.perf_counter()
-    pk = await api.launch(size)
+    pk = await api.launch(size, job or "hourly_history")
     first_success: float | None = None
     while True:
         await asyncio.sleep(0.1)
@@ -128,7 +154,9 @@ async def throughput(folder: Path, size: int, workers: int, profile: bool) -> No
     await task
     await database.dispose()
     assert first_success is not None
-    print(f"throughput: {size} no-op runs, {workers} workers, SQLite, local launcher")
+    where = "SQLite" if url.startswith("sqlite") else "PostgreSQL"
+    extras = f", with {' and '.join(sorted(like_cli))} as the CLI's daemon" if like_cli else ""
+    print(f"throughput: {size} no-op runs, {workers} workers, {where}, local launcher{extras}")
     took = ended - started
     print(f"  launch to COMPLETED_SUCCESS:  {took:7.2f} s  {size / took:7.0f} runs/s")
     print(f"  first run succeeded after:    {first_success - started:7.2f} s")
@@ -286,12 +314,29 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--profile", action="store_true", help="cProfile the throughput run")
     parser.add_argument("--memory-seconds", type=float, default=30.0)
+    parser.add_argument("--size", type=int, help="partitions of the throughput run")
+    parser.add_argument("--database", help="the throughput run's database (a URL; upgraded)")
+    parser.add_argument("--job", help="a job of bench.stack_defs for the throughput run")
+    parser.add_argument(
+        "--like-cli",
+        default="",
+        help="results,metrics: what `backfiller daemon` adds, in the throughput run",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-daemon-") as tmp:
         folder = Path(tmp)
         if args.only in (None, "throughput"):
+            size = args.size or (1_000 if args.quick else 10_000)
             asyncio.run(
-                throughput(folder, 1_000 if args.quick else 10_000, args.workers, args.profile)
+                throughput(
+                    folder,
+                    size,
+                    args.workers,
+                    args.profile,
+                    args.database,
+                    args.job,
+                    {w for w in args.like_cli.split(",") if w},
+                )
             )
         if args.only in (None, "memory"):
             asyncio.run(memory(folder, 1_000_000, 10 if args.quick else args.memory_seconds))

@@ -30,7 +30,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 REPO = Path(__file__).resolve().parent.parent
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 STEP = 2.0
 SECONDS = 60.0
 WINDOW = 10.0

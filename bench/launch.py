@@ -75,7 +75,9 @@ def database_url(database: Path) -> str:
     return url
 
 
-def start_server(database: Path, cache: bool, workers: int = 1) -> Server:
+def start_server(
+    database: Path, cache: bool, workers: int = 1, definitions: str = "bench.defs:definitions"
+) -> Server:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "BACKFILLER_GRAPHQL_CACHE": "1" if cache else "0"}
     args = [
@@ -84,7 +86,7 @@ def start_server(database: Path, cache: bool, workers: int = 1) -> Server:
         "backfiller",
         "serve",
         "--definitions",
-        "bench.defs:definitions",
+        definitions,
         "--database",
         database_url(database),
         "--port",

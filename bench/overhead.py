@@ -100,7 +100,8 @@ async def _backfill_to_its_end(database: Any, first: int, count: int) -> None:
     from datetime import UTC, datetime
 
     from backfiller.domain import Order, Reprocess, SelectionKind
-    from backfiller.storage.repositories import BackfillRepository, NewBackfill
+    from backfiller.storage.launches import NewBackfill
+    from backfiller.storage.repositories import BackfillRepository
     from bench.defs import definitions
 
     job = definitions.get_job("hourly_history")
@@ -181,7 +182,7 @@ def metrics_off() -> None:
     replace(loop, "observe_task", nothing)
     for name in ("observe_task", "observe_claim", "runs_submitted", "observe_report"):
         replace(daemon_metrics, name, nothing)
-    replace(daemon_metrics, "observe_launcher_events", nothing)
+    replace(daemon_metrics, "observe_runs", nothing)
 
 
 def metrics_on() -> None:
@@ -236,7 +237,6 @@ def hook_costs(repeat: int = 7, number: int = 2000) -> tuple[float, float]:
     from types import SimpleNamespace
 
     from backfiller.domain import Outcome, RunFinished
-    from backfiller.launchers.base import RunStarted
     from backfiller.observability import api_metrics, daemon_metrics, db_metrics, tracing
 
     def plain(root: Any, info: Any) -> Any:
@@ -266,15 +266,14 @@ def hook_costs(repeat: int = 7, number: int = 2000) -> tuple[float, float]:
 
     now = datetime.now(UTC)
     ids = list(range(64))
-    events = [RunStarted(i, now, "w") for i in ids] + [
-        RunFinished(i, now, Outcome.SUCCESS) for i in ids
-    ]
+    started = [(i, now) for i in ids]
+    finished = [RunFinished(i, now, Outcome.SUCCESS) for i in ids]
     report = SimpleNamespace(claimed=64, succeeded=64)
 
     def one_batch() -> None:  # 64 runs: claim, start, end; ~5 task passes, ~9 transactions
         daemon_metrics.observe_claim(0.001)
         daemon_metrics.runs_submitted(ids)
-        daemon_metrics.observe_launcher_events(events)
+        daemon_metrics.observe_runs(started, finished)
         daemon_metrics.observe_report(report)
         for _ in range(5):
             daemon_metrics.observe_task("results", 0.001, True)

@@ -85,6 +85,21 @@ def database_url(tmp_path: Path, request: pytest.FixtureRequest) -> str:
     return f"sqlite:///{path}"
 
 
+@pytest.fixture(scope="module")
+def module_database_url(
+    tmp_path_factory: pytest.TempPathFactory, pg_template_url: str | None
+) -> str:
+    """A migrated, empty database for one test module (a server or daemon started once for
+    the module uses it). A module that uses it must not also use ``database_url``, which
+    empties PostgreSQL's."""
+    if pg_template_url is not None:
+        _truncate_postgres(pg_template_url)
+        return pg_template_url
+    url = f"sqlite:///{tmp_path_factory.mktemp('module') / 'backfiller.db'}"
+    upgrade_database(url)
+    return url
+
+
 @pytest.fixture
 def is_postgres(pg_template_url: str | None) -> bool:
     return pg_template_url is not None
@@ -131,6 +146,7 @@ def anyio_backend() -> str:
 # them), so the PostgreSQL suite spends its time on what PostgreSQL changes.
 ANY_DATABASE = frozenset(
     {
+        "backfiller/examples/test_quickstart.py",  # a user's test: its own SQLite file
         "tests/acceptance/test_cli_client.py",
         "tests/acceptance/test_docs_run.py",
         "tests/acceptance/test_first_hour.py",

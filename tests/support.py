@@ -1,4 +1,5 @@
-"""Helpers for tests: a frozen clock, a GraphQL runner, live server processes, counters."""
+"""Helpers for tests: a frozen clock, a GraphQL runner, live server processes and a fixture
+factory for them, the launch operation and its helpers, ``wait_for``, counters."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import httpx
+import pytest
 from sqlalchemy import Table, event, func, select
 
 from backfiller.api import build_schema
@@ -24,21 +26,93 @@ from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal
 from backfiller.resolvers.context import Context, Services
 from backfiller.resolvers.source import StorageSource
 from backfiller.storage import Database
+from backfiller.storage.launches import NewBackfill
 from backfiller.storage.records import Base
-from backfiller.storage.repositories import NewBackfill
+from backfiller.testing import FrozenClock as FrozenClock  # the users' kit, here too
 
 REPO = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+
+LAUNCH = """
+mutation($input: LaunchBackfillInput!) {
+  launchBackfill(input: $input) { backfill { id } userErrors { code message field } }
+}
+"""
+"""The launch every test sends: the new backfill's id, or why not."""
+LAUNCH_WITH_TARGET = """
+mutation($input: LaunchBackfillInput!) {
+  launchBackfill(input: $input) {
+    backfill { id target { job assets { names upstream downstream assets } } }
+    userErrors { code message field }
+  }
+}
+"""
+"""The launch, and the target the new backfill records (a job, or its assets)."""
 
 
-@dataclass
-class FrozenClock:
-    now: datetime
+def launch_input(
+    target: str | dict[str, Any], start: str | None = None, end: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """``LaunchBackfillInput``: of a job over the range ``start`` to ``end`` (with ``extra``
+    fields, named as the API names them), or ``target`` itself when it is a whole input."""
+    if isinstance(target, dict):
+        return {**target, **extra}
+    assert start is not None and end is not None
+    return {
+        "target": {"job": target},
+        "partitions": {"range": {"start": start, "end": end}},
+        **extra,
+    }
 
-    def __call__(self) -> datetime:
-        return self.now
 
-    def advance(self, **kwargs: float) -> None:
-        self.now += timedelta(**kwargs)
+def launched_id(data: dict[str, Any]) -> str:
+    """The id of the backfill a ``LAUNCH`` answered; fails the test on a user error."""
+    payload = data["launchBackfill"]
+    assert payload["userErrors"] == [], payload["userErrors"]
+    backfill_id: str = payload["backfill"]["id"]
+    return backfill_id
+
+
+async def launch(
+    gql: GraphQLRunner,
+    target: str | dict[str, Any],
+    start: str | None = None,
+    end: str | None = None,
+    **extra: Any,
+) -> str:
+    """Launch through the schema (``schema.execute``) what :func:`launch_input` makes of the
+    arguments; the new backfill's id."""
+    return launched_id(await gql(LAUNCH, {"input": launch_input(target, start, end, **extra)}))
+
+
+def launch_over_http(
+    server: LiveServer,
+    target: str | dict[str, Any],
+    start: str | None = None,
+    end: str | None = None,
+    **extra: Any,
+) -> str:
+    """The same, through a live server's ``/graphql/v1``."""
+    answer = server.graphql(LAUNCH, {"input": launch_input(target, start, end, **extra)})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert "errors" not in body, body
+    return launched_id(body["data"])
+
+
+def wait_for(
+    what: str, check: Callable[[], T | None], timeout: float = 60, every: float = 0.1
+) -> T:
+    """Poll ``check`` until it returns something true, and return that; fail naming ``what``
+    (with the last answer) after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 @dataclass
@@ -234,3 +308,35 @@ def commits_of(database: Database) -> list[int]:
         counted[0] += 1
 
     return counted
+
+
+def live_server(
+    definitions: str | None = None,
+    *,
+    scope: Literal["function", "module"] = "function",
+    database: str = "database_url",
+    needs: tuple[str, ...] = (),
+    server: type[LiveServer] | None = None,
+    **options: Any,
+) -> Any:
+    """A pytest fixture of a live server (``server``, :class:`LiveServer` by default) of
+    ``definitions`` on the database of the fixture named ``database``, stopped after its
+    ``scope``; the fixtures named in ``needs`` are set up first (a daemon, say). ``options``
+    go to the server (``auth``, ``extra``, ``env``, ``command``). In a test module::
+
+        server = live_server(DEFINITIONS)
+        secured = live_server(DEFINITIONS, auth="token")
+    """
+
+    @pytest.fixture(scope=scope)
+    def fixture(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+        for name in needs:
+            request.getfixturevalue(name)
+        url: str = request.getfixturevalue(database)
+        live = (server or LiveServer)(url, definitions, **options)
+        try:
+            yield live
+        finally:
+            live.stop()
+
+    return fixture

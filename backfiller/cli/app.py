@@ -84,7 +84,7 @@ def command_of(argv: Sequence[str]) -> str | None:
 # The module that defines each server command: importing it registers its commands.
 _MODULE_OF_COMMAND = {
     "serve": "server",
-    "db": "server",
+    "db": "database",
     "schema": "server",
     "worker": "worker",
     "daemon": "daemon",
@@ -108,6 +108,7 @@ def register_commands(argv: Sequence[str] | None = None) -> None:
     register_client_commands()
     from backfiller.cli import (  # noqa: F401
         daemon,
+        database,
         server,
         tokens,
         worker,

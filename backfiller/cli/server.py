@@ -1,4 +1,4 @@
-"""Server-side commands: serve, dev, db upgrade, schema export."""
+"""Server-side commands: serve, dev, schema export (``db`` is ``cli/database.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,20 @@ from typing import Annotated
 
 import typer
 
-from backfiller.cli.app import app, db_app, schema_app
+from backfiller.cli.app import app, schema_app
+from backfiller.cli.oidc_options import (
+    OidcClientIdOption,
+    OidcDefaultRoleOption,
+    OidcIssuerOption,
+    OidcRoleClaimOption,
+    OidcRoleOption,
+    OidcScopeClaimOption,
+    OidcScopesOption,
+    OidcSecretFileOption,
+    OidcSessionHoursOption,
+    OidcTeamClaimOption,
+    oidc_settings,
+)
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
 from backfiller.logs import configure_logging as configure_logging  # cli/daemon.py uses it
@@ -170,7 +183,7 @@ def prepare_database(url: str | None) -> str:
 
 
 @app.command()
-def serve(
+def serve(  # long: one parameter per option of the command
     definitions: DefinitionsOption = None,
     database: DatabaseOption = None,
     host: HostOption = "127.0.0.1",
@@ -186,6 +199,16 @@ def serve(
     metrics_host: MetricsHostOption = "127.0.0.1",
     max_operations_per_token: OperationsPerTokenOption = None,
     max_operations_per_socket: OperationsPerSocketOption = None,
+    oidc_issuer: OidcIssuerOption = None,
+    oidc_client_id: OidcClientIdOption = None,
+    oidc_client_secret_file: OidcSecretFileOption = None,
+    oidc_scopes: OidcScopesOption = "openid profile email",
+    oidc_role_claim: OidcRoleClaimOption = "groups",
+    oidc_role: OidcRoleOption = None,
+    oidc_default_role: OidcDefaultRoleOption = None,
+    oidc_team_claim: OidcTeamClaimOption = None,
+    oidc_scope_claim: OidcScopeClaimOption = None,
+    oidc_session_hours: OidcSessionHoursOption = 8.0,
 ) -> None:
     """Serve the public API (and the UI) over HTTP."""
     configure_logging()
@@ -206,6 +229,18 @@ def serve(
         metrics_host=metrics_host,
         max_operations_per_token=max_operations_per_token,
         max_operations_per_socket=max_operations_per_socket,
+        **oidc_settings(
+            oidc_issuer,
+            oidc_client_id,
+            oidc_client_secret_file,
+            oidc_scopes,
+            oidc_role_claim,
+            oidc_role,
+            oidc_default_role,
+            oidc_team_claim,
+            oidc_scope_claim,
+            oidc_session_hours,
+        ),
     )
     check_access_settings(settings)
     target = definitions or EXAMPLE_DEFINITIONS
@@ -248,6 +283,12 @@ def check_access_settings(settings: Settings) -> None:
         raise fail("--max-operations-per-token must be 0 (no limit) or more")
     if settings.max_operations_per_socket < 0:
         raise fail("--max-operations-per-socket must be 0 (no limit) or more")
+    from backfiller.web.oidc import oidc_config
+
+    try:
+        oidc_config(settings)
+    except ValueError as error:
+        raise fail(str(error)) from None
 
 
 def serve_workers(settings: Settings, workers: int) -> None:
@@ -264,18 +305,6 @@ def serve_workers(settings: Settings, workers: int) -> None:
     config = uvicorn_config(FACTORY, settings, factory=True, workers=workers)
     typer.echo(f"{api_line(settings)}, {workers} worker processes", err=True)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
-
-
-@db_app.command("upgrade")
-def db_upgrade(database: DatabaseOption = None) -> None:
-    """Migrate the database to this release's schema."""
-    from backfiller.storage.migrations import current_revision, upgrade_database
-
-    try:
-        upgrade_database(database or "")
-        typer.echo(f"database at revision {current_revision(database or '')}")
-    except Exception as exc:
-        raise fail(f"cannot upgrade the database: {type(exc).__name__}: {exc}") from None
 
 
 @schema_app.command("export")

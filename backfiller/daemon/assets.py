@@ -5,29 +5,26 @@ a bounded chunk at a time, asset by asset in topological order (an upstream slot
 before the slots that depend on it); claiming asks storage for the slots whose upstream slots
 have all succeeded (see ``backfiller.storage.execution.assets``), and runs them as runs of their
 asset. The backfill's pinned plan (its graph edges' mappings over per-asset key spaces) is kept
-per backfill, so a claim costs one transaction whatever the graph.
+per backfill by the daemon's pin cache (``services.selections.PinCache``), so a claim costs one
+transaction whatever the graph.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 
 from backfiller.daemon.asset_ranges import asset_range_task, ranged_assets
 from backfiller.daemon.lease import lease_valid, lose_lease
 from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState
-from backfiller.definitions.asset_graph import AssetGraph
 from backfiller.definitions.loading import Definitions
-from backfiller.definitions.partitions import KeySpace
-from backfiller.domain import BackfillState, Reprocess, SkipReason, skip_reason_for
+from backfiller.domain import BackfillKind, BackfillState, Reprocess, SkipReason, skip_reason_for
 from backfiller.launchers.base import Launcher, RunTask
-from backfiller.planning.asset_plan import AssetTarget, split_slot_key, upstream_needs
-from backfiller.services.selections import key_space_of
+from backfiller.planning.asset_plan import split_slot_key
+from backfiller.services.selections import PinnedAssets, Unpinnable
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated
 from backfiller.storage.execution import ExecutionRepository, PlannedSlot
@@ -43,48 +40,6 @@ PLAN_SECONDS_PER_TICK = 0.1
 """Planning stops taking chunks after this long in one tick (one chunk at least), so that a
 100,000-partition graph is materialized over many ticks with claims in between, not in a few
 ticks of seconds each that hold up every run's start."""
-MAX_CACHED = 200
-
-
-@dataclass(frozen=True)
-class PinnedAssets:
-    graph: AssetGraph
-    target: AssetTarget
-    spaces: dict[str, KeySpace]
-
-    def needs(self, slot: str) -> list[tuple[str, Sequence[str] | None]]:
-        return [
-            (asset, keys if isinstance(keys, list) else None)
-            for asset, keys in upstream_needs(self.graph, self.target, self.spaces, slot)
-        ]
-
-
-_pinned: OrderedDict[tuple[str, int], PinnedAssets] = OrderedDict()
-
-
-async def pin_assets(
-    database: Database, definitions: Definitions, state: DaemonState, record: BackfillRecord
-) -> PinnedAssets | str:
-    """The backfill's plan against the current definitions, or why it cannot run any more."""
-    cache_key = (state.owner, record.id)
-    found = _pinned.get(cache_key)
-    if found is not None and found.graph is definitions.asset_graph:
-        return found
-    assert record.asset_target is not None
-    target = AssetTarget.from_json(record.asset_target)
-    spaces: dict[str, KeySpace] = {}
-    for part in target.parts:
-        asset = definitions.get_asset(part.name)
-        if asset is None:
-            return f"asset {part.name!r} is no longer in the definitions"
-        if asset.key_partitions.fingerprint() != part.fingerprint:
-            return f"the partitions of asset {part.name!r} changed since the launch"
-        spaces[part.name] = await key_space_of(asset.key_partitions, record.created_at, database)
-    pinned = PinnedAssets(definitions.asset_graph, target, spaces)
-    _pinned[cache_key] = pinned
-    while len(_pinned) > MAX_CACHED:
-        _pinned.popitem(last=False)
-    return pinned
 
 
 async def plan_asset_backfill(
@@ -96,10 +51,10 @@ async def plan_asset_backfill(
 ) -> TickReport:
     """Start a requested asset backfill and materialize its slots, a chunk at a time."""
     report = TickReport()
-    pinned = await pin_assets(database, definitions, state, record)
-    if isinstance(pinned, str):
+    pinned = await state.pins.pin_assets(database, definitions, record)
+    if isinstance(pinned, Unpinnable):
         async with database.write() as session:
-            if await ExecutionRepository(session).fail_backfill(record.id, pinned, clock()):
+            if await ExecutionRepository(session).fail_backfill(record.id, pinned.reason, clock()):
                 report.failed_backfills += 1
         return report
     if record.status is BackfillState.REQUESTED:
@@ -165,10 +120,10 @@ async def launch_asset_runs(
     for record in records:
         if room <= 0:
             break
-        if record.asset_target is None or record.pending <= 0:
+        if record.kind is not BackfillKind.ASSETS or record.pending <= 0:
             continue
-        pinned = await pin_assets(database, definitions, state, record)
-        if isinstance(pinned, str):
+        pinned = await state.pins.pin_assets(database, definitions, record)
+        if isinstance(pinned, Unpinnable):
             continue
         tasks = await _claim(database, definitions, clock, state, record, pinned, room, report)
         if tasks:

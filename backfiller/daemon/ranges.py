@@ -10,12 +10,12 @@ from datetime import datetime
 
 from backfiller.daemon.lease import lease_valid
 from backfiller.daemon.report import TickReport
-from backfiller.daemon.selections import PinnedSelection
 from backfiller.daemon.state import DaemonState
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.domain.ranges import range_window
 from backfiller.launchers.base import RunTask
 from backfiller.observability import daemon_metrics
+from backfiller.services.selections import Pinned
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, conflicts_translated
 from backfiller.storage.execution import ClaimedRange, ExecutionRepository, RangeLimits
@@ -31,7 +31,7 @@ async def claim_ranged_runs(
     database: Database,
     clock: Clock,
     state: DaemonState,
-    target: tuple[BackfillRecord, JobDefinition, PinnedSelection],
+    target: tuple[BackfillRecord, JobDefinition, Pinned],
     want: int,
     report: TickReport,
 ) -> list[RunTask]:
@@ -78,7 +78,7 @@ async def claim_ranged_runs(
 def _task_of(
     record: BackfillRecord,
     job: JobDefinition,
-    pinned: PinnedSelection,
+    pinned: Pinned,
     claimed: ClaimedRange,
     tags: dict[str, str],
     credential: str | None,

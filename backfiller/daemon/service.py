@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from backfiller.clock import utc_now
-from backfiller.daemon import ticks
+from backfiller.daemon import retention, ticks
 from backfiller.daemon.lease import keep_lease, lose_lease, take_over_expired
 from backfiller.daemon.loop import Loop
+from backfiller.daemon.retention import Retention
 from backfiller.daemon.ticks import DaemonState, Limits, TickReport
 from backfiller.daemon.triggers import TICK_SECONDS, TriggerRunner
 from backfiller.definitions.loading import Definitions
@@ -101,6 +102,7 @@ class Daemon:
             "triggers",
             TriggerRunner(database, definitions, clock, api_url=api_url).tick,
         )
+        self.loop.every(retention.EVERY_SECONDS, "retention", Retention(database, clock).tick)
 
     @property
     def owner(self) -> str:
@@ -116,7 +118,10 @@ class Daemon:
         self._unwritten = []
         if not batch:
             return TickReport()
-        daemon_metrics.observe_launcher_events(batch)
+        daemon_metrics.observe_runs(
+            [(e.run_id, e.at) for e in batch if isinstance(e, RunStarted)],
+            [e for e in batch if isinstance(e, RunFinished)],
+        )
         try:
             report = await ticks.record_results(
                 self.database, self.definitions, self.clock, self.launcher, self.state, batch

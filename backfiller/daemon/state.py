@@ -9,11 +9,12 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from backfiller.daemon.selections import SelectionCache
 from backfiller.domain import BackfillState
+from backfiller.services.selections import PinCache
 from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository
 from backfiller.storage.records import BackfillRecord
+from backfiller.storage.run_credentials import signing_key
 
 PLAN_WINDOW = 1_000
 
@@ -41,7 +42,8 @@ class DaemonState:
 
     owner: str = field(default_factory=new_owner)
     started_at: datetime | None = None
-    selections: SelectionCache = field(default_factory=SelectionCache)
+    pins: PinCache = field(default_factory=PinCache)
+    """Its backfills pinned to their key spaces (``services.selections``)."""
     limits: Limits = field(default_factory=Limits)
     plan_window: int = PLAN_WINDOW
     lease_timeout: timedelta = timedelta(seconds=30)
@@ -56,6 +58,15 @@ class DaemonState:
     backfills_ttl: float = 0.25
     """How long the list of RUNNING backfills is reused between claims (seconds)."""
     _running: tuple[float, list[BackfillRecord]] | None = None
+    warmed: bool = False
+    """Whether :meth:`warm` ran: what the first claim would otherwise pay is paid."""
+
+    async def warm(self, database: Database) -> None:
+        """Pay up front, in an idle pass, what the daemon's first claim would pay: the run
+        credentials' signing key (read once, or made, then cached), so that the first run of
+        the first backfill is not later than the next ones'."""
+        self.warmed = True
+        await signing_key(database)
 
     async def running_backfills(self, database: Database) -> list[BackfillRecord]:
         cached = self._running

@@ -25,11 +25,10 @@ from backfiller.daemon.lease import (
 )
 from backfiller.daemon.ranges import claim_ranged_runs
 from backfiller.daemon.report import TickReport
-from backfiller.daemon.selections import PinnedSelection, SelectionVanished
 from backfiller.daemon.state import PLAN_WINDOW, DaemonState, Limits, new_owner
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.loading import Definitions
-from backfiller.domain import BackfillState, EventKind, RunFinished, skip_reason_for
+from backfiller.domain import BackfillKind, BackfillState, EventKind, RunFinished, skip_reason_for
 from backfiller.launchers.base import (
     DurableResults,
     Launcher,
@@ -40,6 +39,7 @@ from backfiller.launchers.base import (
 )
 from backfiller.observability import daemon_metrics, tracing
 from backfiller.planning import keys_between
+from backfiller.services.selections import Pinned, Unpinnable
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated
 from backfiller.storage.execution import ExecutionRepository, LogEntry, PlannedSlot, RunStart
@@ -87,15 +87,14 @@ async def plan_backfills(
             [BackfillState.REQUESTED, BackfillState.RUNNING]
         )
     for record in records:
-        if record.asset_target is not None:
+        if record.kind is BackfillKind.ASSETS:
             report += await plan_asset_backfill(database, definitions, clock, state, record)
             continue
-        try:
-            pinned = await _pin(database, definitions, state, record)
-        except SelectionVanished as vanished:
+        pinned = await state.pins.pin(database, definitions, record)
+        if isinstance(pinned, Unpinnable):
             async with database.write() as session:
                 repo = ExecutionRepository(session)
-                if await repo.fail_backfill(record.id, str(vanished), clock()):
+                if await repo.fail_backfill(record.id, pinned.reason, clock()):
                     report.failed_backfills += 1
             continue
         if record.status is BackfillState.REQUESTED:
@@ -108,19 +107,10 @@ async def plan_backfills(
     return report
 
 
-async def _pin(
-    database: Database, definitions: Definitions, state: DaemonState, record: BackfillRecord
-) -> PinnedSelection:
-    job = definitions.get_job(record.job_name)
-    if job is None:
-        raise SelectionVanished(f"job {record.job_name!r} is no longer in the definitions")
-    return await state.selections.pin(database, job, record)
-
-
 async def _plan_ahead(
     database: Database,
     record: BackfillRecord,
-    pinned: PinnedSelection,
+    pinned: Pinned,
     clock: Clock,
     state: DaemonState,
     ahead: tuple[int, int] | None = None,
@@ -190,6 +180,8 @@ async def launch_runs(
     report = TickReport()
     if not lease_valid(state, clock()) or _renewal_due(state, clock()):
         await keep_lease(database, clock, state, launcher)
+    if not state.warmed:
+        await state.warm(database)
     room = launcher.capacity
     if state.limits.max_runs is not None:
         room = min(room, state.limits.max_runs - len(launcher.active()))
@@ -227,7 +219,7 @@ async def launch_runs(
     return report
 
 
-Runnable = tuple[BackfillRecord, JobDefinition, PinnedSelection]
+Runnable = tuple[BackfillRecord, JobDefinition, Pinned]
 
 
 async def _runnable(
@@ -236,6 +228,8 @@ async def _runnable(
     """The RUNNING backfills with materialized pending slots and room under their limit."""
     runnable: list[Runnable] = []
     for record in await state.running_backfills(database):
+        if record.kind is not BackfillKind.JOB:
+            continue
         if record.pending - (record.total - record.planned) <= 0:
             continue
         job = definitions.get_job(record.job_name)
@@ -248,9 +242,8 @@ async def _runnable(
             and record.queued + record.running >= record.max_concurrent_runs
         ):
             continue
-        try:
-            pinned = await state.selections.pin(database, job, record)
-        except SelectionVanished:
+        pinned = await state.pins.pin(database, definitions, record)
+        if isinstance(pinned, Unpinnable):
             continue  # the planner fails the backfill
         runnable.append((record, job, pinned))
     return runnable
@@ -262,7 +255,7 @@ async def _claim(
     state: DaemonState,
     record: BackfillRecord,
     job: JobDefinition,
-    pinned: PinnedSelection,
+    pinned: Pinned,
     want: int,
     report: TickReport,
 ) -> list[RunTask]:

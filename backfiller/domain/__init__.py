@@ -273,6 +273,14 @@ class RunFinished:
     attempt: int | None = None
 
 
+class BackfillKind(enum.StrEnum):
+    """What a backfill runs: one job's partitions, or the partitions of a set of assets (its
+    ``asset_target``; it has no job of its own)."""
+
+    JOB = "job"
+    ASSETS = "assets"
+
+
 class SelectionKind(enum.StrEnum):
     RANGE = "range"
     KEYS = "keys"

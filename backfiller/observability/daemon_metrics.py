@@ -15,11 +15,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from prometheus_client import Counter, Gauge, Histogram
-from sqlalchemy import func, or_, select
 
-from backfiller.domain import BackfillState, SlotState
+from backfiller.domain import BackfillState, Outcome, RunFinished
 from backfiller.observability import db_metrics, tracing
-from backfiller.storage.records import BackfillRecord, SlotRecord
+from backfiller.storage.engine import Database
+from backfiller.storage.stats import backfill_stats
 
 TASK_DURATION = Histogram(
     "backfiller_daemon_task_duration_seconds",
@@ -159,31 +159,30 @@ def runs_submitted(run_ids: Iterable[int]) -> None:
             _tracker.submitted[run_id] = now
 
 
-def observe_launcher_events(events: Iterable[Any]) -> None:
-    """What the launcher reported: starts (dispatch latency), ends (failure reasons)."""
-    from backfiller.launchers.base import Outcome, RunFinished, RunStarted
-
+def observe_runs(started: Iterable[tuple[int, datetime]], finished: Iterable[RunFinished]) -> None:
+    """What the launcher reported, as the daemon passes it on: starts (run id and start time,
+    for the dispatch latency) and ends (failure reasons). The daemon sorts the launcher's
+    events, so this module never imports the launchers (which report to it)."""
     failing = (Outcome.ERROR, Outcome.TIMEOUT, Outcome.WORKER_LOST)
-    started = 0
+    count = 0
     latencies: list[float] = []
     with _tracker.lock:
-        for event in events:
-            if isinstance(event, RunStarted):
-                started += 1
-                at = _tracker.submitted.pop(event.run_id, None)
-                if at is not None:
-                    latencies.append(event.at.timestamp() - at)
-                if len(_tracker.running) < MAX_TRACKED:
-                    _tracker.running.add(event.run_id)
-            elif isinstance(event, RunFinished):
-                _tracker.submitted.pop(event.run_id, None)
-                _tracker.running.discard(event.run_id)
-                tracing.end_run(event.run_id, event.outcome.value)
-                if event.outcome in failing:
-                    _child(_failures, RUN_FAILURES, event.outcome.value).inc()
+        for run_id, at in started:
+            count += 1
+            submitted = _tracker.submitted.pop(run_id, None)
+            if submitted is not None:
+                latencies.append(at.timestamp() - submitted)
+            if len(_tracker.running) < MAX_TRACKED:
+                _tracker.running.add(run_id)
+        for event in finished:
+            _tracker.submitted.pop(event.run_id, None)
+            _tracker.running.discard(event.run_id)
+            tracing.end_run(event.run_id, event.outcome.value)
+            if event.outcome in failing:
+                _child(_failures, RUN_FAILURES, event.outcome.value).inc()
     # Recorded once for the batch, outside the tracker's lock.
-    if started:
-        _child(_runs, RUNS, "started").inc(started)
+    if count:
+        _child(_runs, RUNS, "started").inc(count)
     for seconds in latencies:
         DISPATCH_LATENCY.observe(max(0.0, seconds))
 
@@ -224,43 +223,17 @@ def watch_launcher(launcher: _LauncherView) -> None:
         LAUNCHER_WORKERS.set_function(ready)
 
 
-async def refresh_from_database(database: Any, now: datetime) -> None:
+async def refresh_from_database(database: Database, now: datetime) -> None:
     """Backfills by status, partitions of unfinished backfills by state, and the lag."""
-    unfinished = [s for s in BackfillState if not s.is_terminal]
     async with database.read() as session:
-        by_status = dict(
-            (
-                await session.execute(
-                    select(BackfillRecord.status, func.count()).group_by(BackfillRecord.status)
-                )
-            ).all()
-        )
-        sums = (
-            await session.execute(
-                select(
-                    func.coalesce(func.sum(BackfillRecord.pending), 0),
-                    func.coalesce(func.sum(BackfillRecord.queued), 0),
-                    func.coalesce(func.sum(BackfillRecord.running), 0),
-                ).where(BackfillRecord.status.in_(unfinished))
-            )
-        ).one()
-        oldest = (
-            await session.execute(
-                select(func.min(SlotRecord.updated_at))
-                .join(BackfillRecord, BackfillRecord.id == SlotRecord.backfill_id)
-                .where(
-                    BackfillRecord.status == BackfillState.RUNNING,
-                    SlotRecord.status == SlotState.PENDING,
-                    or_(SlotRecord.next_attempt_at.is_(None), SlotRecord.next_attempt_at <= now),
-                )
-            )
-        ).scalar_one_or_none()
+        stats = await backfill_stats(session, now)
     for status in BackfillState:
-        BACKFILLS.labels(status.value).set(by_status.get(status, 0))
-    for name, value in zip(("pending", "queued", "running"), sums, strict=True):
-        PARTITIONS.labels(name).set(int(value))
-    if oldest is not None and oldest.tzinfo is None:
-        from datetime import UTC
-
-        oldest = oldest.replace(tzinfo=UTC)
+        BACKFILLS.labels(status.value).set(stats.by_status.get(status, 0))
+    for name, value in (
+        ("pending", stats.pending),
+        ("queued", stats.queued),
+        ("running", stats.running),
+    ):
+        PARTITIONS.labels(name).set(value)
+    oldest = stats.oldest_waiting
     LAG.set(max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0)

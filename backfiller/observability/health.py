@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import text
+from backfiller.storage.stats import stamped_revision
 
 DATABASE_TIMEOUT_SECONDS = 2.0
 
@@ -35,9 +35,7 @@ async def database_checks(database: Any) -> list[Check]:
     """The database answers, and it is at this release's migration head."""
     try:
         async with asyncio.timeout(DATABASE_TIMEOUT_SECONDS), database.read() as session:
-            found = (
-                await session.execute(text("SELECT version_num FROM alembic_version"))
-            ).scalar_one_or_none()
+            found = await stamped_revision(session)
     except Exception as exc:
         return [Check("database", False, f"{type(exc).__name__}"), Check("migrations", False)]
     head = _head()

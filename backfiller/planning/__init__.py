@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import islice
+from typing import Any, cast
 
 from backfiller.definitions.partitions import KeySpace, PartitionsDefinition
 from backfiller.domain import Order, SelectionKind
@@ -111,29 +113,37 @@ def _range_bound_index(
 def _resolve_keys(
     selection: Selection, partitions: PartitionsDefinition, space: KeySpace
 ) -> ResolvedSelection:
-    assert selection.keys is not None
-    if not selection.keys:
+    keys = selection.keys
+    assert keys is not None
+    if not keys:
         raise SelectionProblem("EMPTY_SELECTION", "the key list is empty", ["partitions", "keys"])
+    # One pass over the keys in the key space (a list of thousands is read as a whole). A key
+    # names one partition and a partition has one key, so keys repeat where indexes do.
+    indexes = space.indexes_of(keys)
+    if None in indexes:
+        if len(set(keys)) != len(keys):
+            _refuse_repeated_key(keys)
+        _refuse_keys_outside(
+            partitions, [k for k, i in zip(keys, indexes, strict=True) if i is None]
+        )
+    located = cast(list[int], indexes)  # no None left
+    if not all(map(operator.lt, located, islice(located, 1, None))):  # not in strict order
+        if len(set(located)) != len(located):
+            _refuse_repeated_key(keys)
+        pairs = sorted(zip(located, keys, strict=True))
+        located, keys = [i for i, _ in pairs], tuple(k for _, k in pairs)
+    return ResolvedSelection(SelectionKind.KEYS, located[0], len(located), tuple(keys))
+
+
+def _refuse_repeated_key(keys: Sequence[str]) -> None:
     seen: set[str] = set()
-    located: list[tuple[int, str]] = []
-    outside: list[str] = []
-    for key in selection.keys:
+    for key in keys:
         if key in seen:
             raise SelectionProblem(
                 "INVALID_ARGUMENT", f"{key!r} is listed twice", ["partitions", "keys"]
             )
         seen.add(key)
-        index = space.index_of(key)
-        if index is None:
-            outside.append(key)
-        else:
-            located.append((index, key))
-    if outside:
-        _refuse_keys_outside(partitions, outside)
-    located.sort()
-    return ResolvedSelection(
-        SelectionKind.KEYS, located[0][0], len(located), tuple(k for _, k in located)
-    )
+    raise AssertionError("two keys of one partition")  # a key space gives each its own key
 
 
 def _refuse_keys_outside(partitions: PartitionsDefinition, outside: Sequence[str]) -> None:

@@ -30,10 +30,12 @@ class Principal:
     """The jobs this token may launch; None for every job."""
     run_id: int | None = None
     backfill_id: int | None = None
+    session_id: int | None = None
+    """A person signed in with OpenID Connect (``web/sessions.py``): the session's id."""
 
     @property
     def authenticated(self) -> bool:
-        return self.token_id is not None or self.run_id is not None
+        return self.token_id is not None or self.run_id is not None or self.session_id is not None
 
     def may_launch(self, job_name: str) -> bool:
         return self.jobs is None or job_name in self.jobs

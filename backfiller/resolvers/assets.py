@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
-
-from sqlalchemy import select
 
 from backfiller import domain
 from backfiller.definitions.assets import AssetDefinition
@@ -28,7 +25,8 @@ from backfiller.schema.asset_backfills import (
 )
 from backfiller.schema.backfills import BackfillCounts, PartitionStatusRange
 from backfiller.services.selections import key_space_of
-from backfiller.storage.records import BackfillRecord, PartitionStateRecord, SlotRecord
+from backfiller.storage.asset_reads import AssetReads
+from backfiller.storage.records import BackfillRecord
 
 MAX_LATEST = 1_000
 
@@ -82,17 +80,9 @@ class StorageAssetReads:
         self, name: str, first: int, after: str | None
     ) -> list[AssetPartition]:
         first = max(0, min(first, MAX_LATEST))
-        stmt = (
-            select(PartitionStateRecord.partition_key, PartitionStateRecord.status)
-            .where(PartitionStateRecord.job_name == name)
-            .order_by(PartitionStateRecord.partition_key)
-            .limit(first)
-        )
-        if after is not None:
-            stmt = stmt.where(PartitionStateRecord.partition_key > after)
         async with self.services.database.read() as session:
-            rows = (await session.execute(stmt)).all()
-        return [AssetPartition(key=k, status=run_status(domain.RunState(s))) for k, s in rows]
+            rows = await AssetReads(session).latest_statuses(name, first, after)
+        return [AssetPartition(key=k, status=run_status(s)) for k, s in rows]
 
     async def backfill_assets(self, pk: int) -> list[BackfillAsset]:
         """Per asset: counts from its slots (grouped by status; the unplanned are pending) and
@@ -107,17 +97,7 @@ class StorageAssetReads:
             levels = graph.levels([n for n in target.assets if n in graph])
             for part in target.parts:
                 low, high = asset_prefix_bounds(part.name)
-                rows = (
-                    await session.execute(
-                        select(SlotRecord.partition_key, SlotRecord.status)
-                        .where(
-                            SlotRecord.backfill_id == pk,
-                            SlotRecord.partition_key >= low,
-                            SlotRecord.partition_key < high,
-                        )
-                        .order_by(SlotRecord.position)
-                    )
-                ).all()
+                rows = await AssetReads(session).slot_statuses(pk, low, high)
                 tail = await self._unplanned_keys(record, part, len(rows))
                 out.append(_backfill_asset(part, levels.get(part.name, 0), rows, tail))
         return out
@@ -135,16 +115,18 @@ class StorageAssetReads:
 
 
 def _backfill_asset(
-    part: AssetPart, level: int, rows: Sequence[Any], unplanned: tuple[str, str] | None
+    part: AssetPart,
+    level: int,
+    rows: Sequence[tuple[str, domain.SlotState]],
+    unplanned: tuple[str, str] | None,
 ) -> BackfillAsset:
     """An asset's counts and status ranges: its slots in position order, then a PENDING range
     of the partitions not planned yet (``unplanned``: their first and last keys)."""
     counted: Counter[str] = Counter()
     ranges: list[PartitionStatusRange] = []
-    for i, (stored_key, status) in enumerate(rows):
-        state = domain.SlotState(status)
+    for i, (stored_key, state) in enumerate(rows):
         counted[_COUNTED[state]] += 1
-        key = split_slot_key(str(stored_key))[1]
+        key = split_slot_key(stored_key)[1]
         last = ranges[-1] if ranges else None
         public = partition_status(state)
         if last is not None and last.status == public:

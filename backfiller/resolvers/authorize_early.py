@@ -2,7 +2,7 @@
 
 graphql-core coerces an operation's variables before it resolves a single field, so a caller
 refused a mutation could still make the server coerce a large input (and read the coercion's
-errors). :class:`AuthorizingExecutor` asks the policy first: when every root field of a
+errors). :class:`AuthorizingMixin` asks the policy first: when every root field of a
 mutation is refused to the caller by role (a viewer's ``launchBackfill``, an operator's
 ``createApiToken``), no variable is coerced (but those that ``@skip``/``@include`` read, a
 Boolean each), no argument is read, and each field answers with its payload carrying the
@@ -12,6 +12,9 @@ audit log records the refusal, with the subject as the caller named it, uncoerce
 A mutation with at least one allowed root field is coerced as usual: its caller may run it,
 and ``Authorize`` refuses the others field by field. Queries and subscriptions are refused by
 ``Authorize`` before execution, so before coercion too.
+
+A security feature, it stands alone: the API's executor (``backfiller.api``) composes it with
+the speed mixins when they are on, and with graphql-core's executor alone when they are off.
 """
 
 from __future__ import annotations
@@ -36,16 +39,14 @@ from graphql.utilities import value_from_ast_untyped
 
 from backfiller.resolvers.audit import record, subject_of
 from backfiller.resolvers.authorize import operation_of, refusal_payload, root_fields
+from backfiller.resolvers.build_steps import Build, BuildRequest, BuildStep
 from backfiller.resolvers.context import AuditDraft, Context
 from backfiller.resolvers.policy import Refusal, decide
-from backfiller.resolvers.string_lists import StringListsExecutor
 from backfiller.storage.auth_records import AuditOutcome
 
 
-class AuthorizingExecutor(StringListsExecutor):
-    """graphql-core's executor, which answers a wholly refused mutation without coercion
-    (and coerces long lists of strings and reads plain fields in one step:
-    :class:`StringListsExecutor`)."""
+class AuthorizingMixin(BuildStep):
+    """An executor's mixin that answers a wholly refused mutation without coercion."""
 
     refusals: dict[str, Refusal]
     raw_variables: dict[str, Any]
@@ -56,42 +57,19 @@ class AuthorizingExecutor(StringListsExecutor):
         self.raw_variables = {}
 
     @classmethod
-    def build(
-        cls,
-        schema: Any,
-        document: DocumentNode,
-        root_value: Any = None,
-        context_value: Any = None,
-        raw_variable_values: dict[str, Any] | None = None,
-        operation_name: str | None = None,
-        *args: Any,
-        **kwargs: Any,
-    ) -> Any:
-        refusals = refusals_before_coercion(document, operation_name, context_value)
-        if not refusals:
-            return super().build(
-                schema,
-                document,
-                root_value,
-                context_value,
-                raw_variable_values,
-                operation_name,
-                *args,
-                **kwargs,
-            )
-        raw = raw_variable_values if isinstance(raw_variable_values, dict) else {}
-        stripped, kept = _without_variables(document, operation_name)
-        built = super().build(
-            schema,
-            stripped,
-            root_value,
-            context_value,
-            {name: raw[name] for name in kept if name in raw},
-            operation_name,
-            *args,
-            **kwargs,
+    def step(cls, request: BuildRequest, build: Build) -> Any:
+        refusals = refusals_before_coercion(
+            request.document, request.operation_name, request.context
         )
-        if isinstance(built, AuthorizingExecutor):
+        if not refusals:
+            return super().step(request, build)
+        raw = request.variables if isinstance(request.variables, dict) else {}
+        stripped, kept = _without_variables(request.document, request.operation_name)
+        variables = {name: raw[name] for name in kept if name in raw}
+        built = super().step(
+            dataclasses.replace(request, document=stripped, variables=variables), build
+        )
+        if isinstance(built, AuthorizingMixin):
             built.refusals, built.raw_variables = refusals, raw
         return built
 
@@ -198,4 +176,4 @@ def _without_variables(
     return dataclasses.replace(document, definitions=tuple(definitions)), finder.names
 
 
-__all__ = ["AuthorizingExecutor", "refusals_before_coercion"]
+__all__ = ["AuthorizingMixin", "refusals_before_coercion"]

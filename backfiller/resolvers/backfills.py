@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import strawberry
 
-from backfiller import domain
+from backfiller.definitions.jobs import JobDefinition
 from backfiller.domain import (
     EventKind,
     SlotState,
@@ -28,7 +28,7 @@ from backfiller.resolvers.commands import (
     user_error_of,
     user_errors_of,
 )
-from backfiller.resolvers.context import Context, Info, check_page_size
+from backfiller.resolvers.context import Context, Info, PublicError, check_page_size
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.policy import job_refusal
 from backfiller.resolvers.translate import backfill_from_record, backfill_from_row, backfill_state
@@ -52,22 +52,26 @@ from backfiller.schema.payloads import (
     RetryBackfillPayload,
 )
 from backfiller.services.asset_launching import asset_names_of, asset_retry_of
-from backfiller.services.launching import (
-    Launched,
+from backfiller.services.launch_types import (
     LaunchPlan,
     LaunchRequest,
+    new_backfill,
+    retry_request,
+)
+from backfiller.services.launching import (
+    Launched,
     create_backfill,
     preview_launch,
     validate_launch,
 )
-from backfiller.services.selections import Unpinnable, pin_backfill
+from backfiller.services.selections import Unpinnable
+from backfiller.storage.launches import NewBackfill
 from backfiller.storage.notifications import NotificationRepository
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillQuery,
     BackfillRepository,
     EventRepository,
-    NewBackfill,
     SlotReads,
 )
 
@@ -217,34 +221,22 @@ def _retry_states(include: Iterable[RetryInclude]) -> set[SlotState]:
 
 def _retry_of(
     parent: BackfillRecord,
-    partitions_fingerprint: str,
+    job: JobDefinition,
     keys: list[str],
     include: list[RetryInclude],
     input: RetryBackfillInput,
     creator: str | None,
 ) -> NewBackfill:
     """The child backfill that runs ``keys`` of ``parent`` again."""
-    title = parent.title or backfill_id(parent.id)
-    return NewBackfill(
-        job_name=parent.job_name,
-        selection_kind=domain.SelectionKind.KEYS,
-        range_start=None,
-        range_end=None,
-        keys=keys,
-        partitions_fingerprint=partitions_fingerprint,
+    return new_backfill(
+        retry_request(parent, keys, input.idempotency_key),
+        job=job,
+        partitions_fingerprint=job.partitions.fingerprint(),
         first_index=0,
         total=len(keys),
-        reprocess=domain.Reprocess.ALL,
-        order=parent.order,
-        max_concurrent_runs=parent.max_concurrent_runs,
-        run_config=parent.run_config,
-        tags=[(k, v) for k, v in parent.tags],
-        title=f"Retry of {title}",
-        description=parent.description,
-        idempotency_key=input.idempotency_key,
-        request_fingerprint=_retry_fingerprint(parent, include),
         creator=creator,
         parent_id=parent.id,
+        fingerprint=_retry_fingerprint(parent, include),
     )
 
 
@@ -279,7 +271,7 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
                 ],
             )
         statuses = await SlotReads(session).statuses(pk)
-    pinned = await pin_backfill(ctx.database, job, parent, ctx.now())
+    pinned = await ctx.services.pins.pin(ctx.database, ctx.definitions, parent)
     if isinstance(pinned, Unpinnable):
         return RetryBackfillPayload(
             backfill=None,
@@ -306,7 +298,7 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
             backfill=None, user_errors=[user_error(refused.code, refused.message, refused.field)]
         )
     keys = [key_at(resolved, parent.order, space, p) for p in sorted(chosen)]
-    new = _retry_of(parent, job.partitions.fingerprint(), keys, include, input, ctx.actor)
+    new = _retry_of(parent, job, keys, include, input, ctx.actor)
     return await _create_child(ctx, parent, new)
 
 
@@ -364,6 +356,37 @@ async def _create_child(
 
 # -- queries ---------------------------------------------------------------------------------
 
+MAX_SEARCH_LENGTH = 200
+
+
+def backfill_query(filter: BackfillFilter) -> BackfillQuery:
+    """The storage's query of a ``backfills`` filter.
+
+    Raises:
+        PublicError: a search text over ``MAX_SEARCH_LENGTH`` characters, or a time without
+            its offset (``INVALID_ARGUMENT``).
+    """
+    search = (filter.search or "").strip()
+    if len(search) > MAX_SEARCH_LENGTH:
+        raise PublicError(f"`filter.search` must be at most {MAX_SEARCH_LENGTH} characters")
+    for name, value in (
+        ("createdAfter", filter.created_after),
+        ("createdBefore", filter.created_before),
+    ):
+        if value is not None and value.tzinfo is None:
+            raise PublicError(f"`filter.{name}` must carry a time zone offset")
+    return BackfillQuery(
+        statuses=[backfill_state(s) for s in filter.statuses] if filter.statuses else None,
+        job_name=filter.job,
+        tag=(filter.tag.key, filter.tag.value) if filter.tag is not None else None,
+        asset=filter.asset,
+        creator=filter.creator,
+        tags=[(t.key, t.value) for t in filter.tags or ()],
+        title_contains=search or None,
+        created_after=filter.created_after,
+        created_before=filter.created_before,
+    )
+
 
 async def get_backfill(info: Info, id: strawberry.ID) -> Backfill | None:
     pk = parse_backfill_id(id)
@@ -378,16 +401,7 @@ async def list_backfills(
     ctx = info.context
     limit = check_page_size(first, ctx.services.settings)
     before_id = cursor_value("bf", after)
-    query = BackfillQuery()
-    if filter is not None:
-        tag = None
-        if filter.tag is not None:
-            tag = (filter.tag.key, filter.tag.value)
-        query = BackfillQuery(
-            statuses=[backfill_state(s) for s in filter.statuses] if filter.statuses else None,
-            job_name=filter.job,
-            tag=tag,
-        )
+    query = BackfillQuery() if filter is None else backfill_query(filter)
     records = await ctx.source.backfill_page(query, limit + 1, before_id)
     page = records[:limit]
     edges = [

@@ -19,8 +19,8 @@ from backfiller.schema.assets import AssetSelectionInput
 from backfiller.schema.backfills import BackfillPreview, SkippedPartition, WaitingPartition
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.schema.inputs import LaunchBackfillInput
-from backfiller.services.launching import (
-    MAX_KEY_LENGTH,
+from backfiller.services.launch_checks import MAX_KEY_LENGTH
+from backfiller.services.launch_types import (
     AssetRequest,
     LaunchPreview,
     LaunchProblem,

@@ -12,7 +12,6 @@ from graphql import GraphQLError
 
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
-from backfiller.planning import ResolvedSelection
 from backfiller.resolvers.access import Principal, RateLimiter
 from backfiller.schema.backfills import PartitionStatusRange
 from backfiller.services.backend import Backend
@@ -25,13 +24,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class Services(Backend):
-    """Long-lived: one per server process. The services' :class:`Backend`, plus the caches
-    and limits of the API."""
+    """Long-lived: one per server process. The services' :class:`Backend` (its pin cache
+    included), plus the caches and limits of the API."""
 
-    # Stored selections pinned to key spaces, by (backfill id, key space size).
-    pinned_selections: LRUCache[tuple[int, int], ResolvedSelection] = field(
-        default_factory=lambda: LRUCache(maxsize=256)
-    )
     # Partition status ranges by (backfill id, version, planned).
     status_ranges: LRUCache[tuple[int, int, int], list[PartitionStatusRange]] = field(
         default_factory=lambda: LRUCache(maxsize=64)

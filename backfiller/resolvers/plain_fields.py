@@ -6,7 +6,7 @@ then walks the return type to complete the value. A page of 100 backfills has ab
 fields, nearly all of them plain attributes of the public types (``id``, ``status``,
 ``counts { total }``): that walk was about two thirds of the page's time.
 
-:class:`PlainFieldsExecutor` reads a *plain* field below the root directly: a scalar or an
+:class:`PlainFieldsMixin` reads a *plain* field below the root directly: a scalar or an
 enum is read and serialized in the loop over its object's fields, an object is read and its
 selection executed. A field is plain when strawberry itself resolves it as a basic field (no
 resolver, no field extension such as ``permission_classes``, no exception handler: the
@@ -37,6 +37,7 @@ from graphql import (
     is_non_null_type,
     is_object_type,
 )
+from graphql.execution import Executor
 from graphql.execution.executor import to_nodes
 from graphql.pyutils import Path, Undefined, gather_with_cancel
 from graphql.type.scalars import (
@@ -46,7 +47,6 @@ from graphql.type.scalars import (
     serialize_int,
     serialize_string,
 )
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 
 from backfiller.root_fields import root_fields_only
@@ -123,8 +123,9 @@ _definitions: weakref.WeakKeyDictionary[GraphQLSchema, dict[int, PlainField | No
 )
 
 
-class PlainFieldsExecutor(StrawberryGraphQLCoreExecutionContext):
-    """graphql-core's executor, which reads plain fields below the root in one step."""
+class PlainFieldsMixin(Executor[Any]):
+    """An executor's mixin that reads plain fields below the root in one step (composed
+    before strawberry's executor: it reads strawberry's field definitions)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -350,4 +351,4 @@ async def _gathered(results: dict[str, Any], awaitable_fields: list[str]) -> dic
     return results
 
 
-__all__ = ["PlainField", "PlainFieldsExecutor", "plain_field", "selected_plainly"]
+__all__ = ["PlainField", "PlainFieldsMixin", "plain_field", "selected_plainly"]

@@ -1,6 +1,7 @@
 """Who a rate limit counts a request against: a token, a run, or a client address.
 
-- a token: its own bucket (``token:<id>``);
+- a token: its own bucket (``token:<id>``); a person signed in with single sign-on, their
+  session's (``session:<id>``);
 - a run's credential: a bucket of its own (``run:<id>``), apart from the token that launched
   its backfill, and apart from every other run (a trigger's runs included);
 - no token (``--auth none``, and any caller without a name): the client's address
@@ -20,4 +21,6 @@ def rate_caller(principal: Principal | None, client: str | None) -> str:
             return f"run:{principal.run_id}"
         if principal.token_id is not None:
             return f"token:{principal.token_id}"
+        if principal.session_id is not None:  # a person signed in with single sign-on
+            return f"session:{principal.session_id}"
     return f"client:{client or 'unknown'}"

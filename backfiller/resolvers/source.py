@@ -10,15 +10,12 @@ from backfiller.definitions.partitions import KeySpace
 from backfiller.ids import encode_cursor
 from backfiller.planning import (
     FoldedRange,
-    ResolvedSelection,
-    SelectionProblem,
-    fold_statuses,
     key_at,
     keys_between,
-    pin_stored_selection,
 )
 from backfiller.resolvers.assets import asset_status_ranges
 from backfiller.resolvers.context import PublicError
+from backfiller.resolvers.job_ranges import IslandsBatch, job_status_ranges
 from backfiller.resolvers.notifications import notifications_page
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.translate import (
@@ -51,14 +48,15 @@ from backfiller.schema.backfills import (
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection, PartitionKeyEdge
 from backfiller.schema.notifications import NotificationConnection
-from backfiller.services.selections import key_space_of, stored_selection
+from backfiller.schema.timeline import RunTimeline
+from backfiller.services.selections import Pinned, key_space_of
 from backfiller.storage.backfill_reads import BackfillRow, backfill_row, backfill_rows
+from backfiller.storage.log_store import LogLine
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import (
     BackfillQuery,
     BackfillRepository,
     EventRepository,
-    PartitionStateRepository,
     RunReads,
     SlotReads,
 )
@@ -72,6 +70,7 @@ class StorageSource:
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        self._islands = IslandsBatch(services.database)
 
     @property
     def database(self):  # type: ignore[no-untyped-def]
@@ -122,25 +121,11 @@ class StorageSource:
             page_info=page_info(edges, len(records) > limit, after),
         )
 
-    async def _pinned_selection(
-        self, record: BackfillRecord
-    ) -> tuple[JobDefinition, KeySpace, ResolvedSelection] | None:
-        job = self.services.definitions.get_job(record.job_name)
-        if job is None:
+    async def _pinned(self, record: BackfillRecord) -> Pinned | None:
+        if record.kind is not domain.BackfillKind.JOB:
             return None
-        space = await key_space_of(job.partitions, record.created_at, self.database)
-        cache_key = (record.id, len(space))
-        pinned = self.services.pinned_selections
-        resolved = pinned.get(cache_key)
-        if resolved is None:
-            try:
-                resolved = pin_stored_selection(
-                    stored_selection(record), record.total, job.partitions, space
-                )
-            except SelectionProblem:
-                return None
-            pinned[cache_key] = resolved
-        return job, space, resolved
+        pinned = await self.services.pins.pin(self.database, self.services.definitions, record)
+        return pinned if isinstance(pinned, Pinned) else None
 
     @staticmethod
     def _unplanned_status(record: BackfillRecord) -> domain.SlotState:
@@ -162,7 +147,7 @@ class StorageSource:
             slots = await SlotReads(session).page(
                 pk, start, limit + 1, list(wanted) if wanted else None
             )
-        pinned = await self._pinned_selection(record)
+        pinned = await self._pinned(record)
         found: list[BackfillPartition] = [
             BackfillPartition(
                 key=s.partition_key,
@@ -177,7 +162,7 @@ class StorageSource:
         ]
         unplanned = self._unplanned_status(record)
         if len(found) <= limit and pinned is not None and (wanted is None or unplanned in wanted):
-            _job, space, resolved = pinned
+            space, resolved = pinned.space, pinned.resolved
             begin = max(record.planned, start + 1)
             need = limit + 1 - len(found)
             keys = keys_between(resolved, record.order, space, begin, begin + need)
@@ -213,6 +198,14 @@ class StorageSource:
             if cached is not None:
                 return list(cached)
             changes = await SlotReads(session).status_changes(pk) if record.planned else []
+        ranges = await self.fold_status_ranges(record, changes)
+        self.services.status_ranges[cache_key] = ranges
+        return list(ranges)
+
+    async def fold_status_ranges(
+        self, record: BackfillRecord, changes: list[tuple[int, domain.SlotState]]
+    ) -> list[PartitionStatusRange]:
+        """The status ranges of a job backfill from its slots' status changes, read with it."""
         folded: list[FoldedRange] = []
         for i, (position, state) in enumerate(changes):
             stop = changes[i + 1][0] if i + 1 < len(changes) else record.planned
@@ -224,11 +217,11 @@ class StorageSource:
                 folded.append(FoldedRange(unplanned, last.start, record.total - last.start))
             else:
                 folded.append(FoldedRange(unplanned, record.planned, record.total - record.planned))
-        pinned = await self._pinned_selection(record)
+        pinned = await self._pinned(record)
         ranges: list[PartitionStatusRange] = []
         for r in folded:
             if pinned is not None:
-                _job, space, resolved = pinned
+                space, resolved = pinned.space, pinned.resolved
                 start_key = key_at(resolved, record.order, space, r.start)
                 end_key = key_at(resolved, record.order, space, r.start + r.count - 1)
             else:
@@ -242,8 +235,12 @@ class StorageSource:
                     count=r.count,
                 )
             )
-        self.services.status_ranges[cache_key] = ranges
-        return list(ranges)
+        return ranges
+
+    async def backfill_timeline(self, pk: int, last_runs: int) -> RunTimeline:
+        from backfiller.resolvers.timeline import read_timeline
+
+        return await read_timeline(self, pk, last_runs)
 
     async def backfill_events(
         self, pk: int, first: int, after: str | None, newest_first: bool = False
@@ -283,19 +280,32 @@ class StorageSource:
     async def run_logs(self, pk: int, first: int, after: str | None) -> RunLogConnection:
         limit = self._limit(first)
         after_id = cursor_value("log", after)
-        async with self.database.read() as session:
-            records = await RunReads(session).logs(pk, limit + 1, after_id)
+        store = self.database.log_store
+        if not store.in_database:  # files: the cursor counts the run's lines before it
+            lines = await self._logs_in_files(pk, limit + 1, after_id or 0)
+            found = [
+                (ln.position, RunLogLine(at=ln.at, level=ln.level, message=ln.message))
+                for ln in lines
+            ]
+        else:
+            async with self.database.read() as session:
+                records = await RunReads(session).logs(pk, limit + 1, after_id)
+            found = [(r.id, RunLogLine(at=r.at, level=r.level, message=r.message)) for r in records]
         edges = [
-            RunLogEdge(
-                cursor=encode_cursor("log", r.id),
-                node=RunLogLine(at=r.at, level=r.level, message=r.message),
-            )
-            for r in records[:limit]
+            RunLogEdge(cursor=encode_cursor("log", position), node=line)
+            for position, line in found[:limit]
         ]
         return RunLogConnection(
             edges=edges,
-            page_info=page_info(edges, len(records) > limit, after),
+            page_info=page_info(edges, len(found) > limit, after),
         )
+
+    async def _logs_in_files(self, pk: int, limit: int, after: int) -> list[LogLine]:
+        async with self.database.read() as session:
+            run = await RunReads(session).get(pk)
+        if run is None:
+            return []
+        return await self.services.database.log_store.read(run.backfill_id, pk, limit, after)
 
     async def _job_space(self, job_name: str) -> tuple[JobDefinition, KeySpace] | None:
         job = self.services.definitions.get_runnable(job_name)  # a job, or an asset's run
@@ -332,19 +342,22 @@ class StorageSource:
         )
 
     async def job_partition_status_ranges(self, job: str) -> list[PartitionStatusRange]:
+        """From the job's islands of one status (``resolvers.job_ranges``): one statement for
+        all the jobs of the request, a few rows each."""
         found = await self._job_space(job)
         if found is None:
             return []
-        _job, space = found
-        async with self.database.read() as session:
-            latest = await PartitionStateRepository(session).all_of_job(job)
-        known: list[tuple[int, str]] = []
-        for key, state in latest.items():
-            index = space.index_of(key)
-            if index is not None:
-                known.append((index, partition_status_of_run(state).value))
-        known.sort()
-        folded = fold_statuses(known, len(space), PartitionStatus.PENDING.value)
+        definition, space = found
+        islands = await self._islands.load(job)
+        folded = await job_status_ranges(
+            self.database,
+            job,
+            definition.partitions,
+            space,
+            islands,
+            lambda state: partition_status_of_run(state).value,
+            PartitionStatus.PENDING.value,
+        )
         return [
             PartitionStatusRange(
                 status=PartitionStatus(r.status),

@@ -6,7 +6,7 @@ than half of a 9,000-key launch. A list whose items are all ``str``, where the s
 ``[String!]`` (or ``[String]``), needs neither walk: each item is already what coercion would
 make of it, and a flat list nests no deeper than its type.
 
-:class:`StringListsExecutor` sets such lists (:data:`LIFT_AT` items or more, found through
+:class:`StringListsMixin` sets such lists (:data:`LIFT_AT` items or more, found through
 input objects, not inside other lists) aside before graphql-core coerces the variables, lets
 it coerce the rest (each set-aside list as an empty one), and puts each list back where
 coercion placed it. Anything else (a non-string item, a list of lists, a value that is not a
@@ -16,6 +16,7 @@ place again, the variables are coerced again as received: never a value lost.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from graphql import (
@@ -31,7 +32,7 @@ from graphql import (
 from graphql.utilities import type_from_ast
 
 from backfiller.resolvers.authorize import operation_of
-from backfiller.resolvers.plain_fields import PlainFieldsExecutor
+from backfiller.resolvers.build_steps import Build, BuildRequest, BuildStep
 
 # Shorter lists are coerced by graphql-core: setting them aside would save nothing.
 LIFT_AT = 16
@@ -41,41 +42,21 @@ MAX_DEPTH = 8
 _Path = tuple[str, ...]
 
 
-class StringListsExecutor(PlainFieldsExecutor):
-    """graphql-core's executor, which coerces long lists of strings in variables in one step
-    (and reads plain fields in one step: :class:`PlainFieldsExecutor`)."""
+class StringListsMixin(BuildStep):
+    """An executor's mixin that coerces long lists of strings in variables in one step."""
 
     @classmethod
-    def build(
-        cls,
-        schema: Any,
-        document: DocumentNode,
-        root_value: Any = None,
-        context_value: Any = None,
-        raw_variable_values: dict[str, Any] | None = None,
-        operation_name: str | None = None,
-        *args: Any,
-        **kwargs: Any,
-    ) -> Any:
-        lifted, aside = set_aside(schema, document, operation_name, raw_variable_values)
-        built = super().build(
-            schema, document, root_value, context_value, lifted, operation_name, *args, **kwargs
+    def step(cls, request: BuildRequest, build: Build) -> Any:
+        lifted, aside = set_aside(
+            request.schema, request.document, request.operation_name, request.variables
         )
+        built = super().step(dataclasses.replace(request, variables=lifted), build)
         # Errors: each set-aside list was valid as it stands. No list set aside: done.
         if not aside or isinstance(built, list):
             return built
-        if put_back(built.variable_values, raw_variable_values or {}, aside):
+        if put_back(built.variable_values, request.variables or {}, aside):
             return built
-        return super().build(
-            schema,
-            document,
-            root_value,
-            context_value,
-            raw_variable_values,
-            operation_name,
-            *args,
-            **kwargs,
-        )
+        return super().step(request, build)  # coerced again, as received
 
 
 def set_aside(
@@ -146,7 +127,7 @@ def _lift(
             and item.name == "String"
             and type(value) is list
             and len(value) >= LIFT_AT
-            and all(type(v) is str for v in value)
+            and set(map(type, value)) == {str}
         ):
             found.append((path, value))
             return []
@@ -166,4 +147,4 @@ def _lift(
     return value
 
 
-__all__ = ["LIFT_AT", "StringListsExecutor", "put_back", "set_aside"]
+__all__ = ["LIFT_AT", "StringListsMixin", "put_back", "set_aside"]

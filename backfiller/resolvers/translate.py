@@ -320,21 +320,28 @@ def _selection(
 
 
 def target_from_record(record: BackfillRecord) -> BackfillTarget:
-    return _target(record.job_name, record.asset_target)
+    return _target(record.kind, record.job_name, record.asset_target)
 
 
-def _target(job_name: str, asset_target: dict[str, Any] | None) -> BackfillTarget:
-    if asset_target is None:
-        return BackfillTarget(job=job_name)
-    return BackfillTarget(
-        job=None,
-        assets=AssetSelection(
-            names=list(asset_target["names"]),
-            upstream=bool(asset_target["upstream"]),
-            downstream=bool(asset_target["downstream"]),
-            assets=[str(p["name"]) for p in asset_target["parts"]],
-        ),
-    )
+def _target(
+    kind: domain.BackfillKind, job_name: str, asset_target: dict[str, Any] | None
+) -> BackfillTarget:
+    match kind:
+        case domain.BackfillKind.JOB:
+            return BackfillTarget(job=job_name)
+        case domain.BackfillKind.ASSETS:
+            assert asset_target is not None
+            return BackfillTarget(
+                job=None,
+                assets=AssetSelection(
+                    names=list(asset_target["names"]),
+                    upstream=bool(asset_target["upstream"]),
+                    downstream=bool(asset_target["downstream"]),
+                    assets=[str(p["name"]) for p in asset_target["parts"]],
+                ),
+            )
+        case _:
+            assert_never(kind)
 
 
 def backfill_from_record(record: BackfillRecord) -> Backfill:
@@ -342,7 +349,7 @@ def backfill_from_record(record: BackfillRecord) -> Backfill:
     keys = list(record.keys) if record.keys is not None else None
     return _backfill(
         record,
-        _target(record.job_name, record.asset_target),
+        _target(record.kind, record.job_name, record.asset_target),
         _selection(record.selection_kind, record.range_start, record.range_end, keys),
         record.run_config,
         [Tag(key=k, value=v) for k, v in record.tags],
@@ -357,7 +364,7 @@ def backfill_from_row(row: BackfillRow) -> Backfill:
     keys = JsonArray(row.keys_json, str) if kind is domain.SelectionKind.KEYS else None
     return _backfill(
         row,
-        _target(row.job_name, json_value(row.asset_target_json)),
+        _target(row.kind, row.job_name, json_value(row.asset_target_json)),
         _selection(kind, row.range_start, row.range_end, keys),
         json_value(row.run_config_json),
         JsonArray(row.tags_json, _tag),

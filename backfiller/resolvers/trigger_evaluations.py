@@ -21,7 +21,7 @@ from backfiller.schema.backfills import BackfillTarget
 from backfiller.schema.common import JSON, Tag
 from backfiller.schema.triggers import TriggerEvaluation, TriggerEvaluationOutcome, TriggerRequest
 from backfiller.services.backend import Backend
-from backfiller.services.launching import LaunchRequest
+from backfiller.services.launch_types import LaunchRequest
 from backfiller.services.trigger_requests import EvaluatedRequest, from_json
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository

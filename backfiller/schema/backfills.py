@@ -30,6 +30,7 @@ from backfiller.schema.notifications import NotificationConnection
 if TYPE_CHECKING:
     from backfiller.schema.asset_backfills import AssetPreview, BackfillAsset
     from backfiller.schema.source import Source
+    from backfiller.schema.timeline import RunTimeline
 
 MAX_PAGE = 100
 
@@ -386,6 +387,16 @@ class Backfill(Node):
         self, info: strawberry.Info[Any, Any]
     ) -> list[PartitionStatusRange]:
         return await source_of(info).backfill_partition_status_ranges(self._pk)
+
+    @strawberry.field(
+        description="Its status, counts, partition status ranges and newest runs (at most "
+        "`lastRuns`, up to 20,000), read together in one snapshot of the database: the "
+        "material of a timeline whose numbers agree with each other."
+    )
+    async def timeline(
+        self, info: strawberry.Info[Any, Any], last_runs: int = 10_000
+    ) -> Annotated[RunTimeline, strawberry.lazy("backfiller.schema.timeline")]:
+        return await source_of(info).backfill_timeline(self._pk, last_runs)
 
     @strawberry.field(
         description="Per asset of an asset backfill, in dependency order: its level, counts "

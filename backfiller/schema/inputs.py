@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import strawberry
 
 from backfiller.schema.assets import AssetSelectionInput
@@ -87,11 +89,31 @@ class RetryBackfillInput:
     idempotency_key: str | None = None
 
 
-@strawberry.input
+@strawberry.input(description="Which backfills a list shows; every field given must hold.")
 class BackfillFilter:
     statuses: list[BackfillStatus] | None = None
     job: str | None = None
     tag: TagInput | None = None
+    asset: str | None = strawberry.field(
+        default=None, description="Asset backfills whose selection includes this asset."
+    )
+    creator: str | None = strawberry.field(
+        default=None, description="Backfills created by this name (a token or a person)."
+    )
+    tags: list[TagInput] | None = strawberry.field(
+        default=None, description="Backfills that carry every one of these tags."
+    )
+    search: str | None = strawberry.field(
+        default=None,
+        description="Backfills whose title contains this text, ignoring case (at most 200 "
+        "characters; empty for no filter).",
+    )
+    created_after: datetime | None = strawberry.field(
+        default=None, description="Backfills created at or after this time."
+    )
+    created_before: datetime | None = strawberry.field(
+        default=None, description="Backfills created before this time."
+    )
 
 
 @strawberry.input

@@ -19,6 +19,7 @@ from backfiller.schema.backfills import (
 from backfiller.schema.enums import PartitionStatus, RunStatus
 from backfiller.schema.jobs import PartitionKeyConnection
 from backfiller.schema.notifications import NotificationConnection
+from backfiller.schema.timeline import RunTimeline
 
 
 class Source(Protocol):
@@ -35,6 +36,8 @@ class Source(Protocol):
     ) -> BackfillPartitionConnection: ...
 
     async def backfill_partition_status_ranges(self, pk: int) -> list[PartitionStatusRange]: ...
+
+    async def backfill_timeline(self, pk: int, last_runs: int) -> RunTimeline: ...
 
     async def backfill_events(
         self, pk: int, first: int, after: str | None, newest_first: bool = False

@@ -14,13 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
-from sqlalchemy import or_, select
-
 from backfiller import domain
 from backfiller.definitions.assets import AssetDefinition
 from backfiller.definitions.partitions import KeySpace
-from backfiller.ids import backfill_id
-from backfiller.observability import tracing
 from backfiller.planning import (
     ResolvedSelection,
     SelectionProblem,
@@ -36,8 +32,9 @@ from backfiller.planning.asset_plan import (
     split_slot_key,
 )
 from backfiller.services.backend import Backend
-from backfiller.services.launching import (
-    _SELECTION_CODES,
+from backfiller.services.launch_checks import scalar_problems
+from backfiller.services.launch_types import (
+    ASSETS_JOB,
     PREVIEW_LISTED,
     AssetLaunch,
     AssetPreviewLine,
@@ -47,22 +44,19 @@ from backfiller.services.launching import (
     LaunchProblem,
     LaunchRequest,
     ProblemCode,
-    fingerprint_of,
-    scalar_problems,
+    new_backfill,
+    problem,
+    retry_request,
+    selection_problem,
 )
 from backfiller.services.selections import key_space_of
+from backfiller.storage.asset_reads import AssetReads
 from backfiller.storage.execution.waits import ActiveRun, WaitsRepository
-from backfiller.storage.records import BackfillRecord, SlotRecord
-from backfiller.storage.repositories import NewBackfill, PartitionStateRepository
-
-ASSETS_JOB_NAME = "@assets"
-"""The ``job_name`` stored for asset backfills (no job can be named so)."""
+from backfiller.storage.launches import NewBackfill
+from backfiller.storage.records import BackfillRecord
+from backfiller.storage.repositories import PartitionStateRepository
 
 MAX_ASSET_NAMES = 1_000
-
-
-def _problem(code: ProblemCode, message: str, *path: str) -> LaunchProblem:
-    return LaunchProblem(code, message, path or None)
 
 
 def _selected(backend: Backend, chosen: AssetRequest) -> list[str] | LaunchProblem:
@@ -70,11 +64,11 @@ def _selected(backend: Backend, chosen: AssetRequest) -> list[str] | LaunchProbl
     names = list(chosen.names)
     if not names or len(names) > MAX_ASSET_NAMES:
         message = f"name between 1 and {MAX_ASSET_NAMES} assets"
-        return _problem(ProblemCode.INVALID_ARGUMENT, message, "assets", "names")
+        return problem(ProblemCode.INVALID_ARGUMENT, message, "assets", "names")
     for i, name in enumerate(names):
         if name not in graph:
             message = f"no asset named {name[:200]!r}"
-            return _problem(ProblemCode.ASSET_NOT_FOUND, message, "assets", "names", str(i))
+            return problem(ProblemCode.ASSET_NOT_FOUND, message, "assets", "names", str(i))
     return graph.select(names, upstream=chosen.upstream, downstream=chosen.downstream)
 
 
@@ -89,7 +83,7 @@ def _root_of(assets: list[AssetDefinition], selected: list[str]) -> AssetDefinit
             + ", ".join(repr(a.name) for a in partitioned)
             + ") have different partitions; select roots of one partitions definition"
         )
-        return _problem(ProblemCode.INVALID_ARGUMENT, message, "assets", "names")
+        return problem(ProblemCode.INVALID_ARGUMENT, message, "assets", "names")
     return partitioned[0]
 
 
@@ -100,9 +94,7 @@ def _config_problems(request: LaunchRequest, assets: list[AssetDefinition]) -> l
     for a in assets:
         for path, message in a.job.config.errors(config):
             problems.append(
-                _problem(
-                    ProblemCode.INVALID_RUN_CONFIG, f"{a.name}: {message}", "run_config", *path
-                )
+                problem(ProblemCode.INVALID_RUN_CONFIG, f"{a.name}: {message}", "run_config", *path)
             )
             break
     return problems
@@ -133,16 +125,14 @@ async def validate_asset_launch(
     spaces = {a.name: await key_space_of(a.key_partitions, now, backend.database) for a in assets}
     try:
         resolved = resolve_selection(request.selection, root.key_partitions, spaces[root.name])
-    except SelectionProblem as problem:
-        return [
-            LaunchProblem(_SELECTION_CODES[problem.code], problem.message, tuple(problem.field))
-        ]
+    except SelectionProblem as found:
+        return [selection_problem(found)]
     try:
         parts = map_parts(
             backend.definitions.asset_graph, selected, _root_part(root, resolved), spaces
         )
-    except AssetPlanProblem as problem:
-        return [_problem(ProblemCode.INVALID_ARGUMENT, str(problem), "partitions")]
+    except AssetPlanProblem as found:
+        return [problem(ProblemCode.INVALID_ARGUMENT, str(found), "partitions")]
     chosen = request.assets
     target = AssetTarget(chosen.names, chosen.upstream, chosen.downstream, tuple(parts))
     cap = backend.settings.max_partitions_per_backfill
@@ -151,9 +141,18 @@ async def validate_asset_launch(
             f"the selection has {target.total} asset partitions; this server allows "
             f"at most {cap} per backfill"
         )
-        return [_problem(ProblemCode.RANGE_TOO_LARGE, message, "partitions")]
+        return [problem(ProblemCode.RANGE_TOO_LARGE, message, "partitions")]
     launch = AssetLaunch(target, spaces, backend.definitions.asset_graph.levels(selected), root)
-    new = _new_backfill(request, target, resolved.first_index, creator, parent_id)
+    new = new_backfill(
+        request,
+        job=None,
+        assets=target,
+        partitions_fingerprint=target.parts[0].fingerprint,
+        first_index=resolved.first_index,
+        total=target.total,
+        creator=creator,
+        parent_id=parent_id,
+    )
     return LaunchPlan(root.job, spaces[root.name], resolved, new, assets=launch)
 
 
@@ -162,40 +161,6 @@ def _root_part(root: AssetDefinition, resolved: ResolvedSelection) -> AssetPart:
     if resolved.keys is not None:
         return AssetPart(root.name, fingerprint, 0, resolved.total, resolved.keys)
     return AssetPart(root.name, fingerprint, resolved.first_index, resolved.total)
-
-
-def _new_backfill(
-    request: LaunchRequest,
-    target: AssetTarget,
-    first_index: int,
-    creator: str | None,
-    parent_id: int | None,
-) -> NewBackfill:
-    selection = request.selection
-    return NewBackfill(
-        job_name=ASSETS_JOB_NAME,
-        selection_kind=selection.kind,
-        range_start=selection.range_start,
-        range_end=selection.range_end,
-        keys=list(selection.keys) if selection.keys is not None else None,
-        partitions_fingerprint=target.parts[0].fingerprint,
-        first_index=first_index,
-        total=target.total,
-        reprocess=request.reprocess,
-        order=request.order,
-        max_concurrent_runs=request.max_concurrent_runs,
-        run_config=request.run_config,
-        tags=list(request.tags),
-        title=request.title,
-        description=request.description,
-        idempotency_key=request.idempotency_key,
-        request_fingerprint=fingerprint_of(request, ASSETS_JOB_NAME),
-        creator=creator,
-        parent_id=parent_id,
-        notify=request.notify,
-        trace_parent=tracing.current_trace_parent(),
-        asset_target=target.to_json(),
-    )
 
 
 async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
@@ -222,7 +187,7 @@ async def preview_asset_launch(backend: Backend, plan: LaunchPlan) -> LaunchPrev
     ranged = any(line.ranged_runs is not None for line in lines)
     skipped_total = sum(line.skipped for line in lines)
     return LaunchPreview(
-        job=plan.new.job_name,
+        job=ASSETS_JOB,
         total=target.total,
         runs=target.total - skipped_total,
         skipped=skipped_total,
@@ -360,28 +325,18 @@ async def asset_retry_of(
     if not parts:
         return "the backfill has no partition in the statuses to retry"
     child = AssetTarget(target.names, target.upstream, target.downstream, tuple(parts))
-    title = parent.title or backfill_id(parent.id)
-    return NewBackfill(
-        job_name=parent.job_name,
-        selection_kind=domain.SelectionKind.KEYS,
-        range_start=None,
-        range_end=None,
-        keys=[slot_key(p.name, k) for p in parts for k in p.keys or ()],
+    return new_backfill(
+        retry_request(
+            parent, [slot_key(p.name, k) for p in parts for k in p.keys or ()], idempotency_key
+        ),
+        job=None,
+        assets=child,
         partitions_fingerprint=parts[0].fingerprint,
         first_index=0,
         total=child.total,
-        reprocess=domain.Reprocess.ALL,
-        order=parent.order,
-        max_concurrent_runs=parent.max_concurrent_runs,
-        run_config=parent.run_config,
-        tags=[(k, v) for k, v in parent.tags],
-        title=f"Retry of {title}",
-        description=parent.description,
-        idempotency_key=idempotency_key,
-        request_fingerprint=fingerprint,
         creator=creator,
         parent_id=parent.id,
-        asset_target=child.to_json(),
+        fingerprint=fingerprint,
     )
 
 
@@ -389,22 +344,11 @@ async def _retried_keys(
     backend: Backend, pk: int, wanted: Collection[domain.SlotState]
 ) -> dict[str, set[str]]:
     async with backend.database.read() as session:
-        rows = (
-            await session.execute(
-                select(SlotRecord.partition_key).where(
-                    SlotRecord.backfill_id == pk,
-                    or_(
-                        SlotRecord.status.in_(list(wanted)),
-                        (SlotRecord.status == domain.SlotState.SKIPPED)
-                        & (SlotRecord.skip_reason == domain.SkipReason.UPSTREAM_FAILED.value),
-                    ),
-                )
-            )
-        ).scalars()
-        chosen: dict[str, set[str]] = defaultdict(set)
-        for value in rows:
-            name, key = split_slot_key(str(value))
-            chosen[name].add(key)
+        keys = await AssetReads(session).keys_to_retry(pk, wanted)
+    chosen: dict[str, set[str]] = defaultdict(set)
+    for value in keys:
+        name, key = split_slot_key(value)
+        chosen[name].add(key)
     return chosen
 
 
@@ -414,7 +358,6 @@ def asset_names_of(plan: LaunchPlan) -> Sequence[str]:
 
 
 __all__ = [
-    "ASSETS_JOB_NAME",
     "asset_names_of",
     "asset_retry_of",
     "preview_asset_launch",

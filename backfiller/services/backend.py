@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from backfiller.clock import Clock, utc_now
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
+from backfiller.services.selections import PinCache
 from backfiller.storage import Database
 
 
@@ -18,6 +19,8 @@ class Backend:
     definitions: Definitions
     settings: Settings
     clock: Clock = utc_now
+    pins: PinCache = field(default_factory=PinCache)
+    """Stored backfills pinned to their key spaces (``services.selections``)."""
 
 
 __all__ = ["Backend"]

@@ -45,12 +45,14 @@ from backfiller.definitions.triggers import (
 )
 from backfiller.planning import Selection
 from backfiller.services.backend import Backend
-from backfiller.services.launching import (
+from backfiller.services.launch_types import (
     AssetRequest,
-    Launched,
     LaunchPlan,
     LaunchProblem,
     LaunchRequest,
+)
+from backfiller.services.launching import (
+    Launched,
     create_backfill,
     preview_launch,
     validate_launch,

@@ -15,7 +15,7 @@ from typing import Any
 
 from backfiller import domain
 from backfiller.planning import Selection
-from backfiller.services.launching import (
+from backfiller.services.launch_types import (
     AssetPreviewLine,
     AssetRequest,
     LaunchPreview,

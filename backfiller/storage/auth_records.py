@@ -95,7 +95,12 @@ class AuditRecord(Base):
     run_id: Mapped[str | None] = mapped_column(String(64))
     """The run whose own credential made the request (``run_12``); set only from one."""
 
-    __table_args__ = (Index("ix_audit_log_at", "at"),)
+    # The log's filters, each read newest first (``AuditRepository.page``).
+    __table_args__ = (
+        Index("ix_audit_log_at", "at"),
+        Index("ix_audit_log_actor_id", "actor", "id"),
+        Index("ix_audit_log_operation_id", "operation", "id"),
+    )
 
 
 class SigningKeyRecord(Base):

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
-from sqlalchemy import Connection, Select, Text, and_, bindparam, cast, exists, select
+from sqlalchemy import Connection, Select, Text, and_, bindparam, cast, exists, select, union_all
 
-from backfiller.domain import BackfillState, Order, Reprocess, SelectionKind
+from backfiller.domain import BackfillKind, BackfillState, Order, Reprocess, SelectionKind
+from backfiller.storage.backfill_listing import BackfillAssetRecord
 from backfiller.storage.records import BackfillRecord, BackfillTagRecord
 from backfiller.storage.repositories import BackfillQuery
 
@@ -31,6 +32,7 @@ class BackfillRow(NamedTuple):
     attribute of SQLAlchemy's ``Row`` costs ten times an index, and a page reads 30 a row."""
 
     id: int
+    kind: BackfillKind
     job_name: str
     selection_kind: SelectionKind
     range_start: str | None
@@ -67,6 +69,7 @@ T = TypeVar("T")
 
 _BACKFILLS = BackfillRecord.__table__
 _TAGS = BackfillTagRecord.__table__
+_ASSETS = BackfillAssetRecord.__table__
 
 
 def _column(name: str) -> Any:
@@ -133,12 +136,19 @@ def backfill_rows(
     params: dict[str, Any] = {"limit": limit}
     if before_id is not None:
         params["before"] = before_id
-    if query.statuses:
-        params["statuses"] = list(query.statuses)
+    for i, status in enumerate(query.statuses or ()):
+        params[f"status_{i}"] = status
     if query.job_name is not None:
         params["job"] = query.job_name
-    if query.tag is not None:
-        params["tag_key"], params["tag_value"] = query.tag
+    tags = [query.tag] if query.tag is not None else []
+    tags.extend(t for t in query.tags if t not in tags)
+    for n, (key, value) in enumerate(tags):
+        params[f"tag_key_{n}"], params[f"tag_value_{n}"] = key, value
+    for name in ("asset", "creator", "created_after", "created_before"):
+        if getattr(query, name) is not None:
+            params[name] = getattr(query, name)
+    if query.title_contains:
+        params["title"] = f"%{like_escaped(query.title_contains)}%"
     shape = frozenset(params)
     stmt = _pages.get(shape)
     if stmt is None:
@@ -152,22 +162,85 @@ cache key costs more than running it on a page of 100."""
 
 
 def _page_statement(shape: frozenset[str]) -> Select[Any]:
+    """The page for the filters of ``shape``, each read from an index in id order, so that a
+    page costs about ``limit`` index entries whatever the history: a tag's backfills from
+    ``(key, value, backfill_id)``; several statuses as one walk of ``(status, id)`` per status,
+    each stopped at ``limit``, merged (an ``IN`` would read every backfill of those statuses
+    and sort them); one status from ``(status, id)``, a job from ``(job_name, id)``."""
     table = _BACKFILLS
+    statuses = sorted(name for name in shape if name.startswith("status_"))
+    if len(statuses) > 1:
+        walks = [_ids_of(shape - set(statuses) | {name}) for name in statuses]
+        merged = union_all(*walks).subquery()
+        return (
+            select(*_COLUMNS)
+            .where(table.c.id.in_(select(merged.c.id)))
+            .order_by(table.c.id.desc())
+            .limit(bindparam("limit"))
+        )
     stmt = select(*_COLUMNS).order_by(table.c.id.desc()).limit(bindparam("limit"))
+    if "tag_key_0" in shape:
+        stmt = stmt.join(_TAGS, _TAGS.c.backfill_id == table.c.id).where(
+            _TAGS.c.key == bindparam("tag_key_0"), _TAGS.c.value == bindparam("tag_value_0")
+        )
+        # Ordered by the tag row's copy of the id: the walk of the tag index, newest first.
+        stmt = stmt.order_by(None).order_by(_TAGS.c.backfill_id.desc())
+    return _filtered(stmt, shape)
+
+
+def _ids_of(shape: frozenset[str]) -> Any:
+    """The ids of one status's page (``shape`` has one ``status_<i>``), as a subquery."""
+    table = _BACKFILLS
+    stmt = select(table.c.id).order_by(table.c.id.desc()).limit(bindparam("limit"))
+    if "tag_key_0" in shape:
+        stmt = stmt.join(_TAGS, _TAGS.c.backfill_id == table.c.id).where(
+            _TAGS.c.key == bindparam("tag_key_0"), _TAGS.c.value == bindparam("tag_value_0")
+        )
+    return select(_filtered(stmt, shape).subquery().c.id)
+
+
+def _filtered(stmt: Select[Any], shape: frozenset[str]) -> Select[Any]:
+    """``stmt`` with the cursor, status and job filters of ``shape`` (the cursor on the tag
+    row's id when a tag is filtered: the bound of the tag index's walk)."""
+    table = _BACKFILLS
     if "before" in shape:
-        stmt = stmt.where(table.c.id < bindparam("before"))
-    if "statuses" in shape:
-        stmt = stmt.where(table.c.status.in_(bindparam("statuses", expanding=True)))
+        walked = _TAGS.c.backfill_id if "tag_key_0" in shape else table.c.id
+        stmt = stmt.where(walked < bindparam("before"))
+    for name in shape:
+        if name.startswith("status_"):
+            stmt = stmt.where(table.c.status == bindparam(name))
     if "job" in shape:
         stmt = stmt.where(table.c.job_name == bindparam("job"))
-    if "tag_key" in shape:
+    n = 1  # the first tag is the walk's join (``_page_statement``)
+    while f"tag_key_{n}" in shape:
+        other = _TAGS.alias(f"tag_{n}")  # apart from the walk's join of the first tag
         stmt = stmt.where(
             exists().where(
                 and_(
-                    _TAGS.c.backfill_id == table.c.id,
-                    _TAGS.c.key == bindparam("tag_key"),
-                    _TAGS.c.value == bindparam("tag_value"),
+                    other.c.backfill_id == table.c.id,
+                    other.c.key == bindparam(f"tag_key_{n}"),
+                    other.c.value == bindparam(f"tag_value_{n}"),
                 )
             )
         )
+        n += 1
+    if "asset" in shape:
+        stmt = stmt.where(
+            exists().where(
+                and_(_ASSETS.c.backfill_id == table.c.id, _ASSETS.c.asset == bindparam("asset"))
+            )
+        )
+    if "creator" in shape:
+        stmt = stmt.where(table.c.creator == bindparam("creator"))
+    if "created_after" in shape:
+        stmt = stmt.where(table.c.created_at >= bindparam("created_after"))
+    if "created_before" in shape:
+        stmt = stmt.where(table.c.created_at < bindparam("created_before"))
+    if "title" in shape:
+        stmt = stmt.where(table.c.title.ilike(bindparam("title"), escape="\\"))
     return stmt
+
+
+def like_escaped(text: str) -> str:
+    """``text`` as a literal inside a ``LIKE`` pattern whose escape character is ``\\``."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

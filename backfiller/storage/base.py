@@ -23,6 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase
 
 from backfiller.domain import (
+    BackfillKind,
     BackfillState,
     FailureReason,
     Order,
@@ -91,6 +92,7 @@ class Base(DeclarativeBase):
         datetime: UTCDateTime(),
         dict[str, Any]: JSON(),
         list[Any]: JSON(),
+        BackfillKind: _enum(BackfillKind),
         BackfillState: _enum(BackfillState),
         SlotState: _enum(SlotState),
         RunState: _enum(RunState),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,9 +16,13 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.util import greenlet_spawn
 
+from backfiller.config import fast_paths_from_env, log_store_from_env
 from backfiller.storage.greenlets import run_sync
 from backfiller.storage.inline_sqlite import WalCheckpointer, inline_connector
+from backfiller.storage.log_store import log_store_of
+from backfiller.storage.prepared import PREPARED
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 (an item of a batch)
@@ -66,14 +70,17 @@ SQLITE_JOURNAL = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
 """The journal of every SQLite connection of the service, and of its migrations."""
 
 
-def _sqlite_engine(url: str, *, echo: bool, inline: bool, pool_size: int) -> AsyncEngine:
+def _sqlite_engine(
+    url: str, *, echo: bool, inline: bool, pool_size: int, options: dict[str, Any]
+) -> AsyncEngine:
     """An engine of a SQLite file: inline on the event loop's thread, or through aiosqlite's."""
     if not inline:
-        return create_async_engine(url, echo=echo)
+        return create_async_engine(url, echo=echo, execution_options=options)
     database = make_url(url).database or ":memory:"
     return create_async_engine(
         url,
         echo=echo,
+        execution_options=options,
         async_creator=inline_connector(database, LOCK_PATIENCE_SECONDS),
         pool_size=pool_size,
         max_overflow=0,
@@ -119,6 +126,10 @@ class Database:
     SQLite runs ``inline`` by default: statements run on the event loop's thread (see
     ``inline_sqlite``), and the writers of one process queue for a single write connection.
     ``inline=False`` runs them on aiosqlite's threads instead.
+
+    ``fast_paths`` (default: ``BACKFILLER_FAST_PATHS``, see ``Settings.fast_paths``) runs the
+    synchronous core on reused greenlets (``greenlets.py``) and the hot statements prepared
+    (``prepared.py``); off, on SQLAlchemy's ``greenlet_spawn`` and ``Connection.execute``.
     """
 
     def __init__(
@@ -128,15 +139,26 @@ class Database:
         echo: bool = False,
         pool_size: int = 10,
         inline: bool = True,
+        fast_paths: bool | None = None,
+        log_store: str | None = None,
     ) -> None:
         self.url = normalize_database_url(url)
+        self.fast_paths = fast_paths_from_env() if fast_paths is None else fast_paths
+        self.run_sync: Callable[..., Awaitable[Any]] = (
+            run_sync if self.fast_paths else greenlet_spawn
+        )
+        options: dict[str, Any] = {} if self.fast_paths else {PREPARED: False}
+        # Where run log lines live (``storage.log_store``); the environment's when not given.
+        self.log_store = log_store_of(log_store_from_env() if log_store is None else log_store)
         self._checkpointer: WalCheckpointer | None = None
         parsed = make_url(self.url)
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
-            self.write_engine = _sqlite_engine(self.url, echo=echo, inline=inline, pool_size=1)
+            self.write_engine = _sqlite_engine(
+                self.url, echo=echo, inline=inline, pool_size=1, options=options
+            )
             self.read_engine = _sqlite_engine(
-                self.url, echo=echo, inline=inline, pool_size=pool_size
+                self.url, echo=echo, inline=inline, pool_size=pool_size, options=options
             )
             _configure_sqlite(self.write_engine, immediate=True, inline=inline)
             _configure_sqlite(self.read_engine, immediate=False, inline=inline)
@@ -151,11 +173,17 @@ class Database:
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 pool_pre_ping=True,
+                execution_options=options,
             )
             self.read_engine = self.write_engine
         self._group_commit = _GroupCommit(self)
-        self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
-        self._read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)
+        info = {"log_store": self.log_store}
+        self._write_sessions = async_sessionmaker(
+            self.write_engine, expire_on_commit=False, info=info
+        )
+        self._read_sessions = async_sessionmaker(
+            self.read_engine, expire_on_commit=False, info=info
+        )
 
     @property
     def is_sqlite(self) -> bool:
@@ -174,7 +202,7 @@ class Database:
         The whole transaction, checkout to commit, is one trip into SQLAlchemy's synchronous
         core, where ``async with engine.begin()`` plus ``run_sync`` would be three.
         """
-        return await run_sync(self._transact, work)
+        return await self.run_sync(self._transact, work)  # type: ignore[no-any-return]
 
     def _transact(self, work: Callable[[Connection], T]) -> T:
         with self.write_engine.sync_engine.begin() as conn:
@@ -213,7 +241,7 @@ class Database:
         """Run ``work(connection)`` in a read-only transaction on a Core connection (rolled
         back at the end): for the hot reads, in one trip into SQLAlchemy's synchronous core
         and without building ORM records (as ``transact`` for writes)."""
-        return await run_sync(self._query, work)
+        return await self.run_sync(self._query, work)  # type: ignore[no-any-return]
 
     def _query(self, work: Callable[[Connection], T]) -> T:
         with self.read_engine.sync_engine.connect() as conn:
@@ -277,7 +305,7 @@ class _GroupCommit:
         for entry in group:
             batches.setdefault(entry[0], []).append(entry)
         try:
-            results = await run_sync(self._transact_all, list(batches.items()))
+            results = await self.database.run_sync(self._transact_all, list(batches.items()))
         except Exception:
             # Rolled back as a whole: each item alone now, for its own result or exception.
             for batch, item, future in group:

@@ -6,9 +6,24 @@ The record modules import ``base`` only, never each other; this module registers
 
 from __future__ import annotations
 
-from backfiller.storage import auth_records, notification_records, records, trigger_records
+from backfiller.storage import (
+    auth_records,
+    backfill_listing,
+    notification_records,
+    records,
+    trigger_records,
+    web_sessions,
+)
 from backfiller.storage.base import Base
 
 metadata = Base.metadata
 
-__all__ = ["auth_records", "metadata", "notification_records", "records", "trigger_records"]
+__all__ = [
+    "auth_records",
+    "backfill_listing",
+    "metadata",
+    "notification_records",
+    "records",
+    "trigger_records",
+    "web_sessions",
+]

@@ -9,7 +9,9 @@ each one's bind processor (the column type's own conversion, so what is stored i
 what SQLAlchemy itself would store), and then runs on the DBAPI cursor of the caller's
 connection, in the caller's transaction.
 
-Only on SQLite, and only when nothing listens to SQLAlchemy's statement events (tracing does):
+Only on SQLite, only with the fast paths on (``Database(fast_paths=...)`` sets the engine's
+:data:`PREPARED` execution option), and only when nothing listens to SQLAlchemy's statement
+events (tracing does):
 anywhere else, and for a statement this module cannot take (column defaults computed in
 Python, expanding ``IN`` parameters), it is ``Connection.execute``, with the same results. A
 driver's error is raised as SQLAlchemy's own wrapper (``IntegrityError`` and so on), and a
@@ -32,6 +34,9 @@ from sqlalchemy.util import await_
 from backfiller.storage.inline_sqlite import InlineConnection, is_busy
 
 Processor = Callable[[Any], Any] | None
+
+PREPARED = "backfiller_prepared"
+"""The execution option that, False, makes every statement ``Connection.execute``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +90,11 @@ class Prepared:
         return count
 
     def _plan_for(self, conn: Connection, params: Mapping[str, Any]) -> _Plan | None:
-        if conn.dialect.name != "sqlite" or conn.dispatch.before_cursor_execute:
+        if (
+            conn.dialect.name != "sqlite"
+            or conn.dispatch.before_cursor_execute
+            or not conn.get_execution_options().get(PREPARED, True)
+        ):
             return _NOT_PREPARED
         keys = tuple(params)
         try:

@@ -20,6 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from backfiller.domain import (
+    BackfillKind,
     BackfillState,
     FailureReason,
     Order,
@@ -37,6 +38,8 @@ class BackfillRecord(Base):
     __tablename__ = "backfills"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[BackfillKind] = mapped_column(server_default=BackfillKind.JOB.value)
+    # The job of a JOB backfill; empty for an ASSETS one (its target is ``asset_target``).
     job_name: Mapped[str] = mapped_column(String(200))
     selection_kind: Mapped[SelectionKind]
     range_start: Mapped[str | None] = mapped_column(String(200))
@@ -84,6 +87,8 @@ class BackfillRecord(Base):
         Index("ix_backfills_status_id", "status", "id"),
         Index("ix_backfills_job_name_id", "job_name", "id"),
         Index("ix_backfills_parent_id", "parent_id"),
+        # Retention finds the finished backfills past their keeping (``storage.retention``).
+        Index("ix_backfills_ended_at", "ended_at"),
     )
 
 
@@ -98,7 +103,10 @@ class BackfillTagRecord(Base):
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     value: Mapped[str] = mapped_column(String(1000))
 
-    __table_args__ = (Index("ix_backfill_tags_key_value", "key", "value"),)
+    # The tag filter of ``backfills`` walks one tag's backfills newest first (``backfill_reads``).
+    __table_args__ = (
+        Index("ix_backfill_tags_key_value_backfill_id", "key", "value", "backfill_id"),
+    )
 
 
 class SlotRecord(Base):
@@ -161,6 +169,12 @@ class RunRecord(Base):
         UniqueConstraint("slot_id", "attempt"),
         Index("ix_runs_lead_run_id", "lead_run_id"),
         Index("ix_runs_backfill_id_id", "backfill_id", "id"),
+        # A backfill's runs of one status, newest first (``Backfill.runs(statuses:)``).
+        Index("ix_runs_backfill_id_status_id", "backfill_id", "status", "id"),
+        # A partition's history (``runs(job:, partitionKey:)``, also without the job) and a
+        # job's runs (``runs(job:)``).
+        Index("ix_runs_partition_key_job_name_id", "partition_key", "job_name", "id"),
+        Index("ix_runs_job_name_id", "job_name", "id"),
         Index("ix_runs_status_id", "status", "id"),
         Index("ix_runs_lease_owner_status", "lease_owner", "status"),
         # Never two active runs of one (job, partition), across all backfills.
@@ -195,7 +209,11 @@ class PartitionStateRecord(Base):
     __tablename__ = "partition_states"
 
     job_name: Mapped[str] = mapped_column(String(200), primary_key=True)
-    partition_key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    # In code-point order on PostgreSQL too (SQLite's is already): the order of Python's
+    # ``str``, in which the API folds a job's states into ranges (``storage.partition_states``).
+    partition_key: Mapped[str] = mapped_column(
+        String(200).with_variant(String(200, collation="C"), "postgresql"), primary_key=True
+    )
     status: Mapped[RunState]
     run_id: Mapped[int | None] = mapped_column(BigInteger)
     updated_at: Mapped[datetime]

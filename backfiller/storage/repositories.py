@@ -8,111 +8,33 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    Connection,
-    bindparam,
     delete,
     func,
     insert,
-    or_,
     select,
     text,
     update,
 )
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import class_mapper, make_transient_to_detached
 
 from backfiller.domain import (
     BackfillState,
     EventKind,
-    Order,
-    Reprocess,
     RunState,
-    SelectionKind,
     SlotState,
     expected_for,
 )
-from backfiller.storage.errors import IdempotencyConflict
-from backfiller.storage.notifications import WebhookTarget, add_webhooks
-from backfiller.storage.prepared import Prepared
+from backfiller.storage.events import INSERT_EVENT, event_row
+from backfiller.storage.launches import NewBackfill, add_backfill
 from backfiller.storage.records import (
     BackfillEventRecord,
     BackfillRecord,
-    BackfillTagRecord,
     DynamicPartitionRecord,
     PartitionStateRecord,
-    RunLogRecord,
-    RunRecord,
     SlotRecord,
-    table_of,
 )
 from backfiller.storage.rows import changed
-
-# Statements built once: building an ORM insert per call costs more than running it.
-INSERT_EVENT = insert(table_of(BackfillEventRecord))
-EVENTS = Prepared(INSERT_EVENT)
-"""``INSERT_EVENT`` prepared (``storage/prepared.py``): for a launch's and a tick's events."""
-
-
-def event_row(
-    backfill_id: int, kind: EventKind, at: datetime, actor: str | None, message: str | None
-) -> dict[str, Any]:
-    """The parameters of ``INSERT_EVENT`` for one event."""
-    return {
-        "backfill_id": backfill_id,
-        "kind": kind.value,
-        "at": at,
-        "actor": actor,
-        "message": message,
-    }
-
-
-_INSERT_TAG = Prepared(insert(table_of(BackfillTagRecord)))
-_INSERT_BACKFILL = Prepared(
-    insert(table_of(BackfillRecord)).returning(table_of(BackfillRecord).c.id)
-)
-# Several rows at once (``_insert_backfill_rows``): with their ids on SQLite, else numbered
-# by the database and returned in the order of the rows.
-_INSERT_NUMBERED_BACKFILLS = Prepared(insert(table_of(BackfillRecord)))
-_LARGEST_BACKFILL_ID = Prepared(select(func.max(BackfillRecord.id)))
-_INSERT_BACKFILLS = insert(table_of(BackfillRecord)).returning(
-    table_of(BackfillRecord).c.id, sort_by_parameter_order=True
-)
-_FIND_BY_IDEMPOTENCY_KEY = select(BackfillRecord.id, BackfillRecord.request_fingerprint).where(
-    BackfillRecord.idempotency_key == bindparam("key")
-)
-_FIND_BY_IDEMPOTENCY_KEYS = select(
-    BackfillRecord.idempotency_key, BackfillRecord.id, BackfillRecord.request_fingerprint
-).where(BackfillRecord.idempotency_key.in_(bindparam("keys", expanding=True)))
-
-
-@dataclass(frozen=True, slots=True)
-class NewBackfill:
-    """Everything needed to insert a backfill: the private command a launch becomes."""
-
-    job_name: str
-    selection_kind: SelectionKind
-    range_start: str | None
-    range_end: str | None
-    keys: list[str] | None
-    partitions_fingerprint: str
-    first_index: int
-    total: int
-    reprocess: Reprocess
-    order: Order
-    max_concurrent_runs: int | None
-    run_config: dict[str, Any] | None
-    tags: list[tuple[str, str]]
-    title: str | None
-    description: str | None
-    idempotency_key: str | None
-    request_fingerprint: str
-    creator: str | None
-    parent_id: int | None = None
-    notify: tuple[WebhookTarget, ...] = ()
-    trace_parent: str | None = None
-    asset_target: dict[str, Any] | None = None
-    """An asset backfill's target and per-asset partitions (``backfiller.planning.asset_plan``)."""
+from backfiller.storage.run_reads import RunReads as RunReads  # its callers import it from here
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,202 +42,12 @@ class BackfillQuery:
     statuses: Sequence[BackfillState] | None = None
     job_name: str | None = None
     tag: tuple[str, str] | None = None
-
-
-def _backfill_values(new: NewBackfill, now: datetime) -> dict[str, Any]:
-    """The parameters of ``_INSERT_BACKFILL`` for ``new``, launched at ``now``."""
-    return {
-        "job_name": new.job_name,
-        "selection_kind": new.selection_kind,
-        "range_start": new.range_start,
-        "range_end": new.range_end,
-        "keys": new.keys,
-        "partitions_fingerprint": new.partitions_fingerprint,
-        "first_index": new.first_index,
-        "reprocess": new.reprocess,
-        "order": new.order,
-        "max_concurrent_runs": new.max_concurrent_runs,
-        "run_config": new.run_config,
-        "tags": [[k, v] for k, v in new.tags],
-        "title": new.title,
-        "description": new.description,
-        "idempotency_key": new.idempotency_key,
-        "request_fingerprint": new.request_fingerprint,
-        "status": BackfillState.REQUESTED,
-        "error": None,
-        "creator": new.creator,
-        "parent_id": new.parent_id,
-        "created_at": now,
-        "started_at": None,
-        "ended_at": None,
-        "updated_at": now,
-        "planned": 0,
-        "total": new.total,
-        "pending": new.total,
-        "queued": 0,
-        "running": 0,
-        "succeeded": 0,
-        "failed": 0,
-        "canceled": 0,
-        "skipped": 0,
-        "version": 0,
-        "trace_parent": new.trace_parent,
-        "asset_target": new.asset_target,
-    }
-
-
-def _detached_record(pk: int, values: dict[str, Any]) -> BackfillRecord:
-    """The record of a row just inserted, detached as if loaded then let go: its values
-    set as loaded ones (no change to flush), which costs a tenth of the constructor's
-    attribute events (about 55 us a record)."""
-    # class_mapper configures the mappers if need be, as the constructor would have.
-    record: BackfillRecord = class_mapper(BackfillRecord).class_manager.new_instance()
-    record.__dict__.update(values, id=pk)
-    make_transient_to_detached(record)
-    return record
-
-
-def add_backfill(conn: Connection, new: NewBackfill, now: datetime) -> BackfillRecord:
-    """Insert a backfill, its tags and its LAUNCHED event; the record returned is detached.
-
-    Synchronous, for ``Database.transact`` (or ``run_sync``): a launch is the API's hottest
-    write, and one trip into SQLAlchemy's synchronous core for the whole transaction costs far
-    less than a trip per statement. One ``INSERT ... RETURNING`` of a statement built once, not
-    an ORM flush.
-    """
-    values = _backfill_values(new, now)
-    ((pk,),) = _INSERT_BACKFILL.rows(conn, values)
-    if new.tags:
-        _INSERT_TAG.many(conn, [{"backfill_id": pk, "key": k, "value": v} for k, v in new.tags])
-    add_webhooks(conn, pk, new.notify)
-    EVENTS.rows(conn, event_row(pk, EventKind.LAUNCHED, now, new.creator, None))
-    return _detached_record(pk, values)
-
-
-@dataclass(frozen=True, slots=True)
-class IdempotencyHit:
-    """The backfill an idempotency key already names."""
-
-    backfill_id: int
-    request_fingerprint: str
-
-
-def launch_once(
-    conn: Connection, new: NewBackfill, now: datetime
-) -> BackfillRecord | IdempotencyHit:
-    """The write of a launch, in the caller's transaction: the backfill, unless its
-    idempotency key is taken (then the backfill that holds it).
-
-    The caller adds what belongs to the same transaction (the audit entry) after it.
-
-    Raises:
-        IdempotencyConflict: a concurrent launch inserted the same key first (the unique
-            index refused this one); launching again finds that backfill.
-    """
-    key = new.idempotency_key
-    if key is not None:
-        row = conn.execute(_FIND_BY_IDEMPOTENCY_KEY, {"key": key}).first()
-        if row is not None:
-            return IdempotencyHit(row.id, row.request_fingerprint)
-        try:
-            return add_backfill(conn, new, now)
-        except IntegrityError as error:  # the whole transaction rolls back: no savepoint
-            raise IdempotencyConflict(key) from error
-    return add_backfill(conn, new, now)
-
-
-def add_backfills(
-    conn: Connection, launches: Sequence[tuple[NewBackfill, datetime]]
-) -> list[BackfillRecord]:
-    """``add_backfill`` of each ``(new, now)``, in that order, statement by statement: one
-    insert of all the backfills, one of all their tags, one of all their LAUNCHED events.
-
-    For a group of launches that commit together (``launch_many``); a row is inserted in
-    the same way as by ``add_backfill``, which stays the path of a launch alone.
-    """
-    values = [_backfill_values(new, now) for new, now in launches]
-    pks = _insert_backfill_rows(conn, values)
-    tags = [
-        {"backfill_id": pk, "key": k, "value": v}
-        for pk, (new, _) in zip(pks, launches, strict=True)
-        for k, v in new.tags
-    ]
-    if tags:
-        _INSERT_TAG.many(conn, tags)
-    for pk, (new, _) in zip(pks, launches, strict=True):
-        add_webhooks(conn, pk, new.notify)
-    events = [
-        event_row(pk, EventKind.LAUNCHED, now, new.creator, None)
-        for pk, (new, now) in zip(pks, launches, strict=True)
-    ]
-    EVENTS.many(conn, events)
-    return [_detached_record(pk, row) for pk, row in zip(pks, values, strict=True)]
-
-
-def _insert_backfill_rows(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
-    """Insert ``rows`` into ``backfills`` in one statement; their ids, in the same order.
-
-    On SQLite the transaction holds the database's one write lock from its start (``BEGIN
-    IMMEDIATE``), and ``id`` is the rowid, which SQLite numbers on from the largest: the rows
-    get those same numbers here, and the insert is a plain ``executemany`` (SQLAlchemy would
-    insert a row at a time to return SQLite's ids in order). Elsewhere the database numbers
-    them (``INSERT ... RETURNING``, in the order of the rows).
-    """
-    if conn.dialect.name != "sqlite":
-        return list(conn.execute(_INSERT_BACKFILLS, rows).scalars())
-    ((largest,),) = _LARGEST_BACKFILL_ID.rows(conn, {})
-    first = (largest or 0) + 1
-    pks = list(range(first, first + len(rows)))
-    for pk, row in zip(pks, rows, strict=True):
-        row["id"] = pk
-    _INSERT_NUMBERED_BACKFILLS.many(conn, rows)
-    return pks
-
-
-def launch_many(
-    conn: Connection, launches: Sequence[tuple[NewBackfill, datetime]]
-) -> list[BackfillRecord | IdempotencyHit]:
-    """``launch_once`` of each ``(new, now)``, in that order, in one transaction: what each
-    would have returned had they run one after the other, in fewer statements (one lookup
-    of all the idempotency keys, then ``add_backfills``).
-
-    A launch whose key an earlier one of ``launches`` inserts gets that backfill as its hit.
-    One launch alone is ``launch_once``.
-
-    Raises:
-        IdempotencyConflict: as ``launch_once``, for one launch. For several, any error
-            (the unique index refusing a key included) is the whole group's: each launch
-            alone tells whose it is.
-    """
-    if len(launches) == 1:
-        new, now = launches[0]
-        return [launch_once(conn, new, now)]
-    keys = {new.idempotency_key for new, _ in launches if new.idempotency_key is not None}
-    hits: dict[str | None, IdempotencyHit] = {}
-    if keys:
-        for key, pk, fingerprint in conn.execute(_FIND_BY_IDEMPOTENCY_KEYS, {"keys": list(keys)}):
-            hits[key] = IdempotencyHit(pk, fingerprint)
-    outcomes: list[BackfillRecord | IdempotencyHit | None] = []
-    fresh: list[tuple[NewBackfill, datetime]] = []
-    first_of_key: dict[str, int] = {}  # a key inserted here: the index of its launch in fresh
-    later: list[tuple[int, int]] = []  # (index in outcomes, index in fresh) of a repeated key
-    for new, now in launches:
-        key = new.idempotency_key
-        if key is not None and key in hits:
-            outcomes.append(hits[key])
-        elif key is not None and key in first_of_key:
-            later.append((len(outcomes), first_of_key[key]))
-            outcomes.append(None)
-        else:
-            if key is not None:
-                first_of_key[key] = len(fresh)
-            outcomes.append(None)
-            fresh.append((new, now))
-    records = add_backfills(conn, fresh) if fresh else []
-    for at, source in later:
-        outcomes[at] = IdempotencyHit(records[source].id, records[source].request_fingerprint)
-    inserted = iter(records)
-    return [outcome if outcome is not None else next(inserted) for outcome in outcomes]
+    asset: str | None = None
+    creator: str | None = None
+    tags: Sequence[tuple[str, str]] = ()
+    title_contains: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
 
 
 class BackfillRepository:
@@ -498,61 +230,6 @@ class SlotReads:
         )
         if statuses:
             stmt = stmt.where(SlotRecord.status.in_(list(statuses)))
-        return list((await self.session.execute(stmt)).scalars())
-
-
-class RunReads:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
-
-    async def get(self, pk: int) -> RunRecord | None:
-        return await self.session.get(RunRecord, pk)
-
-    async def page(
-        self,
-        limit: int,
-        before_id: int | None,
-        backfill_id: int | None = None,
-        statuses: Sequence[RunState] | None = None,
-        job_name: str | None = None,
-        partition_key: str | None = None,
-    ) -> list[RunRecord]:
-        """Newest first. A ranged run is listed once (by its lead row), unless the runs of
-        one partition are asked for: then the row of that partition."""
-        stmt = select(RunRecord).order_by(RunRecord.id.desc()).limit(limit)
-        if partition_key is None:
-            stmt = stmt.where(RunRecord.lead_run_id.is_(None))
-        if backfill_id is not None:
-            stmt = stmt.where(RunRecord.backfill_id == backfill_id)
-        if before_id is not None:
-            stmt = stmt.where(RunRecord.id < before_id)
-        if statuses:
-            stmt = stmt.where(RunRecord.status.in_(list(statuses)))
-        if job_name is not None:
-            stmt = stmt.where(RunRecord.job_name == job_name)
-        if partition_key is not None:
-            stmt = stmt.where(RunRecord.partition_key == partition_key)
-        return list((await self.session.execute(stmt)).scalars())
-
-    async def range_keys(self, lead_pk: int) -> list[str]:
-        """The partitions of the ranged run led by ``lead_pk``, in key order (the lead's
-        first, then its other rows in the order the claim inserted them)."""
-        result = await self.session.execute(
-            select(RunRecord.partition_key)
-            .where(or_(RunRecord.id == lead_pk, RunRecord.lead_run_id == lead_pk))
-            .order_by(RunRecord.id)
-        )
-        return [str(k) for k in result.scalars()]
-
-    async def logs(self, run_id: int, limit: int, after_id: int | None) -> list[RunLogRecord]:
-        stmt = (
-            select(RunLogRecord)
-            .where(RunLogRecord.run_id == run_id)
-            .order_by(RunLogRecord.id)
-            .limit(limit)
-        )
-        if after_id is not None:
-            stmt = stmt.where(RunLogRecord.id > after_id)
         return list((await self.session.execute(stmt)).scalars())
 
 

@@ -6,7 +6,7 @@ import enum
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Enum, Float, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Enum, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from backfiller.storage.base import Base, BigId
@@ -74,4 +74,19 @@ class TriggerEvaluationRecord(Base):
     backfill_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
     requests: Mapped[list[Any]] = mapped_column(JSON, default=list)
 
-    __table_args__ = (Index("ix_trigger_evaluations_trigger_name_id", "trigger_name", "id"),)
+    __table_args__ = (
+        Index("ix_trigger_evaluations_trigger_name_id", "trigger_name", "id"),
+        # Retention finds the evaluations past their keeping (``storage.retention``).
+        Index("ix_trigger_evaluations_evaluated_at", "evaluated_at"),
+    )
+
+
+class TriggerLatestEvaluationRecord(Base):
+    """The newest evaluation of each trigger, kept as evaluations are added: the triggers page
+    reads one row per trigger instead of looking for the newest among all evaluations, and
+    retention keeps the evaluation named here whatever its age."""
+
+    __tablename__ = "trigger_latest_evaluations"
+
+    trigger_name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    evaluation_id: Mapped[int] = mapped_column(BigInteger)

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.rows import changed
 from backfiller.storage.trigger_records import (
     TriggerEvaluationRecord,
+    TriggerLatestEvaluationRecord,
     TriggerOutcome,
     TriggerStateRecord,
 )
@@ -163,7 +164,22 @@ class TriggerEvaluationRepository:
         )
         self.session.add(record)
         await self.session.flush()
+        await self._mark_latest(trigger_name, record.id)
         return record
+
+    async def _mark_latest(self, trigger_name: str, evaluation_id: int) -> None:
+        """Name ``evaluation_id`` the trigger's newest, unless a newer one is named already."""
+        latest = TriggerLatestEvaluationRecord
+        ins = upsert(self.session.get_bind().dialect.name, latest).values(
+            trigger_name=trigger_name, evaluation_id=evaluation_id
+        )
+        await self.session.execute(
+            ins.on_conflict_do_update(
+                index_elements=[latest.trigger_name],
+                set_={"evaluation_id": ins.excluded.evaluation_id},
+                where=latest.evaluation_id < ins.excluded.evaluation_id,
+            )
+        )
 
     async def get(self, pk: int) -> TriggerEvaluationRecord | None:
         return await self.session.get(TriggerEvaluationRecord, pk)
@@ -182,15 +198,14 @@ class TriggerEvaluationRepository:
         return list((await self.session.execute(stmt)).scalars())
 
     async def latest(self, names: Sequence[str]) -> dict[str, TriggerEvaluationRecord]:
-        """The newest evaluation of each named trigger that has one."""
+        """The newest evaluation of each named trigger that has one (one row per trigger in
+        ``trigger_latest_evaluations``, then the evaluations by id)."""
         if not names:
             return {}
-        newest = (
-            select(func.max(TriggerEvaluationRecord.id))
-            .where(TriggerEvaluationRecord.trigger_name.in_(list(names)))
-            .group_by(TriggerEvaluationRecord.trigger_name)
-        )
+        latest = TriggerLatestEvaluationRecord
         result = await self.session.execute(
-            select(TriggerEvaluationRecord).where(TriggerEvaluationRecord.id.in_(newest))
+            select(TriggerEvaluationRecord)
+            .join(latest, latest.evaluation_id == TriggerEvaluationRecord.id)
+            .where(latest.trigger_name.in_(list(names)))
         )
         return {r.trigger_name: r for r in result.scalars()}

@@ -26,13 +26,13 @@ from backfiller.api import API_VERSION, build_schema
 from backfiller.resolvers.context import Context, Services
 from backfiller.web.auth import accept_websocket, request_context, secure
 from backfiller.web.graphiql_routes import graphiql_page, graphiql_routes
-from backfiller.web.graphql_lane import GraphQLLane
 from backfiller.web.headers import SecurityHeaders
 from backfiller.web.host_guard import HostGuard
 from backfiller.web.operations import Operations
 from backfiller.web.request_body import RequestRefused, decode_json, plain_json_operation
 from backfiller.web.request_ids import new_request_id
 from backfiller.web.rest import RestApi
+from backfiller.web.sessions import no_sign_on_route, sign_on_of
 from backfiller.web.sockets import (
     CappedWebSocketAdapter,
     GuardedTransportWSHandler,
@@ -79,8 +79,11 @@ class PublicGraphQL(GraphQL[Context, None]):
     async def parse_http_body(
         self, request: AsyncHTTPRequestAdapter
     ) -> GraphQLRequestData | list[GraphQLRequestData]:
-        plain = await plain_json_operation(request, self.decode_json)
-        return plain if plain is not None else await super().parse_http_body(request)
+        if self.services.settings.fast_paths:  # a speed path (web/request_body.py)
+            plain = await plain_json_operation(request, self.decode_json)
+            if plain is not None:
+                return plain
+        return await super().parse_http_body(request)
 
     def decode_json(self, data: str | bytes) -> object:
         return decode_json(data)  # a number too long is a typed 400 (RequestRefused)
@@ -261,7 +264,9 @@ def create_app(services: Services) -> ASGIApp:
         yield
         await services.database.dispose()
 
+    sign_on = sign_on_of(services)  # single sign-on (web/sessions.py), when configured
     routes = [
+        *(sign_on.routes() if sign_on else [no_sign_on_route()]),
         Route("/graphql/v1", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql/v1", graphql),
         Route("/graphql", graphql, methods=["GET", "POST"]),
@@ -274,8 +279,8 @@ def create_app(services: Services) -> ASGIApp:
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.services = services
     settings = services.settings
-    limited = BodyLimit(GraphQLLane(app, graphql), settings.max_body_bytes)
+    limited = BodyLimit(app, settings.max_body_bytes)
     # Outermost, the headers of every answer: the masked 500 that RequestId writes, and
     # /metrics and /readyz, which Operations answers (after their Host check), included.
-    operations = Operations(secure(limited, services), services)
+    operations = Operations(secure(limited, services, sign_on), services)
     return SecurityHeaders(RequestId(HostGuard(operations, settings)), settings)

@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import Headers
@@ -36,6 +36,9 @@ from backfiller.config import AuthMode, Settings
 from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal, actor_of
 from backfiller.resolvers.authentication import AuthFailure, authenticate
 from backfiller.resolvers.context import Context, Services
+
+if TYPE_CHECKING:
+    from backfiller.web.sessions import SignOn
 
 logger = logging.getLogger("backfiller.auth")
 
@@ -96,6 +99,8 @@ async def accept_websocket(context: Context) -> None:
     if not token:
         if context.principal is ANONYMOUS_ADMIN:
             return  # --auth none
+        if context.principal is not None and context.principal.session_id is not None:
+            return  # signed in: the gate checked the session and its CSRF token
         raise ConnectionRejectionError({"code": "UNAUTHENTICATED"})
     services = context.services
     found = await authenticate(services, token, services.clock())
@@ -175,9 +180,10 @@ def _refused(path: str, status: int, code: str, message: str) -> JSONResponse:
 class AccessGate:
     """ASGI middleware: authenticates API requests and refuses cross-site ones."""
 
-    def __init__(self, app: ASGIApp, services: Services) -> None:
+    def __init__(self, app: ASGIApp, services: Services, sign_on: SignOn | None = None) -> None:
         self.app = app
         self.services = services
+        self.sign_on = sign_on
         settings = services.settings
         self.auth_mode = settings.auth_mode
         self.origins = frozenset(o.rstrip("/") for o in settings.cors_origins)
@@ -220,12 +226,12 @@ class AccessGate:
                     return
         token = bearer_token(headers)
         principal: Principal | None = None
-        if token is not None:
-            found = await authenticate(self.services, token, self.services.clock())
-            if isinstance(found, AuthFailure):
-                logger.info("refused a request to %s: %s", path, found.reason)
-                await self._challenge(scope, receive, send, found.reason, True)
-                return
+        found = await self._credential(scope, headers, token)
+        if isinstance(found, AuthFailure):
+            logger.info("refused a request to %s: %s", path, found.reason)
+            await self._challenge(scope, receive, send, found.reason, True)
+            return
+        if found is not None:
             principal = found
         elif self.auth_mode is AuthMode.NONE:
             principal = ANONYMOUS_ADMIN
@@ -241,6 +247,15 @@ class AccessGate:
             return
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
+
+    async def _credential(
+        self, scope: Scope, headers: Headers, token: str | None
+    ) -> Principal | AuthFailure | None:
+        """The caller of a bearer token, else of a single sign-on session's cookie
+        (``web/sessions.py``); None when the request has neither."""
+        if token is not None:
+            return await authenticate(self.services, token, self.services.clock())
+        return None if self.sign_on is None else await self.sign_on.principal(scope, headers)
 
     @staticmethod
     def _is_ide_page(scope: Scope, headers: Headers) -> bool:
@@ -268,9 +283,9 @@ class AccessGate:
         await _refused(scope["path"], status, code, message)(scope, receive, send)
 
 
-def secure(app: ASGIApp, services: Services) -> ASGIApp:
+def secure(app: ASGIApp, services: Services, sign_on: SignOn | None = None) -> ASGIApp:
     """The gate, and CORS headers for the configured origins only (none by default)."""
-    gated: ASGIApp = AccessGate(app, services)
+    gated: ASGIApp = AccessGate(app, services, sign_on)
     origins = list(services.settings.cors_origins)
     if origins:
         gated = CORSMiddleware(

@@ -33,8 +33,6 @@ import asyncio
 import os
 from typing import Any
 
-from backfiller.web.joined_writes import JoinedWrites
-
 CLIENT_TIMEOUT = float(os.environ.get("BACKFILLER_CLIENT_TIMEOUT") or 30.0)
 MAX_HEAD_BYTES = 16 * 1024
 """What a request's head (request line and headers) may take, as h11's own bound."""
@@ -52,14 +50,7 @@ class _ClientRules:
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
-        # The answer's head and body in one write (uvicorn's flow control keeps the transport).
-        self.transport = JoinedWrites(self.transport, self.loop)  # type: ignore[assignment]
         self._arm()
-
-    def _unjoined(self) -> None:
-        """Hand the transport itself back (before a WebSocket takes the connection)."""
-        if isinstance(self.transport, JoinedWrites):
-            self.transport = self.transport.unwrap()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # type: ignore[misc]
@@ -111,7 +102,6 @@ except ImportError:  # pragma: no cover (httptools comes with uvicorn[standard])
     class DeadlineH11Protocol(_ClientRules, H11Protocol):  # type: ignore[misc]
         def handle_websocket_upgrade(self, event: Any) -> None:
             self._disarm()
-            self._unjoined()
             super().handle_websocket_upgrade(event)
 
     PROTOCOL = "backfiller.web.protocol:DeadlineH11Protocol"
@@ -126,7 +116,6 @@ else:
 
         def handle_websocket_upgrade(self) -> None:
             self._disarm()
-            self._unjoined()
             super().handle_websocket_upgrade()
 
         def on_message_begin(self) -> None:

@@ -54,9 +54,8 @@ def http_server(definitions: Definitions, settings: Settings) -> uvicorn.Server:
     from backfiller.storage import Database
     from backfiller.web.app import create_app
 
-    services = Services(
-        database=Database(settings.database_url), definitions=definitions, settings=settings
-    )
+    database = Database(settings.database_url, fast_paths=settings.fast_paths)
+    services = Services(database=database, definitions=definitions, settings=settings)
     return uvicorn.Server(uvicorn_config(create_app(services), settings))
 
 

@@ -62,6 +62,8 @@ def app_from_environment() -> ASGIApp:
     configure_logging()
     definitions, settings = definitions_and_settings_from_environment()
     services = Services(
-        database=Database(settings.database_url), definitions=definitions, settings=settings
+        database=Database(settings.database_url, fast_paths=settings.fast_paths),
+        definitions=definitions,
+        settings=settings,
     )
     return create_app(services)

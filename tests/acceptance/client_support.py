@@ -10,7 +10,7 @@ from backfiller.storage import Database
 from backfiller.storage.auth import NewToken, TokenRepository
 from backfiller.storage.auth_records import Role
 
-DEFS = "tests.acceptance.client_defs:definitions"
+DEFS = "tests.defs.client:definitions"
 
 
 def create_token(database_url: str, role: str, name: str | None = None) -> str:

@@ -8,23 +8,19 @@ import os
 import signal
 import socket
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from websockets.sync.client import connect
 
-from tests.support import LiveProcess, LiveServer
+from tests.support import LAUNCH as LAUNCH
+from tests.support import LiveProcess, LiveServer, launch_over_http
+from tests.support import wait_for as wait_for
 
-DEFINITIONS = "tests.acceptance.jobs_daemon:definitions"
+launch = launch_over_http
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code message } }
-}
-"""
+DEFINITIONS = "tests.defs.jobs_daemon:definitions"
 READ = """
 query($id: ID!) {
   backfill(id: $id) {
@@ -100,23 +96,6 @@ def gql(server: LiveServer, query: str, variables: dict[str, Any] | None = None)
     return body["data"]
 
 
-def launch(server: LiveServer, job: str, start: str, end: str, **extra: Any) -> str:
-    data = gql(
-        server,
-        LAUNCH,
-        {
-            "input": {
-                "target": {"job": job},
-                "partitions": {"range": {"start": start, "end": end}},
-                **extra,
-            }
-        },
-    )
-    assert data["launchBackfill"]["userErrors"] == [], data
-    backfill_id: str = data["launchBackfill"]["backfill"]["id"]
-    return backfill_id
-
-
 def read(server: LiveServer, backfill_id: str) -> dict[str, Any]:
     backfill: dict[str, Any] = gql(server, READ, {"id": backfill_id})["backfill"]
     return backfill
@@ -131,17 +110,6 @@ def runs_of(server: LiveServer, backfill_id: str) -> list[dict[str, Any]]:
         if not page["pageInfo"]["hasNextPage"]:
             return found
         after = page["pageInfo"]["endCursor"]
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, every: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 def wait_status(

@@ -1,35 +1,25 @@
 """Asset backfills end to end: real server, daemon and worker processes, on SQLite and
-PostgreSQL. Each execution records its start and end (``assets_defs``); the tests check that no
-downstream partition started before every upstream partition it depends on ended successfully.
+PostgreSQL. Each execution records its start and end (``tests.defs.assets``); the tests check
+that no downstream partition started before every upstream partition it depends on ended
+successfully.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from backfiller.storage.migrations import upgrade_database
 from tests.acceptance.daemon_support import adds_up, gql, read, wait_for, wait_status
-from tests.conftest import _truncate_postgres
-from tests.support import LiveProcess, LiveServer
+from tests.support import LAUNCH_WITH_TARGET, LiveProcess, LiveServer, live_server
 
 pytestmark = pytest.mark.acceptance
 
-DEFINITIONS = "tests.acceptance.assets_defs:definitions"
+DEFINITIONS = "tests.defs.assets:definitions"
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) {
-    backfill { id target { job assets { names upstream downstream assets } } }
-    userErrors { code message field }
-  }
-}
-"""
 CANCEL = """
 mutation($id: ID!) { cancelBackfill(input: {id: $id}) { userErrors { code message } } }
 """
@@ -62,15 +52,9 @@ class AssetDaemon(LiveProcess):
 
 
 @pytest.fixture(scope="module")
-def database_url(tmp_path_factory: pytest.TempPathFactory, pg_template_url: str | None) -> str:
-    """One database for the module (its tests launch with reprocess ALL, so earlier runs of
-    a partition do not make it moot): one server start instead of one per test."""
-    if pg_template_url is not None:
-        _truncate_postgres(pg_template_url)
-        return pg_template_url
-    url = f"sqlite:///{tmp_path_factory.mktemp('assets') / 'backfiller.db'}"
-    upgrade_database(url)
-    return url
+def database_url(module_database_url: str) -> str:
+    """The module's one database (one server start for the module)."""
+    return module_database_url
 
 
 class PatientServer(LiveServer):
@@ -80,11 +64,7 @@ class PatientServer(LiveServer):
         super().wait_ready(timeout)
 
 
-@pytest.fixture(scope="module")
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = PatientServer(database_url, DEFINITIONS)
-    yield live
-    live.stop()
+server = live_server(DEFINITIONS, scope="module", server=PatientServer)
 
 
 @pytest.fixture
@@ -97,7 +77,7 @@ def marks(tmp_path: Path) -> Path:
 def launch(server: LiveServer, names: list[str], start: str, end: str, **extra: Any) -> str:
     data = gql(
         server,
-        LAUNCH,
+        LAUNCH_WITH_TARGET,
         {
             "input": {
                 "target": {"assets": {"names": names, "downstream": True}},

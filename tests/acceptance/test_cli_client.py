@@ -18,10 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from backfiller.cli.app import app, register_commands
-from backfiller.storage.migrations import upgrade_database
 from tests.acceptance.client_support import DEFS, create_token
-from tests.conftest import _truncate_postgres
-from tests.support import REPO, LiveProcess, LiveServer, free_port
+from tests.support import REPO, LiveProcess, LiveServer, free_port, live_server
 
 register_commands()  # as main() does
 
@@ -63,23 +61,7 @@ def cli_in_process(*args: str, url: str | None, token: str | None = None) -> Don
     return Done(result.exit_code, result.stdout, result.stderr)
 
 
-@pytest.fixture(scope="module")
-def module_database_url(
-    tmp_path_factory: pytest.TempPathFactory, pg_template_url: str | None
-) -> str:
-    if pg_template_url is not None:
-        _truncate_postgres(pg_template_url)
-        return pg_template_url
-    url = f"sqlite:///{tmp_path_factory.mktemp('cli') / 'backfiller.db'}"
-    upgrade_database(url)
-    return url
-
-
-@pytest.fixture(scope="module")
-def server(module_database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(module_database_url, DEFS)
-    yield live
-    live.stop()
+server = live_server(DEFS, scope="module", database="module_database_url")
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +149,15 @@ def test_launch_preview_list_show_and_steer(run: Any, proc: Any) -> None:
                    "-o", "json").json()  # fmt: skip
     assert [b["id"] for b in filtered] == [backfill_id]
     assert run("list", "--limit", "1", "-o", "json").json()[0]["id"] == backfill_id
+    both = run("list", "--tag", "suite=cli", "--tag", "owner=me", "-o", "json").json()
+    assert [b["id"] for b in both] == [backfill_id]
+    searched = run("list", "--search", "TEN DAYS", "--created-after", "2000-01-01",
+                   "--job", "daily_sales", "-o", "json").json()  # fmt: skip
+    assert [b["title"] for b in searched] == ["ten days"]
+    assert (
+        run("list", "--search", "ten days", "--created-before", "2000-01-01").stdout.count("bf_")
+        == 0
+    )
 
     shown = run("show", backfill_id)
     assert shown.code == 0
@@ -611,3 +602,16 @@ def test_watch_draws_a_progress_bar_on_a_terminal(
     assert "100%" in screen
     assert "━" in screen  # the bar
     assert f"{backfill_id} ended COMPLETED_SUCCESS" in screen
+
+
+def test_a_launch_that_runs_nothing_says_why_and_options_come_first_too(
+    proc: Any, daemon: LiveProcess
+) -> None:
+    days = ("--from", "2024-08-01", "--to", "2024-08-03")
+    first = proc("launch", "daily_sales", *days, "--wait", "--interval", "0.2", timeout=120)
+    assert first.code == 0, first.stdout + first.stderr
+    again = proc("-o", "text", "launch", "daily_sales", *days)
+    assert again.code == 0, again.stdout + again.stderr
+    assert "3 skipped: already succeeded; use --reprocess all to run them again" in again.stdout
+    quiet = proc("launch", "daily_sales", *days, "--reprocess", "all", "--quiet")
+    assert quiet.code == 0 and "skipped" not in quiet.stdout

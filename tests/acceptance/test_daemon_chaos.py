@@ -10,7 +10,6 @@ import random
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,16 +24,12 @@ from tests.acceptance.daemon_support import (
     wait_for,
     wait_status,
 )
-from tests.support import LiveServer
+from tests.support import LiveServer, live_server
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFINITIONS)
-    yield live
-    live.stop()
+server = live_server(DEFINITIONS)
 
 
 def sync_url(database_url: str) -> str:

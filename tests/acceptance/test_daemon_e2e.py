@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.acceptance.daemon_support import (
@@ -21,16 +22,13 @@ from tests.acceptance.daemon_support import (
     wait_for,
     wait_status,
 )
-from tests.support import LiveServer
+from tests.operations.support import scrape, value
+from tests.support import LiveServer, free_port, live_server
 
 pytestmark = pytest.mark.acceptance
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFINITIONS)
-    yield live
-    live.stop()
+server = live_server(DEFINITIONS)
 
 
 @pytest.fixture
@@ -41,10 +39,41 @@ def marks(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def daemon(database_url: str, marks: Path) -> Iterator[Daemon]:
-    live = Daemon(database_url, env={"BACKFILLER_TEST_MARKS": str(marks)})
+def metrics_port() -> int:
+    return free_port()
+
+
+@pytest.fixture
+def daemon(database_url: str, marks: Path, metrics_port: int) -> Iterator[Daemon]:
+    live = Daemon(
+        database_url,
+        env={"BACKFILLER_TEST_MARKS": str(marks)},
+        extra=["--metrics-port", str(metrics_port)],
+    )
     yield live
     live.stop()
+
+
+@pytest.fixture
+def metrics(daemon: Daemon, metrics_port: int) -> str:
+    """The daemon's own /metrics and /healthz (``--metrics-port``), once it answers."""
+    url = f"http://127.0.0.1:{metrics_port}"
+
+    def answers() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for("the daemon's metrics endpoint", answers, timeout=30)
+    return url
+
+
+def launch_passes_and_claims(metrics: str) -> tuple[float, float]:
+    """How many passes the daemon's launch task has made, and how many runs it claimed."""
+    text = scrape(f"{metrics}/metrics")
+    passes = value(text, "backfiller_daemon_task_duration_seconds_count", task="launch")
+    return passes, value(text, "backfiller_daemon_runs_total", event="claimed")
 
 
 PROGRESS = """
@@ -118,7 +147,7 @@ def test_a_run_past_its_timeout_is_stopped_and_fails_with_timeout(
 
 
 def test_pause_and_resume_while_runs_are_in_flight(
-    server: LiveServer, daemon: Daemon, marks: Path
+    server: LiveServer, daemon: Daemon, marks: Path, metrics: str
 ) -> None:
     backfill_id = launch(server, "steady", "2024-01-01", "2024-01-30", runConfig={"seconds": 0.2})
     wait_for("runs in flight", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 2)
@@ -134,7 +163,14 @@ def test_pause_and_resume_while_runs_are_in_flight(
             read(server, backfill_id)["counts"]
         ),
     )
-    time.sleep(1.0)
+    # The daemon keeps trying to launch (a pass at least every 0.2 s): ten passes later it has
+    # claimed nothing, and the counts have not moved.
+    passes, claimed = launch_passes_and_claims(metrics)
+    wait_for(
+        "ten more passes of the daemon's launch task",
+        lambda: launch_passes_and_claims(metrics)[0] >= passes + 10,
+    )
+    assert launch_passes_and_claims(metrics)[1] == claimed, "nothing is claimed while paused"
     still = read(server, backfill_id)
     assert still["status"] == "PAUSED"
     assert still["counts"] == settled, "nothing starts while paused"

@@ -15,7 +15,6 @@ import random
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,18 +35,14 @@ from tests.acceptance.daemon_support import (
     wait_status,
 )
 from tests.acceptance.test_daemon_chaos import check_each_partition_succeeded_once, rows
-from tests.support import LiveServer
+from tests.support import LiveServer, live_server
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 LEASE = ["--lease-timeout", "3", "--heartbeat-seconds", "0.2"]
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFINITIONS)
-    yield live
-    live.stop()
+server = live_server(DEFINITIONS)
 
 
 @pytest.fixture

@@ -231,3 +231,32 @@ def test_the_server_installs_from_its_sdist_and_wheel_and_runs_dev_with_the_ui(
         finally:
             dev.terminate()
             dev.wait(30)
+
+
+def test_a_checkout_installs_with_pip_as_the_readme_says(tmp_path: Path) -> None:
+    """``pip install ./clients/python .`` in a clean virtual environment (the README's
+    command): pip finds the client the server depends on beside it, with no index holding it.
+    The checkout is copied first, so that the build leaves nothing in the real one."""
+    checkout = tmp_path / "checkout"
+    tracked = run("git", "ls-files", "-z").split("\0")
+    for name in filter(None, tracked):
+        source = REPO / name
+        if source.is_file():
+            target = checkout / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", str(venv))
+    pip = str(venv / "bin" / "pip")
+    run(pip, "install", "--quiet", "./clients/python", ".", cwd=checkout, timeout=900)
+    found = installed(venv)
+    assert {"backfiller", "backfiller-client", "sqlalchemy", "httpx"} <= found
+    version = run(str(venv / "bin" / "backfiller"), "--version", cwd=tmp_path)
+    assert version.startswith("backfiller ")
+    imported = run(
+        str(venv / "bin" / "python"),
+        "-c",
+        "import backfiller, backfiller_client; print(backfiller.__version__)",
+        cwd=tmp_path,
+    )
+    assert imported.strip() == version.split()[1]

@@ -18,10 +18,8 @@ from typing import Any
 
 import pytest
 
-from backfiller.storage.migrations import upgrade_database
 from tests.acceptance.daemon_support import Daemon, adds_up, gql, launch, wait_for, wait_status
-from tests.conftest import _truncate_postgres
-from tests.support import LiveProcess, LiveServer
+from tests.support import LiveProcess, LiveServer, live_server
 
 pytestmark = pytest.mark.acceptance
 
@@ -49,13 +47,9 @@ mutation($id: ID!) {
 
 
 @pytest.fixture(scope="module")
-def database_url(tmp_path_factory: pytest.TempPathFactory, pg_template_url: str | None) -> str:
-    if pg_template_url is not None:
-        _truncate_postgres(pg_template_url)
-        return pg_template_url
-    url = f"sqlite:///{tmp_path_factory.mktemp('ranged') / 'backfiller.db'}"
-    upgrade_database(url)
-    return url
+def database_url(module_database_url: str) -> str:
+    """The module's one database (one server start for the module)."""
+    return module_database_url
 
 
 @pytest.fixture(scope="module")
@@ -88,11 +82,7 @@ def daemons(database_url: str, marks: Path, pg_template_url: str | None) -> Iter
         d.stop()
 
 
-@pytest.fixture(scope="module")
-def server(database_url: str, daemons: list[Daemon]) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFINITIONS)
-    yield live
-    live.stop()
+server = live_server(DEFINITIONS, scope="module", needs=("daemons",))
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from tests.acceptance.client_support import DEFS, create_token
-from tests.support import LiveServer
+from tests.support import LiveServer, live_server
 
 EXCLUDED_CHECKS = (
     # A well-formed launch may still be refused as data (unknown job, bad key): 422 is right.
@@ -24,11 +21,7 @@ EXCLUDED_CHECKS = (
 )
 
 
-@pytest.fixture
-def secured(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFS, auth="token")
-    yield live
-    live.stop()
+secured = live_server(DEFS, auth="token")
 
 
 def test_the_rest_endpoint_matches_its_openapi_document(

@@ -9,15 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.acceptance.celery.support import PatientServer
-from tests.support import LiveServer
+from tests.support import LAUNCH, LiveServer
 
 pytestmark = pytest.mark.acceptance
-
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code } }
-}
-"""
 
 
 def _redis_up() -> bool:
@@ -42,7 +36,7 @@ def replicas(database_url: str) -> Iterator[list[LiveServer]]:
             servers.append(
                 PatientServer(
                     database_url,
-                    "tests.acceptance.jobs_daemon:definitions",
+                    "tests.defs.jobs_daemon:definitions",
                     extra=["--rate-limit", "4"],
                     env=env,
                 )

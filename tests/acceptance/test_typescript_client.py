@@ -8,13 +8,12 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.acceptance.client_support import DEFS, create_token
-from tests.support import REPO, LiveServer, free_port
+from tests.support import REPO, LiveServer, free_port, live_server
 
 PACKAGE = REPO / "clients" / "typescript"
 OPERATIONS = REPO / "contracts" / "v1" / "operations" / "typescript_client.graphql"
@@ -50,19 +49,10 @@ def installed() -> Path:
     return PACKAGE
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFS)
-    yield live
-    live.stop()
+server = live_server(DEFS)
 
-
-@pytest.fixture
-def secured(database_url: str, server: LiveServer) -> Iterator[LiveServer]:
-    """A second server on the same database, with ``--auth token``."""
-    live = LiveServer(database_url, DEFS, auth="token")
-    yield live
-    live.stop()
+# A second server on the same database, with ``--auth token``.
+secured = live_server(DEFS, needs=("server",), auth="token")
 
 
 def test_generated_code_is_current(installed: Path) -> None:

@@ -41,6 +41,10 @@ DEFINITIONS = "tests.browser.ui_defs:definitions"
 ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
 PG_ENV = "BACKFILLER_TEST_DATABASE_URL"
+LAUNCH_MUTATION = """
+mutation($input: LaunchBackfillInput!) {
+  launchBackfill(input: $input) { backfill { id } userErrors { message } }
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +128,12 @@ class Stack:
         body = response.json()
         assert "errors" not in body, body
         return body["data"]
+
+    def launch(self, **input: Any) -> str:
+        """Launch a backfill through the API; its id."""
+        data = self.graphql(LAUNCH_MUTATION, {"input": input})
+        assert data["launchBackfill"]["userErrors"] == [], data
+        return str(data["launchBackfill"]["backfill"]["id"])
 
     def stop(self) -> None:
         if self.daemon is not None:

@@ -159,9 +159,20 @@ def unknown_values(route: Any) -> None:
     elif operation == "UiBackfills":
         for node in data["backfills"]["nodes"]:
             node["status"] = "ARCHIVED"
-    elif operation == "UiBackfillStrip" and data.get("backfill"):
-        for r in data["backfill"]["partitionStatusRanges"]:
+    elif operation == "UiBackfillTimeline" and data.get("backfill"):
+        # The page's one read: its status, ranges and runs, as a newer server sends them.
+        timeline = data["backfill"]["timeline"]
+        data["backfill"]["status"] = timeline["status"] = "ARCHIVED"
+        for r in timeline["partitionStatusRanges"]:
             r["status"] = "DEFERRED"
+        runs = timeline["runs"]
+        for column, value in {
+            "ids": "run_999999", "jobs": "daily_sales", "partitionKeys": "2024-01-10",
+            "attempts": 1, "statuses": "PREEMPTED", "workers": None, "queuedAt": 1704844800.0,
+            "startedAt": None, "endedAt": None, "failureReasons": "SPOT_RECLAIMED",
+            "errorMessages": None,
+        }.items():  # fmt: skip
+            runs[column] = [value]
     elif operation == "UiBackfillRuns" and data.get("backfill"):
         data["backfill"]["runs"]["nodes"] = [
             {

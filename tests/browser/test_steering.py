@@ -281,6 +281,7 @@ def test_trigger_buttons(ui_stack: Stack, new_page: Callable[..., Any]) -> None:
     outcome.wait_for()
     assert outcome.get_attribute("data-outcome") == "LAUNCHED"
     assert "Dry run" in outcome.inner_text()
+    assert "Would launch" in outcome.inner_text() and "Launched" not in outcome.inner_text()
     assert "7 runs" in outcome.inner_text()
     before = ui_stack.graphql(BACKFILLS, {"job": "daily_sales"})["backfills"]["nodes"]
     assert not [b for b in before if b["title"] == "March, first week (trigger)"]

@@ -20,7 +20,7 @@ from backfiller.storage import Database
 from backfiller.storage.auth_records import Role
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
-from tests.support import FrozenClock, GraphQLRunner
+from tests.support import LAUNCH, FrozenClock, GraphQLRunner
 
 MARCH = PartitionRange("2024-03-01", "2024-03-31")
 
@@ -74,14 +74,9 @@ async def test_a_trigger_launches_an_asset_backfill(
     assert record.creator == "trigger:visits_of_march"
 
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code field } }
-}
-"""
 PREVIEW = """
 mutation($input: LaunchBackfillInput!) {
-  previewBackfill(input: $input) { preview { total } userErrors { code field } }
+  previewBackfill(input: $input) { preview { total } userErrors { code message field } }
 }
 """
 RETRY = """
@@ -110,7 +105,13 @@ async def test_a_job_scoped_token_cannot_launch_assets(
     scoped = replace(
         gql, principal=Principal("scoped", Role.OPERATOR, jobs=frozenset({"daily_sales"}))
     )
-    forbidden = [{"code": "FORBIDDEN", "field": ["target", "assets", "names"]}]
+    forbidden = [
+        {
+            "code": "FORBIDDEN",
+            "message": "this token may not launch asset 'raw_events'",
+            "field": ["target", "assets", "names"],
+        }
+    ]
     launch = await scoped(LAUNCH, {"input": ASSET_INPUT})
     assert launch["launchBackfill"] == {"backfill": None, "userErrors": forbidden}
     preview = await scoped(PREVIEW, {"input": ASSET_INPUT})

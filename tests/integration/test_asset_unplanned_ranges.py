@@ -4,13 +4,13 @@ from the first read."""
 
 from __future__ import annotations
 
-from tests.integration.test_assets_api import LAUNCH, READ, target
-from tests.support import GraphQLRunner
+from tests.integration.test_assets_api import READ, target
+from tests.support import LAUNCH_WITH_TARGET, GraphQLRunner
 
 
 async def test_unplanned_partitions_are_a_pending_range_of_each_asset(gql: GraphQLRunner) -> None:
     launched = await gql(
-        LAUNCH,
+        LAUNCH_WITH_TARGET,
         {
             "input": {
                 "target": target(["raw_events"], downstream=True),

@@ -17,16 +17,8 @@ from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord, PartitionStateRecord
 from tests.integration.test_daemon_ticks import drive
-from tests.support import FrozenClock, GraphQLRunner
+from tests.support import LAUNCH_WITH_TARGET, FrozenClock, GraphQLRunner
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) {
-    backfill { id target { job assets { names upstream downstream assets } } }
-    userErrors { code message field }
-  }
-}
-"""
 PREVIEW = """
 mutation($input: LaunchBackfillInput!) {
   previewBackfill(input: $input) {
@@ -88,7 +80,9 @@ async def test_the_graph_is_queryable(gql: GraphQLRunner) -> None:
 async def test_bad_asset_launches_are_user_errors_and_write_nothing(
     gql: GraphQLRunner, database: Database
 ) -> None:
-    unknown = await gql(LAUNCH, {"input": {"target": target(["nope"]), "partitions": MARCH}})
+    unknown = await gql(
+        LAUNCH_WITH_TARGET, {"input": {"target": target(["nope"]), "partitions": MARCH}}
+    )
     assert unknown["launchBackfill"]["userErrors"] == [
         {
             "code": "ASSET_NOT_FOUND",
@@ -97,7 +91,7 @@ async def test_bad_asset_launches_are_user_errors_and_write_nothing(
         }
     ]
     outside = await gql(
-        LAUNCH,
+        LAUNCH_WITH_TARGET,
         {
             "input": {
                 "target": target(["daily_visits"]),
@@ -107,7 +101,7 @@ async def test_bad_asset_launches_are_user_errors_and_write_nothing(
     )
     assert outside["launchBackfill"]["userErrors"][0]["code"] == "PARTITION_NOT_FOUND"
     both = await gql.raw(
-        LAUNCH,
+        LAUNCH_WITH_TARGET,
         {"input": {"target": {"job": "daily_sales", **target(["x"])}, "partitions": MARCH}},
     )
     assert both.errors and "exactly one key" in str(both.errors[0])
@@ -245,7 +239,7 @@ async def test_an_asset_backfill_runs_and_reports_per_asset(
     gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
 ) -> None:
     launched = await gql(
-        LAUNCH,
+        LAUNCH_WITH_TARGET,
         {
             "input": {
                 "target": target(["raw_events"], downstream=True),
@@ -303,7 +297,7 @@ async def test_reprocess_missing_works_per_asset_partition_across_cadences(
 ) -> None:
     async def run(start: str, end: str) -> dict[str, Any]:
         launched = await gql(
-            LAUNCH,
+            LAUNCH_WITH_TARGET,
             {
                 "input": {
                     "target": target(["raw_events"], downstream=True),

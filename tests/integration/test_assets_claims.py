@@ -14,15 +14,10 @@ from backfiller.definitions.loading import Definitions
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
 from backfiller.storage.records import RunRecord, SlotRecord
-from tests.acceptance.assets_defs import definitions as asset_definitions
+from tests.defs.assets import definitions as asset_definitions
 from tests.integration.test_daemon_ticks import drive
-from tests.support import FrozenClock, GraphQLRunner
+from tests.support import FrozenClock, GraphQLRunner, launch
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code message } }
-}
-"""
 COUNTS = """
 query($id: ID!) {
   backfill(id: $id) { status counts { total pending succeeded failed skipped } }
@@ -36,18 +31,13 @@ def definitions() -> Definitions:
 
 
 async def launch_diamond(gql: GraphQLRunner, start: str, end: str) -> str:
-    data = await gql(
-        LAUNCH,
+    return await launch(
+        gql,
         {
-            "input": {
-                "target": {"assets": {"names": ["top"], "downstream": True}},
-                "partitions": {"range": {"start": start, "end": end}},
-            }
+            "target": {"assets": {"names": ["top"], "downstream": True}},
+            "partitions": {"range": {"start": start, "end": end}},
         },
     )
-    assert data["launchBackfill"]["userErrors"] == [], data
-    backfill_id: str = data["launchBackfill"]["backfill"]["id"]
-    return backfill_id
 
 
 async def active_runs(database: Database) -> list[tuple[str, str]]:

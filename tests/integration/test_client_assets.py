@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 import pytest
 
-from backfiller.storage.migrations import upgrade_database
 from backfiller_client import (
     AssetSelection,
     AsyncClient,
@@ -24,23 +23,18 @@ from backfiller_client import (
     RunStatus,
     TriggerOutcome,
 )
-from tests.acceptance.client_support import DEFS
-from tests.conftest import _truncate_postgres
 from tests.support import LiveServer
 
 MARCH = PartitionRange("2024-03-01", "2024-03-02")
 
 
+DEFS = "tests.defs.client:definitions"
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, pg_template_url: str | None) -> Iterator[str]:
+def server(module_database_url: str) -> Iterator[str]:
     """``backfiller dev``: the API, the daemon and one worker in one process, for the module."""
-    if pg_template_url is not None:
-        _truncate_postgres(pg_template_url)
-        url = pg_template_url
-    else:
-        url = f"sqlite:///{tmp_path_factory.mktemp('assets') / 'backfiller.db'}"
-        upgrade_database(url)
-    live = LiveServer(url, DEFS, command="dev", extra=["--workers", "1"])
+    live = LiveServer(module_database_url, DEFS, command="dev", extra=["--workers", "1"])
     try:
         yield live.url
     finally:

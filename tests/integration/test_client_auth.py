@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -18,7 +17,7 @@ from backfiller.client import TriggerOutcome
 from backfiller.storage import Database
 from backfiller.storage.auth import NewToken, TokenRepository
 from backfiller.storage.auth_records import Role
-from tests.support import LiveServer
+from tests.support import LiveServer, live_server
 
 DEFINITIONS = "tests.integration.trigger_defs:definitions"
 
@@ -32,11 +31,7 @@ async def create_token(database: Database, name: str, role: str) -> str:
     return secret
 
 
-@pytest.fixture
-def secured(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFINITIONS, auth="token")
-    yield live
-    live.stop()
+secured = live_server(DEFINITIONS, auth="token")
 
 
 async def test_tokens_reach_the_server_and_refusals_are_typed(

@@ -17,9 +17,8 @@ from backfiller.domain import BackfillState
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord, DaemonLeaseRecord
-from tests.acceptance.jobs_daemon import definitions as daemon_definitions
-from tests.integration.test_daemon_ticks import launch
-from tests.support import GraphQLRunner
+from tests.defs.jobs_daemon import definitions as daemon_definitions
+from tests.support import GraphQLRunner, launch
 
 
 @pytest.fixture

@@ -35,14 +35,9 @@ from backfiller.storage.records import (
     RunRecord,
     SlotRecord,
 )
-from tests.acceptance.jobs_daemon import definitions as daemon_definitions
-from tests.support import FrozenClock, GraphQLRunner
+from tests.defs.jobs_daemon import definitions as daemon_definitions
+from tests.support import FrozenClock, GraphQLRunner, launch
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code message } }
-}
-"""
 READ = """
 query($id: ID!) {
   backfill(id: $id) {
@@ -60,22 +55,6 @@ query($id: ID!) {
 @pytest.fixture
 def definitions() -> Definitions:
     return daemon_definitions
-
-
-async def launch(gql: GraphQLRunner, job: str, start: str, end: str, **extra: Any) -> str:
-    data = await gql(
-        LAUNCH,
-        {
-            "input": {
-                "target": {"job": job},
-                "partitions": {"range": {"start": start, "end": end}},
-                **extra,
-            }
-        },
-    )
-    assert data["launchBackfill"]["userErrors"] == [], data
-    backfill_id: str = data["launchBackfill"]["backfill"]["id"]
-    return backfill_id
 
 
 async def read(gql: GraphQLRunner, backfill_id: str) -> dict[str, Any]:
@@ -449,7 +428,7 @@ async def test_a_dead_daemons_kept_results_count_at_the_runs_attempt_and_its_lea
     # Its workers kept two ends: one of the run's attempt, one of another attempt (fenced off).
     write_result(tmp_path, RunFinished(first.run_id, clock(), Outcome.SUCCESS, attempt=1))
     write_result(tmp_path, RunFinished(second.run_id, clock(), Outcome.SUCCESS, attempt=2))
-    kept = LocalLauncher("tests.acceptance.jobs_daemon:definitions", 1, results_dir=str(tmp_path))
+    kept = LocalLauncher("tests.defs.jobs_daemon:definitions", 1, results_dir=str(tmp_path))
     try:
         clock.advance(seconds=31)
         report = await heartbeat_and_recover(database, definitions, clock, DaemonState(), kept)

@@ -12,16 +12,23 @@ from sqlalchemy import inspect, select
 
 from backfiller.domain import EventKind
 from backfiller.services.backend import Backend
-from backfiller.services.launching import (
-    AuditOf,
-    Launched,
+from backfiller.services.launch_types import (
     LaunchProblem,
     ProblemCode,
+)
+from backfiller.services.launching import (
+    Launched,
     create_backfill,
 )
 from backfiller.storage import Database
 from backfiller.storage.auth import AuditEntry
 from backfiller.storage.auth_records import AuditOutcome, AuditRecord
+from backfiller.storage.launches import (
+    AuditOf,
+    IdempotencyHit,
+    NewBackfill,
+    launch_many,
+)
 from backfiller.storage.notification_records import BackfillWebhookRecord
 from backfiller.storage.notifications import WebhookTarget
 from backfiller.storage.records import (
@@ -29,12 +36,7 @@ from backfiller.storage.records import (
     BackfillRecord,
     BackfillTagRecord,
 )
-from backfiller.storage.repositories import (
-    BackfillRepository,
-    IdempotencyHit,
-    NewBackfill,
-    launch_many,
-)
+from backfiller.storage.repositories import BackfillRepository
 from tests.support import FrozenClock, commits_of, count_rows, new_backfill
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)

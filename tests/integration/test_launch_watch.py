@@ -17,9 +17,8 @@ from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
 from backfiller.storage.launch_watch import watch_launches
 from backfiller.storage.records import BackfillRecord
-from tests.acceptance.jobs_daemon import definitions as daemon_definitions
-from tests.integration.test_daemon_ticks import launch
-from tests.support import GraphQLRunner
+from tests.defs.jobs_daemon import definitions as daemon_definitions
+from tests.support import GraphQLRunner, launch
 
 WAIT_SECONDS = 10.0
 PAUSE = "mutation($id: ID!) { pauseBackfill(input: {id: $id}) { userErrors { code } } }"

@@ -30,10 +30,10 @@ from backfiller_client import (
 from backfiller_client._parse import preview as parse_preview
 from backfiller_client.cli._output import Output, plain
 from backfiller_client.cli.backfills import print_preview
-from tests.acceptance.assets_defs import definitions as asset_definitions
+from tests.defs.assets import definitions as asset_definitions
 from tests.integration.test_assets_claims import launch_diamond
-from tests.integration.test_daemon_ticks import definitions, drive, launch
-from tests.support import FrozenClock, GraphQLRunner
+from tests.integration.test_daemon_ticks import definitions, drive
+from tests.support import FrozenClock, GraphQLRunner, launch
 
 __all__ = ["definitions"]  # the fixture: the daemon tests' jobs
 

@@ -13,9 +13,9 @@ from sqlalchemy.exc import IntegrityError
 from backfiller.domain import EventKind, Order, Reprocess, SelectionKind
 from backfiller.storage import Database
 from backfiller.storage.auth_records import AuditOutcome, AuditRecord
+from backfiller.storage.launches import _backfill_values
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import BackfillEventRecord, BackfillRecord, table_of
-from backfiller.storage.repositories import _backfill_values
 from tests.support import new_backfill
 
 NOW = datetime(2026, 6, 15, 12, 0, 1, 234567, tzinfo=UTC)

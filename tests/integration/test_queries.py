@@ -9,13 +9,8 @@ from sqlalchemy import update
 
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillRecord, DynamicPartitionRecord
-from tests.support import GraphQLRunner, count_rows
+from tests.support import LAUNCH, GraphQLRunner, count_rows, launch
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code field } }
-}
-"""
 LIST = """
 query($first: Int!, $after: String, $filter: BackfillFilter) {
   backfills(first: $first, after: $after, filter: $filter) {
@@ -26,18 +21,12 @@ query($first: Int!, $after: String, $filter: BackfillFilter) {
 """
 
 
-async def launch(gql: GraphQLRunner, job: str, keys: list[str], **extra: Any) -> str:
-    data = await gql(
-        LAUNCH,
-        {"input": {"target": {"job": job}, "partitions": {"keys": keys}, **extra}},
-    )
-    assert data["launchBackfill"]["userErrors"] == []
-    backfill_id: str = data["launchBackfill"]["backfill"]["id"]
-    return backfill_id
+async def launch_keys(gql: GraphQLRunner, job: str, keys: list[str], **extra: Any) -> str:
+    return await launch(gql, {"target": {"job": job}, "partitions": {"keys": keys}}, **extra)
 
 
 async def test_backfills_pages_newest_first_without_gaps(gql: GraphQLRunner) -> None:
-    ids = [await launch(gql, "daily_sales", [f"2024-01-{i + 1:02d}"]) for i in range(7)]
+    ids = [await launch_keys(gql, "daily_sales", [f"2024-01-{i + 1:02d}"]) for i in range(7)]
     seen: list[str] = []
     after = None
     while True:
@@ -50,8 +39,8 @@ async def test_backfills_pages_newest_first_without_gaps(gql: GraphQLRunner) -> 
 
 
 async def test_backfills_filters_by_job_status_and_tag(gql: GraphQLRunner) -> None:
-    a = await launch(gql, "daily_sales", ["2024-01-01"], tags=[{"key": "team", "value": "x"}])
-    b = await launch(gql, "region_report", ["emea"], tags=[{"key": "team", "value": "y"}])
+    a = await launch_keys(gql, "daily_sales", ["2024-01-01"], tags=[{"key": "team", "value": "x"}])
+    b = await launch_keys(gql, "region_report", ["emea"], tags=[{"key": "team", "value": "y"}])
     await gql(
         "mutation($id: ID!) { cancelBackfill(input: {id: $id}) { userErrors { code } } }", {"id": b}
     )
@@ -81,7 +70,7 @@ async def test_foreign_cursors_are_refused(gql: GraphQLRunner, after: str) -> No
 
 
 async def test_node_and_backfill_by_id(gql: GraphQLRunner) -> None:
-    backfill_id = await launch(gql, "daily_sales", ["2024-01-01"])
+    backfill_id = await launch_keys(gql, "daily_sales", ["2024-01-01"])
     data = await gql(
         """query($id: ID!) {
           node(id: $id) { id ... on Backfill { target { job } } }
@@ -173,7 +162,7 @@ async def test_dynamic_partitions_are_added_launched_and_deleted(
     assert added == {"keysChanged": 2, "userErrors": []}
     again = (await gql(DYNAMIC, {"name": "customers", "keys": ["acme"]}))["add"]
     assert again["keysChanged"] == 0
-    backfill_id = await launch(gql, "customer_sync", ["globex"])
+    backfill_id = await launch_keys(gql, "customer_sync", ["globex"])
     assert backfill_id.startswith("bf_")
     deleted = await gql(
         """mutation { deleteDynamicPartitions(input: {name: "customers", keys: ["acme", "x"]}) {
@@ -207,8 +196,8 @@ async def test_a_value_a_plain_field_cannot_serialize_is_an_error_at_its_path(
     """``counts.total`` is read in one step by the executor; a stored value out of GraphQL's
     Int range is still reported in ``errors`` at its path, nulling up to the first nullable
     parent, as graphql-core reports it."""
-    first = await launch(gql, "daily_sales", ["2024-01-01"])
-    second = await launch(gql, "daily_sales", ["2024-01-02"])
+    first = await launch_keys(gql, "daily_sales", ["2024-01-01"])
+    second = await launch_keys(gql, "daily_sales", ["2024-01-02"])
     too_big = update(BackfillRecord).where(BackfillRecord.id == int(second[3:])).values(total=2**40)
     await database.transact(lambda conn: conn.execute(too_big))
     one = await gql.raw(

@@ -18,13 +18,8 @@ from backfiller.storage import Database
 from backfiller.storage.records import RunRecord
 from tests.integration import ranged_asset_defs
 from tests.integration.test_daemon_ticks import adds_up, drive
-from tests.support import FrozenClock, GraphQLRunner
+from tests.support import FrozenClock, GraphQLRunner, launch
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code message } }
-}
-"""
 READ = """
 query($id: ID!) {
   backfill(id: $id) {
@@ -42,19 +37,10 @@ def definitions() -> Definitions:
     return ranged_asset_defs.definitions
 
 
-async def launch(gql: GraphQLRunner, root: str, start: str, end: str) -> dict[str, Any]:
-    data = await gql(
-        LAUNCH,
-        {
-            "input": {
-                "target": {"assets": {"names": [root], "downstream": True}},
-                "partitions": {"range": {"start": start, "end": end}},
-            }
-        },
-    )
-    assert data["launchBackfill"]["userErrors"] == [], data
-    backfill_id: str = data["launchBackfill"]["backfill"]["id"]
-    return {"id": backfill_id}
+async def launch_assets(gql: GraphQLRunner, root: str, start: str, end: str) -> dict[str, Any]:
+    target = {"assets": {"names": [root], "downstream": True}}
+    partitions = {"range": {"start": start, "end": end}}
+    return {"id": await launch(gql, {"target": target, "partitions": partitions})}
 
 
 async def read(gql: GraphQLRunner, backfill_id: str) -> dict[str, Any]:
@@ -74,7 +60,7 @@ def ran(asset: str) -> list[tuple[str, ...]]:
 async def test_a_single_run_root_runs_once_and_its_downstream_per_partition_after_it(
     gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
 ) -> None:
-    launched = await launch(gql, "rebuilt", "2024-01-01", "2024-01-10")
+    launched = await launch_assets(gql, "rebuilt", "2024-01-01", "2024-01-10")
     await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
     assert ran("rebuilt") == [days(1, 10)]
     assert sorted(ran("checked")) == [(d,) for d in days(1, 10)]
@@ -93,7 +79,7 @@ async def test_a_ranged_asset_waits_for_whole_chunks_of_a_per_partition_upstream
 ) -> None:
     """``raw`` runs 3 partitions at a time (the launcher's capacity): ``loaded`` (4 per run)
     still runs 4, 4 and 2 days, and ``report`` runs each day once its range has ended."""
-    launched = await launch(gql, "raw", "2024-01-01", "2024-01-10")
+    launched = await launch_assets(gql, "raw", "2024-01-01", "2024-01-10")
     await drive(
         database, definitions, clock, InlineLauncher(definitions, max_active=3), DaemonState()
     )
@@ -128,7 +114,7 @@ async def test_asset_shows_its_policy(gql: GraphQLRunner) -> None:
 async def test_the_preview_counts_a_ranged_assets_runs(
     gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
 ) -> None:
-    await launch(gql, "raw", "2024-01-05", "2024-01-05")
+    await launch_assets(gql, "raw", "2024-01-05", "2024-01-05")
     await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
     data = await gql(
         """mutation($input: LaunchBackfillInput!) {

@@ -24,8 +24,8 @@ from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository, StartGate
 from backfiller.storage.records import PartitionStateRecord, RunRecord
 from tests.integration import ranged_defs
-from tests.integration.test_daemon_ticks import adds_up, drive, launch
-from tests.support import FrozenClock, GraphQLRunner
+from tests.integration.test_daemon_ticks import adds_up, drive
+from tests.support import FrozenClock, GraphQLRunner, launch
 
 READ = """
 query($id: ID!) {

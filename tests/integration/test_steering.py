@@ -10,13 +10,7 @@ from sqlalchemy import update
 from backfiller.domain import BackfillState, SlotState
 from backfiller.storage import Database
 from backfiller.storage.records import BackfillEventRecord, BackfillRecord, SlotRecord
-from tests.support import GraphQLRunner, count_rows
-
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code } }
-}
-"""
+from tests.support import GraphQLRunner, count_rows, launch
 
 
 def steer_query(verb: str) -> str:
@@ -31,18 +25,7 @@ def steer_query(verb: str) -> str:
 
 
 async def launched(gql: GraphQLRunner, **extra: Any) -> str:
-    data = await gql(
-        LAUNCH,
-        {
-            "input": {
-                "target": {"job": "daily_sales"},
-                "partitions": {"range": {"start": "2024-01-01", "end": "2024-01-10"}},
-                **extra,
-            }
-        },
-    )
-    backfill_id: str = data["launchBackfill"]["backfill"]["id"]
-    return backfill_id
+    return await launch(gql, "daily_sales", "2024-01-01", "2024-01-10", **extra)
 
 
 async def force_state(

@@ -15,8 +15,9 @@ from backfiller.domain import (
     SlotState,
 )
 from backfiller.storage import Database
+from backfiller.storage.launches import add_backfill
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
-from backfiller.storage.repositories import BackfillRepository, add_backfill
+from backfiller.storage.repositories import BackfillRepository
 from tests.support import count_rows, new_backfill
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)

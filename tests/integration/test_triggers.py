@@ -228,7 +228,8 @@ async def test_a_dry_run_previews_and_writes_nothing_but_its_evaluation_record(
     }
     changed = {k: after[k] - before[k] for k in before if after[k] != before[k]}
     changed.pop("audit_log", None)  # access control audits every mutation, dry or not
-    assert changed == {"trigger_evaluations": 1}
+    # The evaluation, and its trigger's newest (which the triggers page shows).
+    assert changed == {"trigger_evaluations": 1, "trigger_latest_evaluations": 1}
     # The cursor the function set was not saved: the next real evaluation starts from scratch.
     assert await state_of(database, "launches") is None
     real = await evaluate(gql, "launches")

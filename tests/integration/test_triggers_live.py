@@ -6,8 +6,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -19,24 +18,12 @@ from backfiller import BackfillRequest, Client, PartitionKeys
 from backfiller.client import BackfillStatus, TriggerOutcome
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.trigger_records import TriggerEvaluationRecord, TriggerStateRecord
-from tests.support import LiveProcess, LiveServer
+from tests.support import LiveProcess, LiveServer, wait_for
 
 pytestmark = pytest.mark.acceptance
 
 DEFINITIONS = "tests.integration.trigger_job_defs:definitions"
 T = TypeVar("T")
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout: float = 90) -> T:
-    """Poll ``check`` until it returns something; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 def start_daemon(database_url: str, env: dict[str, str]) -> LiveProcess:
@@ -135,7 +122,9 @@ def test_an_interval_trigger_runs_in_the_daemon_and_its_cursor_survives_restarts
 ) -> None:
     first = start_daemon(database_url, {})
     try:
-        wait_for("two evaluations", lambda: int(evaluations(database_url)[0] or "0") >= 2)
+        wait_for(
+            "two evaluations", lambda: int(evaluations(database_url)[0] or "0") >= 2, timeout=90
+        )
     finally:
         first.stop()
     cursor, _ = evaluations(database_url)
@@ -146,6 +135,7 @@ def test_an_interval_trigger_runs_in_the_daemon_and_its_cursor_survives_restarts
         wait_for(
             "an evaluation by the new daemon",
             lambda: int(evaluations(database_url)[0] or "0") > seen,
+            timeout=90,
         )
     finally:
         second.stop()

@@ -11,13 +11,15 @@ from typing import Any
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, insert, select
+from sqlalchemy import create_engine, insert, select, text
 
 from backfiller.services.trigger_requests import from_json
 from backfiller.storage.engine import sync_database_url
+from backfiller.storage.launches import _backfill_values
 from backfiller.storage.migrations import alembic_config, upgrade_database
-from backfiller.storage.records import Base, table_of
+from backfiller.storage.records import BackfillRecord, Base, table_of
 from backfiller.storage.trigger_records import TriggerEvaluationRecord
+from tests.support import new_backfill
 
 
 def test_the_migrations_build_exactly_the_models_schema(database_url: str) -> None:
@@ -145,3 +147,28 @@ def test_0006_rewrites_stored_trigger_requests_in_the_private_shape_and_back(
         restored = conn.execute(select(table.c.requests)).scalar_one()
     engine.dispose()
     assert restored == PUBLIC_SHAPED
+
+
+def test_0030_gives_asset_backfills_their_kind_instead_of_a_job_name_and_back(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    upgrade_database(url, "0012")
+    engine = create_engine(url)
+    now = datetime(2026, 1, 5, tzinfo=UTC)
+    old = table_of(BackfillRecord)
+    columns = [c for c in old.c if c.name not in ("kind", "id")]  # as 0012 has the table
+    target = {"names": ["a"], "upstream": False, "downstream": False, "parts": []}
+    with engine.begin() as conn:
+        for name, asset_target in (("daily_sales", None), ("@assets", target)):
+            values = _backfill_values(new_backfill(job_name=name, asset_target=asset_target), now)
+            conn.execute(insert(old).values({c.name: values[c.name] for c in columns}))
+    upgrade_database(url, "0030")
+    with engine.connect() as conn:
+        rows = conn.execute(select(old.c.id, old.c.kind, old.c.job_name).order_by(old.c.id))
+        assert [tuple(r) for r in rows] == [(1, "job", "daily_sales"), (2, "assets", "")]
+    command.downgrade(alembic_config(url), "0012")
+    with engine.connect() as conn:
+        names = conn.execute(text("SELECT job_name FROM backfills ORDER BY id")).scalars().all()
+    engine.dispose()
+    assert names == ["daily_sales", "@assets"]

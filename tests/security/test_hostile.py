@@ -273,7 +273,8 @@ def test_the_graphql_lane_answers_as_the_router_did(server: LiveServer, tokens: 
     assert ide.status_code == 200 and "graphiql" in ide.text.lower()
     assert client.post("/graphql/v1", headers=bearer(tokens.viewer)).status_code == 400
     slash = client.post("/graphql/v1/", content=b"{}", headers=bearer(tokens.viewer))
-    assert slash.status_code in (307, 404)  # the router's, as before
+    assert slash.status_code == 307  # the router's redirect to the path without the slash
+    assert slash.headers["location"] == f"{server.url}/graphql/v1"
 
 
 # -- CSRF and CORS ---------------------------------------------------------------------------

@@ -50,6 +50,7 @@ def test_serve_loads_neither_the_launchers_nor_the_other_commands() -> None:
     loaded_cli = {m for m in modules if m.startswith("backfiller.cli.")}
     assert loaded_cli == {
         "backfiller.cli.app",
+        "backfiller.cli.oidc_options",  # serve's options of single sign-on
         "backfiller.cli.server",
     }
 

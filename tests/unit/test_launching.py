@@ -29,16 +29,19 @@ from backfiller.schema.inputs import (
     PartitionSelectionInput,
 )
 from backfiller.services.backend import Backend
-from backfiller.services.launching import (
+from backfiller.services.launch_checks import scalar_problems
+from backfiller.services.launch_types import (
+    ASSETS_JOB,
+    AssetRequest,
     LaunchPlan,
     LaunchPreview,
     LaunchProblem,
     LaunchRequest,
     ProblemCode,
     fingerprint_of,
-    scalar_problems,
-    validate_launch,
+    new_backfill,
 )
+from backfiller.services.launching import validate_launch
 from backfiller.services.trigger_evaluation import launch_request_of
 from backfiller.services.trigger_requests import EvaluatedRequest, from_json, to_json
 from backfiller.storage import Database
@@ -147,6 +150,42 @@ async def test_a_valid_request_becomes_the_row_to_insert(backend: Backend) -> No
     assert new.request_fingerprint == fingerprint_of(
         request(tags=(("team", "ops"),), max_concurrent_runs=3), "daily_sales"
     )
+
+
+async def test_one_builder_makes_the_rows_of_jobs_assets_and_retries(backend: Backend) -> None:
+    """``new_backfill`` is the one builder: a job's row names its job; an asset launch's has
+    no job (``kind`` ASSETS) and its fingerprint keeps the stored spelling; a retry passes
+    its own fingerprint."""
+    assets = request(job=None, assets=AssetRequest(("daily_visits",), downstream=True))
+    plan = await validate_launch(backend, assets, creator="ann")
+    assert isinstance(plan, LaunchPlan) and plan.assets is not None
+    new = plan.new
+    assert (new.kind, new.job_name, new.total) == (domain.BackfillKind.ASSETS, "", 33)
+    assert new.asset_target == plan.assets.target.to_json()
+    assert (
+        new.request_fingerprint
+        == fingerprint_of(assets, ASSETS_JOB)
+        != fingerprint_of(assets, "daily_visits")
+    )
+    job = definitions.get_job("daily_sales")
+    assert job is not None
+    retry = new_backfill(
+        request(selection=Selection(domain.SelectionKind.KEYS, keys=("2026-01-02",))),
+        job=job,
+        partitions_fingerprint="p",
+        first_index=0,
+        total=1,
+        creator=None,
+        parent_id=7,
+        fingerprint="mine",
+    )
+    assert (retry.kind, retry.job_name, retry.keys, retry.parent_id) == (
+        domain.BackfillKind.JOB,
+        "daily_sales",
+        ["2026-01-02"],
+        7,
+    )
+    assert (retry.request_fingerprint, retry.asset_target) == ("mine", None)
 
 
 def test_the_fingerprint_tells_requests_apart() -> None:

@@ -1,4 +1,4 @@
-"""The executor's one-step reading of plain fields (``PlainFieldsExecutor``): the same answers
+"""The executor's one-step reading of plain fields (``PlainFieldsMixin``): the same answers
 and the same errors as graphql-core's own executor, guards kept, and only under root-field
 hooks."""
 
@@ -15,9 +15,12 @@ from strawberry.extensions import SchemaExtension
 from strawberry.permission import BasePermission
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from backfiller.api import build_schema
-from backfiller.resolvers.authorize_early import AuthorizingExecutor
-from backfiller.resolvers.plain_fields import PlainFieldsExecutor
+from backfiller.api import FastExecutor, SecureExecutor, build_schema
+from backfiller.config import Settings
+from backfiller.resolvers.authorize_early import AuthorizingMixin
+from backfiller.resolvers.build_steps import BuildStep
+from backfiller.resolvers.plain_fields import PlainFieldsMixin
+from backfiller.resolvers.string_lists import StringListsMixin
 from backfiller.root_fields import RootFieldExtension, root_fields_only
 
 
@@ -110,6 +113,10 @@ class Query:
     @strawberry.field
     def one(self) -> Item | None:
         return PAGE[0]
+
+
+class PlainFieldsExecutor(PlainFieldsMixin, StrawberryGraphQLCoreExecutionContext):
+    """The mixin alone on strawberry's executor."""
 
 
 def schema(executor: type[Any], extensions: list[Any] | None = None) -> strawberry.Schema:
@@ -262,8 +269,24 @@ def test_a_root_field_hook_may_not_override_resolve() -> None:
 def test_the_api_schema_reads_plain_fields_in_one_step() -> None:
     """Every per-field hook of the public schema is a root-field hook (else the one-step path
     would be off for every request), and its executor is the one-step one."""
-    built = build_schema()
-    assert issubclass(AuthorizingExecutor, PlainFieldsExecutor)
-    assert built.execution_context_class is AuthorizingExecutor
+    built = build_schema(Settings(fast_paths=True))
+    assert built.execution_context_class is FastExecutor
+    assert FastExecutor.__mro__[1:5] == (
+        AuthorizingMixin,
+        StringListsMixin,
+        BuildStep,
+        PlainFieldsMixin,
+    )
     hooks = [e for e in (f() for f in built.extensions) if e._implements_resolve()]
     assert hooks and root_fields_only(hooks)
+
+
+def test_without_fast_paths_the_executor_is_strawberrys_with_security_alone() -> None:
+    built = build_schema(Settings(fast_paths=False))
+    assert built.execution_context_class is SecureExecutor
+    assert SecureExecutor.__mro__[1:4] == (
+        AuthorizingMixin,
+        BuildStep,
+        StrawberryGraphQLCoreExecutionContext,
+    )
+    assert not built.remembers_hooks

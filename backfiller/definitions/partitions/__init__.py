@@ -10,6 +10,7 @@ Interface (others code against these names)::
         def __len__(self) -> int
         def key_at(self, index: int) -> str            # IndexError outside [0, len)
         def index_of(self, key: str) -> int | None     # None when the key is not a partition
+        def indexes_of(self, keys: Sequence[str]) -> list[int | None]  # index_of of many keys
         def keys(self, start: int, stop: int) -> list[str]   # slice [start, stop), clamped
         def window(self, key: str) -> tuple[datetime, datetime] | None  # time windows only
 

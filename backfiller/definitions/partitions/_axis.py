@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -15,6 +17,23 @@ from backfiller.definitions.partitions._instants import (
     _localize,
     _wall_exists,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The windows of a key space: periods ``[first, stop)``, starting at the instants
+    ``[lo, hi)`` (window starts grow with the period)."""
+
+    lo: int
+    hi: int
+    first: int
+    stop: int
+
+    def index(self, period: int | None) -> int | None:
+        """The index of ``period`` in the space, or None outside it."""
+        if period is None or not self.first <= period < self.stop:
+            return None
+        return period - self.first
 
 
 class _Axis(abc.ABC):
@@ -62,6 +81,12 @@ class _Axis(abc.ABC):
         if isinstance(x, str) or not lo <= x < hi:
             return None
         return self.period_at(x)
+
+    def indexes_of_keys(self, keys: Sequence[str], bounds: Bounds) -> list[int | None]:
+        """For each of ``keys`` (strings), in order: its period's index within ``bounds``
+        (``period - bounds.first``), or None. Subclasses read a long list of keys in one pass
+        (a launch with a list of keys asks once for all of them)."""
+        return [bounds.index(self.period_of_key(key, bounds.lo, bounds.hi)) for key in keys]
 
     def datetime_at(self, x: int) -> datetime:
         # UTC, not the zone: Python compares and subtracts datetimes sharing a tzinfo by wall
@@ -143,6 +168,12 @@ class _TimeKeySpace:
             return None
         p = self._axis.period_of_key(key, self._start_lo, self._start_hi)
         return p - self._lo if p is not None and self._lo <= p < self._hi else None
+
+    def indexes_of(self, keys: Sequence[str]) -> list[int | None]:
+        if self._hi == self._lo or set(map(type, keys)) - {str}:
+            return [self.index_of(key) for key in keys]
+        bounds = Bounds(self._start_lo, self._start_hi, self._lo, self._hi)
+        return self._axis.indexes_of_keys(keys, bounds)
 
     def keys(self, start: int, stop: int) -> list[str]:
         n = self._hi - self._lo

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from backfiller.definitions.partitions._axis import _Axis
+from backfiller.definitions.partitions._axis import Bounds, _Axis
 from backfiller.definitions.partitions._formats import _strptime
 from backfiller.definitions.partitions._instants import _MAX_YEAR, _MIN_YEAR, _localize
 
@@ -109,6 +110,44 @@ class _CalendarAxis(_Axis):
         if self.misalignment(day) is not None:
             return None
         return self.period_of_day(day)
+
+    def indexes_of_keys(self, keys: Sequence[str], bounds: Bounds) -> list[int | None]:
+        if not self.iso:
+            return super().indexes_of_keys(keys, bounds)
+        # period_of_key's ISO path, inlined: a 10-character key with dashes at 4 and 7 that
+        # the C parser reads is the canonical spelling of its date (its only such format).
+        read, first, stop = date.fromisoformat, bounds.first, bounds.stop
+        # The period of a day, inlined for each cadence (see period_of_day and misalignment).
+        weekly, monthly = isinstance(self, _WeeklyAxis), isinstance(self, _MonthlyAxis)
+        anchor = self.anchor if isinstance(self, _WeeklyAxis) else 0
+        day_of_month = self.day_of_month if isinstance(self, _MonthlyAxis) else 0
+        out: list[int | None] = []
+        for key in keys:
+            if len(key) == 10 and key[4] == "-" == key[7]:
+                try:
+                    day = read(key)
+                except ValueError:
+                    out.append(bounds.index(self.period_of_key(key, bounds.lo, bounds.hi)))
+                    continue
+                if not _MIN_YEAR <= day.year <= _MAX_YEAR:
+                    out.append(None)
+                    continue
+                if weekly:
+                    period, shift = divmod(day.toordinal() - anchor, 7)
+                    if shift:
+                        out.append(None)
+                        continue
+                elif monthly:
+                    if day.day != day_of_month:
+                        out.append(None)
+                        continue
+                    period = day.year * 12 + day.month - 1
+                else:
+                    period = day.toordinal()
+                out.append(period - first if first <= period < stop else None)
+            else:
+                out.append(bounds.index(self.period_of_key(key, bounds.lo, bounds.hi)))
+        return out
 
 
 class _DailyAxis(_CalendarAxis):

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from backfiller.definitions.partitions._axis import _Axis
-from backfiller.definitions.partitions._instants import _MAX_YEAR, _localize, _wall_exists
+from backfiller.definitions.partitions._axis import Bounds, _Axis
+from backfiller.definitions.partitions._instants import (
+    _DAY,
+    _EPOCH_ORDINAL,
+    _MAX_YEAR,
+    _localize,
+    _offset,
+    _wall_exists,
+)
+from backfiller.definitions.partitions._wallkeys import WallKeys
 
 MAX_CRON_WINDOWS = 1_000_000
 """Largest number of windows a cron (``TimePartitions``) space may enumerate."""
@@ -64,6 +73,12 @@ class _CronAxis(_Axis):
         self.starts: list[int] = []
         self.exhausted = False
         self.lock = threading.Lock()
+        # For key lists: the layout of the keys (a fire time read as its place in the day),
+        # and for each day generated whose windows are its fire times at one UTC offset, the
+        # period of its first window.
+        self.seconds = [h * 3600 + m * 60 for h, m in self.times]
+        self.wall_keys = WallKeys.of(fmt, [(h, m, 0, i) for i, (h, m) in enumerate(self.times)])
+        self.regular_days: dict[int, int] = {}
 
     @staticmethod
     def _ints(values: list[object], n: int, field: str) -> list[int]:
@@ -112,10 +127,12 @@ class _CronAxis(_Axis):
                     elif not self.every_hour:
                         batch.add(x0)
                 last = self.starts[-1] if self.starts else self.origin - 1
+                first = len(self.starts)
                 for y in sorted(batch):
                     if y > last and (self.end_bound is None or y <= self.end_bound):
                         self.starts.append(y)
                         last = y
+                self._note_day(day, first)
                 if self.end_bound is not None and (
                     last >= self.end_bound or (batch and max(batch) > self.end_bound)
                 ):
@@ -152,3 +169,60 @@ class _CronAxis(_Axis):
         self._generate_until(x, None)
         p = bisect.bisect_left(self.starts, x)
         return p if p < len(self.starts) and self.starts[p] == x else None
+
+    def _note_day(self, day: date, first: int) -> None:
+        """Remember ``day`` if its windows (from period ``first`` on) are its fire times, all
+        at one UTC offset: then a key of it is read without zone arithmetic."""
+        added = self.starts[first:]
+        if len(added) != len(self.seconds):
+            return
+        local = (day.toordinal() - _EPOCH_ORDINAL) * _DAY
+        offset = local + self.seconds[0] - added[0]
+        # The zone's own offset at the day's first and last window: the same, and that one,
+        # means no clock change between them (changes are days apart), so every fire time is
+        # its wall time, once (not a time skipped and fired after the jump, keyed otherwise).
+        if _offset(self.tz, added[0]) != offset or _offset(self.tz, added[-1]) != offset:
+            return
+        if all(x == local + t - offset for x, t in zip(added, self.seconds, strict=True)):
+            self.regular_days[day.toordinal()] = first
+
+    def indexes_of_keys(self, keys: Sequence[str], bounds: Bounds) -> list[int | None]:
+        # A remembered day's windows are its fire times in order: a key's period is the day's
+        # first plus the place of its time in the day (see _note_day).
+        wall = self.wall_keys
+        if wall is None:
+            return super().indexes_of_keys(keys, bounds)
+        length, date_part, time_part = wall.length, wall.date_part, wall.time_part
+        places, first, stop, last = wall.times.get, bounds.first, bounds.stop, len(self.times) - 1
+        last_part, base, whole = "", None, False
+        out: list[int | None] = []
+        for key in keys:
+            if len(key) == length:
+                place = places(key[time_part])
+                if place is not None:
+                    part = key[date_part]
+                    if part != last_part:
+                        last_part, base = part, self._day_base(wall.day(part), bounds)
+                        whole = base is not None and first <= base and base + last < stop
+                    if whole:
+                        out.append(base - first + place)  # type: ignore[operator]
+                        continue
+                    if base is not None:
+                        period = base + place
+                        out.append(period - first if first <= period < stop else None)
+                        continue
+            out.append(bounds.index(self.period_of_key(key, bounds.lo, bounds.hi)))
+        return out
+
+    def _day_base(self, ordinal: int, bounds: Bounds) -> int | None:
+        """The period of the first window of a remembered day (generating up to the day when
+        it is near ``bounds``), else None."""
+        if ordinal < 0:
+            return None
+        found = self.regular_days.get(ordinal)
+        if found is None and not self.exhausted:
+            local = (ordinal - _EPOCH_ORDINAL) * _DAY
+            if bounds.lo - 2 * _DAY <= local < bounds.hi + 2 * _DAY:
+                self._generate_until(local + 2 * _DAY, None)
+                found = self.regular_days.get(ordinal)
+        return found

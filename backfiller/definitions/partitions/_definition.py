@@ -62,6 +62,10 @@ class KeySpace(Protocol):
         """Return the index of ``key``, or None when it is not a partition of this space."""
         ...
 
+    def indexes_of(self, keys: Sequence[str]) -> list[int | None]:
+        """Return ``index_of`` of each key, in order: a long list in one pass."""
+        ...
+
     def keys(self, start: int, stop: int) -> list[str]:
         """Return the keys of ``[start, stop)``, both clamped to ``[0, len]``."""
         ...

@@ -5,10 +5,11 @@ from __future__ import annotations
 import bisect
 import functools
 import threading
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
-from backfiller.definitions.partitions._axis import _Axis
+from backfiller.definitions.partitions._axis import Bounds, _Axis
 from backfiller.definitions.partitions._instants import (
     _DAY,
     _EPOCH_ORDINAL,
@@ -21,6 +22,7 @@ from backfiller.definitions.partitions._instants import (
     _residue,
     _utc_year,
 )
+from backfiller.definitions.partitions._wallkeys import WallKeys, regular_day
 
 
 @functools.lru_cache(maxsize=16384)
@@ -74,6 +76,11 @@ class _HourlyAxis(_Axis):
         self.last_offset = _offset(tz, origin)  # a guess for period_of_key
         self.lock = threading.Lock()
         self._extend_to(origin)
+        # For key lists: the layout of the keys (HH:00 read as the hour), and per day read so
+        # far the period of its midnight window, or None when its keys take the full path (a
+        # clock change within the day, or the origin after its midnight).
+        self.wall_keys = WallKeys.of(fmt, [(h, 0, 0, h) for h in range(24)])
+        self.regular_days: dict[int, int | None] = {}
 
     def _extend_to(self, x: int) -> None:
         if x < self.covered:
@@ -170,3 +177,55 @@ class _HourlyAxis(_Axis):
             assert off is not None
             offset = off.days * _DAY + off.seconds
         return super().period_of_key(key, lo, hi)
+
+    def indexes_of_keys(self, keys: Sequence[str], bounds: Bounds) -> list[int | None]:
+        # Within a day without a clock change, the window of HH:00 is the one of the day's
+        # midnight plus HH: per key, one lookup of its time and (when its day is not the one
+        # of the key before) one of its day; no zone arithmetic.
+        wall = self.wall_keys
+        if wall is None:
+            return super().indexes_of_keys(keys, bounds)
+        length, date_part, time_part = wall.length, wall.date_part, wall.time_part
+        hours, first, stop = wall.times.get, bounds.first, bounds.stop
+        last_part, base, whole = "", None, False
+        out: list[int | None] = []
+        for key in keys:
+            if len(key) == length:
+                hour = hours(key[time_part])
+                if hour is not None:
+                    part = key[date_part]
+                    if part != last_part:
+                        last_part, base = part, self._day_base(wall.day(part), bounds)
+                        whole = base is not None and first <= base and base + 23 < stop
+                    if whole:
+                        out.append(base - first + hour)  # type: ignore[operator]
+                        continue
+                    if base is not None:
+                        period = base + hour
+                        out.append(period - first if first <= period < stop else None)
+                        continue
+            out.append(bounds.index(self.period_of_key(key, bounds.lo, bounds.hi)))
+        return out
+
+    def _day_base(self, ordinal: int, bounds: Bounds) -> int | None:
+        """The period of the midnight window of a day without a clock change, at or after the
+        origin (remembered), else None. A day far outside ``bounds`` is not looked at, so that
+        a stray key does not extend the table to its year."""
+        if ordinal < 0:
+            return None
+        if ordinal in self.regular_days:
+            return self.regular_days[ordinal]
+        midnight = regular_day(date.fromordinal(ordinal), self.tz)
+        if midnight is None or midnight < self.origin:
+            found = None
+        elif not bounds.lo - _DAY <= midnight < bounds.hi + _DAY:
+            return None
+        else:
+            found = self.count(midnight)
+        if len(self.regular_days) >= _MAX_DAYS:
+            self.regular_days = {}
+        self.regular_days[ordinal] = found
+        return found
+
+
+_MAX_DAYS = 100_000

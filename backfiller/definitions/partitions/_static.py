@@ -32,6 +32,9 @@ class _ListKeySpace:
     def index_of(self, key: str) -> int | None:
         return self._index.get(key)
 
+    def indexes_of(self, keys: Sequence[str]) -> list[int | None]:
+        return list(map(self._index.get, keys))
+
     def keys(self, start: int, stop: int) -> list[str]:
         n = len(self._keys)
         return list(self._keys[min(max(start, 0), n) : min(max(stop, 0), n)])

@@ -13,9 +13,11 @@ same transaction as the slots they count, so
 ``pending + queued + running + succeeded + failed + canceled + skipped = total`` holds at every
 commit.
 
-Lock order, to stay free of deadlocks on PostgreSQL: a claim locks its backfill row first and
-then takes slots with ``FOR UPDATE SKIP LOCKED`` (it never waits on a slot); every other
-transaction locks runs and slots first and backfill rows last, in id order.
+Lock order, to stay free of deadlocks on PostgreSQL: a claim takes slots with ``FOR UPDATE SKIP
+LOCKED`` (it never waits on a slot) and locks its backfill row last, by the update of its
+counters (a plain claim: ``claims._count_queued``; a ranged or asset claim still locks it
+first, for the limits it counts in runs); every other transaction locks runs and slots first
+and backfill rows last, in id order.
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ from typing import Any
 from sqlalchemy import bindparam, func, or_, select, update
 
 from backfiller.domain import (
-    BackfillState,
     Reprocess,
     RunState,
     SkipReason,
@@ -43,7 +42,7 @@ from backfiller.storage.execution.claims import Claim, ClaimConflict, ClaimedRun
 from backfiller.storage.execution.common import ACTIVE, CHUNK, changed, slots_t
 from backfiller.storage.execution.planning import PlanningRepository
 from backfiller.storage.execution.ranges import RangeClaimsRepository, RangedAsset
-from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
+from backfiller.storage.records import RunRecord, SlotRecord
 
 Needs = Callable[[str], Sequence[tuple[str, Sequence[str] | None]]]
 """A slot key's upstream needs: per upstream asset, its slot keys, or None for all of them."""
@@ -97,9 +96,10 @@ class AssetClaimsRepository(RangeClaimsRepository):
             return claim
         await self.check_lease(owner, now)
         if ranged:
-            allowed = await self._asset_range_room(pk, want, backfill_limit)
+            locked = await self._ranged_backfill_room(pk, want, backfill_limit)
+            allowed = locked[0] if locked is not None else 0
         else:
-            allowed = await self._asset_room(pk, want, backfill_limit)
+            allowed = await self._backfill_room(pk, want, backfill_limit) or 0
         if allowed <= 0:
             return claim
         per_run = max((r.per_run for r in (ranged or {}).values()), default=1)
@@ -129,32 +129,6 @@ class AssetClaimsRepository(RangeClaimsRepository):
         if chosen:
             claim.runs = await self._queue_assets(pk, chosen, owner, now)
         return claim
-
-    async def _asset_room(self, pk: int, want: int, backfill_limit: int | None) -> int:
-        locked = await self.session.execute(
-            select(BackfillRecord.queued, BackfillRecord.running)
-            .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
-            .with_for_update()
-        )
-        row = locked.one_or_none()
-        if row is None:
-            return 0
-        if backfill_limit is None:
-            return want
-        return min(want, backfill_limit - int(row.queued) - int(row.running))
-
-    async def _asset_range_room(self, pk: int, want: int, backfill_limit: int | None) -> int:
-        """How many runs the backfill's limit allows now (a ranged run counts once)."""
-        locked = await self.session.execute(
-            select(BackfillRecord.id)
-            .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
-            .with_for_update()
-        )
-        if locked.one_or_none() is None:
-            return 0
-        if backfill_limit is None:
-            return want
-        return min(want, backfill_limit - await self._active_leads(RunRecord.backfill_id == pk))
 
     async def _claim_ranges_of_assets(
         self,

@@ -91,14 +91,25 @@ class ClaimsRepository(SessionRepository):
                 text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": job_name}
             )
 
+    async def _backfill_room(self, pk: int, want: int, backfill_limit: int | None) -> int | None:
+        """Lock the backfill's row while it is RUNNING (None: it is not) and say how many of
+        ``want`` runs its limit allows now. Every claim starts here (job and asset claims)."""
+        locked = await self.rows_of(_LOCK_RUNNING, {"b_pk": pk})
+        if not locked:
+            return None
+        queued, running = locked[0]
+        if backfill_limit is None:
+            return want
+        return min(want, backfill_limit - int(queued) - int(running))
+
     async def _room(
         self, pk: int, job_name: str, want: int, backfill_limit: int | None, job_limit: int | None
     ) -> tuple[int, int]:
         """How many runs the limits allow now, and how many runs of the job are active."""
-        locked = await self.rows_of(_LOCK_RUNNING, {"b_pk": pk})
-        if not locked:
+        found = await self.rows_of(_ROOM_OF, {"b_pk": pk})  # no lock: see _count_queued
+        if not found:
             return 0, 0
-        queued, running = locked[0]
+        queued, running = found[0]
         allowed = want
         if backfill_limit is not None:
             allowed = min(allowed, backfill_limit - int(queued) - int(running))
@@ -156,7 +167,7 @@ class ClaimsRepository(SessionRepository):
             free, claim.skipped = await self._skip_moot(pk, job_name, reprocess, free, now)
         chosen = free[:allowed]
         if chosen:
-            claim.runs = await self._queue(pk, job_name, chosen, owner, now)
+            claim.runs = await self._queue(pk, job_name, chosen, owner, now, backfill_limit)
         return claim
 
     async def _skip_moot(
@@ -209,7 +220,13 @@ class ClaimsRepository(SessionRepository):
             raise ClaimConflict(f"backfill {pk}: slots changed while claiming")
 
     async def _queue(
-        self, pk: int, job_name: str, chosen: list[Any], owner: str, now: datetime
+        self,
+        pk: int,
+        job_name: str,
+        chosen: list[Any],
+        owner: str,
+        now: datetime,
+        backfill_limit: int | None = None,
     ) -> list[ClaimedRun]:
         """PENDING -> QUEUED for ``chosen``, each with a new QUEUED run leased to ``owner``."""
         await self._mark_queued(pk, chosen, now)
@@ -235,8 +252,24 @@ class ClaimsRepository(SessionRepository):
         await self.record_partition_states(
             [(job_name, c.partition_key, RunState.QUEUED, c.run_id) for c in claimed], now
         )
-        await self._count(pk, len(claimed), now, to="queued")
+        await self._count_queued(pk, len(claimed), now, backfill_limit)
         return claimed
+
+    async def _count_queued(
+        self, pk: int, n: int, now: datetime, backfill_limit: int | None
+    ) -> None:
+        """Move ``n`` from the backfill's ``pending`` to ``queued``, last in the claim, within
+        its ``maxConcurrentRuns``: the claim locks the backfill's row only here, for the
+        moment from this update to its commit, not from its start (claims of one backfill by
+        several daemons take disjoint slots meanwhile). The limit was read without a lock
+        (``_room``); this conditional update is what enforces it: a claim that would pass it
+        (two daemons claimed at once) changes nothing and is retried at the next tick."""
+        if backfill_limit is None:
+            await self._count(pk, n, now, to="queued")
+            return
+        params = {"b_pk": pk, "b_n": n, "b_now": now, "b_limit": backfill_limit}
+        if not await self.run_many(_COUNT_QUEUED_WITHIN, [params]):
+            raise ClaimConflict(f"backfill {pk} changed, or reached its limit, while claiming")
 
 
 _MARK_QUEUED = Prepared(
@@ -285,16 +318,20 @@ def _busy(dialect: str) -> Prepared:
     )
 
 
-def _count_to(to: str) -> Prepared:
+def _count_to(to: str, *, within_limit: bool = False) -> Prepared:
     n = bindparam("b_n", type_=Integer)
     pending, column = backfills_t.c.pending, backfills_t.c[to]
+    where = [
+        backfills_t.c.id == bindparam("b_pk"),
+        backfills_t.c.status == BackfillState.RUNNING,
+        pending >= n,
+    ]
+    if within_limit:
+        limit = bindparam("b_limit", type_=Integer)
+        where.append(backfills_t.c.queued + backfills_t.c.running + n <= limit)
     return Prepared(
         update(backfills_t)
-        .where(
-            backfills_t.c.id == bindparam("b_pk"),
-            backfills_t.c.status == BackfillState.RUNNING,
-            pending >= n,
-        )
+        .where(*where)
         .values(
             {
                 pending: pending - n,
@@ -313,6 +350,12 @@ _LOCK_RUNNING = Prepared(
     .where(backfills_t.c.id == bindparam("b_pk"), backfills_t.c.status == BackfillState.RUNNING)
     .with_for_update()
 )
+"""An asset claim's room: its backfill's row locked for the whole claim (``_backfill_room``)."""
+_ROOM_OF = Prepared(
+    select(backfills_t.c.queued, backfills_t.c.running).where(
+        backfills_t.c.id == bindparam("b_pk"), backfills_t.c.status == BackfillState.RUNNING
+    )
+)
 _ACTIVE_OF_JOB = Prepared(
     select(func.count())
     .select_from(runs_t)
@@ -321,3 +364,5 @@ _ACTIVE_OF_JOB = Prepared(
 _DUE_PENDING = {dialect: _due_pending(dialect) for dialect in DIALECTS}
 _BUSY = {dialect: _busy(dialect) for dialect in DIALECTS}
 _COUNT_TO = {to: _count_to(to) for to in ("queued", "skipped")}
+_COUNT_QUEUED_WITHIN = _count_to("queued", within_limit=True)
+"""``_COUNT_TO["queued"]`` within the backfill's limit (``ClaimsRepository._count_queued``)."""

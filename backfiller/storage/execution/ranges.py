@@ -125,18 +125,10 @@ class RangeClaimsRepository(ClaimsRepository):
     async def _range_room(self, pk: int, job_name: str, want: int, limits: RangeLimits) -> _Room:
         """How many runs the limits allow now, how many rows of the job are active, and
         whether the backfill has slots still to plan."""
-        locked = await self.session.execute(
-            select(BackfillRecord.planned, BackfillRecord.total)
-            .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
-            .with_for_update()
-        )
-        row = locked.one_or_none()
-        if row is None:
+        locked = await self._ranged_backfill_room(pk, want, limits.backfill_limit)
+        if locked is None:
             return _Room(0, 0, None)
-        allowed = want
-        if limits.backfill_limit is not None:
-            runs_of_backfill = await self._active_leads(RunRecord.backfill_id == pk)
-            allowed = min(allowed, limits.backfill_limit - runs_of_backfill)
+        allowed, row = locked
         if limits.job_limit is not None:
             await self._serialize_job(job_name)
             runs_of_job = await self._active_leads(RunRecord.job_name == job_name)
@@ -146,6 +138,26 @@ class RangeClaimsRepository(ClaimsRepository):
         )
         planned = int(row.planned) if int(row.planned) < int(row.total) else None
         return _Room(allowed, int(active_rows.scalar_one()), planned)
+
+    async def _ranged_backfill_room(
+        self, pk: int, want: int, backfill_limit: int | None
+    ) -> tuple[int, Any] | None:
+        """Lock the backfill's row while it is RUNNING (None: it is not); how many of ``want``
+        runs its limit allows now (a ranged run counts once), and its planning cursor and
+        total. Every ranged claim starts here (job and asset claims)."""
+        locked = await self.session.execute(
+            select(BackfillRecord.planned, BackfillRecord.total)
+            .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
+            .with_for_update()
+        )
+        row = locked.one_or_none()
+        if row is None:
+            return None
+        allowed = want
+        if backfill_limit is not None:
+            runs_of_backfill = await self._active_leads(RunRecord.backfill_id == pk)
+            allowed = min(allowed, backfill_limit - runs_of_backfill)
+        return allowed, row
 
     async def _active_leads(self, where: Any) -> int:
         """Active runs (a ranged run counts once) matching ``where``."""

@@ -13,22 +13,25 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, select, update
 
 from backfiller.domain import EventKind, RunFinished, RunState, SlotState, run_sources_of
 from backfiller.domain.retries import Budget, Decision, SoFar, decide_end, legal, recorded_as
+from backfiller.storage.events import (
+    EVENTS,
+    event_row,
+)
 from backfiller.storage.execution.common import (
     ACTIVE,
     CHUNK,
     Moves,
     SessionRepository,
-    logs_t,
     one_of,
     runs_t,
     slots_t,
 )
+from backfiller.storage.execution.logs import insert_log_rows, write_log_files
 from backfiller.storage.prepared import Prepared
-from backfiller.storage.repositories import EVENTS, event_row
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 RetryRule = Budget
@@ -117,6 +120,7 @@ class ResultsRepository(SessionRepository):
         end_by_id = {e.run_id: e for e in ends}
         started_at = {s.run_id: s.at for s in starts}
         start_by_id = {s.run_id: s for s in starts if s.run_id not in end_by_id}
+        await write_log_files(self, logs)  # with a log store of files, before any lock
         rows = await self._active_rows(owner, list(end_by_id) + list(start_by_id), skip_locked)
         # A ranged run's other rows follow their lead (see RunRecord.lead_run_id), never alone.
         rows = [r for r in rows if r.lead_run_id is None]
@@ -126,13 +130,7 @@ class ResultsRepository(SessionRepository):
         if ranged:
             # Never skipped when locked: a range is written whole (its lead is locked already).
             rows += await self._active_rows(owner, ranged, False, members=True)
-        await self.run_many(
-            _LOGS,
-            [
-                {"run_id": e.run_id, "at": e.at, "level": e.level[:16], "message": e.message}
-                for e in logs
-            ],
-        )
+        await insert_log_rows(self, logs)
         if not rows:
             return outcomes
         statuses = await self.statuses_of({int(r.backfill_id) for r in rows})
@@ -213,7 +211,6 @@ _MOVE_SLOTS = Prepared(
         updated_at=bindparam("b_now"),
     )
 )
-_LOGS = Prepared(insert(logs_t))
 
 
 def _active_rows(dialect: str, members: bool, skip_locked: bool) -> Prepared:

@@ -189,6 +189,8 @@ type Backfill struct {
 	Partitions *BackfillPartitionConnection `json:"partitions"`
 	// Partitions folded into ranges of one status, in launch order: a 100,000-partition backfill is drawn from one small answer.
 	PartitionStatusRanges []PartitionStatusRange `json:"partitionStatusRanges"`
+	// Its status, counts, partition status ranges and newest runs (at most `lastRuns`, up to 20,000), read together in one snapshot of the database: the material of a timeline whose numbers agree with each other.
+	Timeline *RunTimeline `json:"timeline"`
 	// Per asset of an asset backfill, in dependency order: its level, counts and partition status ranges. Empty for a job backfill.
 	Assets []BackfillAsset `json:"assets"`
 	// What happened to this backfill, oldest first (newest first with `newestFirst`).
@@ -269,10 +271,23 @@ const (
 	BackfillEventKindFailed          BackfillEventKind = "FAILED"
 )
 
+// Which backfills a list shows; every field given must hold.
 type BackfillFilter struct {
 	Statuses []BackfillStatus `json:"statuses,omitempty"`
 	Job      *string          `json:"job,omitempty"`
 	Tag      *TagInput        `json:"tag,omitempty"`
+	// Asset backfills whose selection includes this asset.
+	Asset *string `json:"asset,omitempty"`
+	// Backfills created by this name (a token or a person).
+	Creator *string `json:"creator,omitempty"`
+	// Backfills that carry every one of these tags.
+	Tags []TagInput `json:"tags,omitempty"`
+	// Backfills whose title contains this text, ignoring case (at most 200 characters; empty for no filter).
+	Search *string `json:"search,omitempty"`
+	// Backfills created at or after this time.
+	CreatedAfter *DateTime `json:"createdAfter,omitempty"`
+	// Backfills created before this time.
+	CreatedBefore *DateTime `json:"createdBefore,omitempty"`
 }
 
 // In which order partitions are launched.
@@ -854,6 +869,20 @@ const (
 	RunStatusCanceled RunStatus = "CANCELED"
 )
 
+// One consistent read of a backfill: its status, counts, partition status ranges and newest runs, all from the same snapshot of the database, so that they agree.
+type RunTimeline struct {
+	ReadAt DateTime        `json:"readAt"`
+	Status BackfillStatus  `json:"status"`
+	Counts *BackfillCounts `json:"counts"`
+	// As `Backfill.partitionStatusRanges`; empty for an asset backfill (see `Backfill.assets`).
+	PartitionStatusRanges []PartitionStatusRange `json:"partitionStatusRanges"`
+	Runs                  *TimelineRuns          `json:"runs"`
+	// Runs of the backfill in all.
+	TotalRuns int32 `json:"totalRuns"`
+	// Whether older runs were left out (more than `lastRuns`).
+	Truncated bool `json:"truncated"`
+}
+
 // The worker process a run executed in.
 type RunWorker struct {
 	// The worker's host name.
@@ -898,6 +927,25 @@ type Tag struct {
 type TagInput struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
+}
+
+// Runs as columns: the i-th item of every list is the i-th run, newest first. A ranged run is one run (its first partition's key). Times are seconds since the epoch (UTC), null while not reached.
+type TimelineRuns struct {
+	Ids []string `json:"ids"`
+	// The job, or the asset, of each run.
+	Jobs          []string    `json:"jobs"`
+	PartitionKeys []string    `json:"partitionKeys"`
+	Attempts      []int32     `json:"attempts"`
+	Statuses      []RunStatus `json:"statuses"`
+	// `host:pid` of the worker process that ran it; null until it starts.
+	Workers   []*string  `json:"workers"`
+	QueuedAt  []float64  `json:"queuedAt"`
+	StartedAt []*float64 `json:"startedAt"`
+	EndedAt   []*float64 `json:"endedAt"`
+	// Why each failed run failed; null otherwise.
+	FailureReasons []*RunFailureReason `json:"failureReasons"`
+	// The exception's type and message of each failed run; null otherwise.
+	ErrorMessages []*string `json:"errorMessages"`
 }
 
 // A function of the definitions that decides whether to launch backfills: evaluated on demand (`evaluateTrigger`), on its interval by the daemon, or from a job.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 import httpx
@@ -206,8 +207,9 @@ def backfills_page(
     tag: tuple[str, str] | None,
     first: int,
     after: str | None,
+    more: Mapping[str, Any] | None = None,
 ) -> Call[Page[Backfill]]:
-    filter: dict[str, Any] = {}
+    filter: dict[str, Any] = dict(more or {})
     if statuses is not None:
         filter["statuses"] = [BackfillStatus.known(s).value for s in statuses]
     if job is not None:
@@ -228,6 +230,24 @@ def backfills_page(
         {"first": first, "after": after, "filter": filter or None},
         read,
     )
+
+
+def list_filters(
+    asset: str | None = None,
+    creator: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    search: str | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+) -> dict[str, Any]:
+    """The ``BackfillFilter`` fields beyond statuses, job and one tag (those given)."""
+    filter: dict[str, Any] = {"asset": asset, "creator": creator, "search": search}
+    if tags:
+        filter["tags"] = [{"key": k, "value": v} for k, v in tags.items()]
+    for name, value in (("createdAfter", created_after), ("createdBefore", created_before)):
+        if value is not None:
+            filter[name] = value.isoformat()
+    return {k: v for k, v in filter.items() if v is not None}
 
 
 def steer_backfill(verb: Literal["Pause", "Resume", "Cancel"], backfill_id: str) -> Call[Backfill]:

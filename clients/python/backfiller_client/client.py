@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -165,11 +166,23 @@ class Client:
         job: str | None = None,
         tag: tuple[str, str] | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
+        *,
+        asset: str | None = None,
+        creator: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        search: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> Iterator[Backfill]:
-        """Every backfill matching the filters, newest first, fetched page by page."""
+        """Every backfill matching the filters, newest first, fetched page by page.
+
+        ``asset``, ``creator``, ``tags`` (all of them), ``search`` (text in the title, any
+        case) and the creation window narrow the list further; see ``BackfillFilter``.
+        """
         size = _calls.check_page_size(page_size)
         wanted = list(statuses) if statuses is not None else None
-        return self._pages(lambda after: _calls.backfills_page(wanted, job, tag, size, after))
+        more = _calls.list_filters(asset, creator, tags, search, created_after, created_before)
+        return self._pages(lambda after: _calls.backfills_page(wanted, job, tag, size, after, more))
 
     def pause(self, backfill_id: str) -> Backfill:
         """Stop launching new runs; runs in flight finish."""
@@ -381,10 +394,18 @@ class AsyncClient:
         job: str | None = None,
         tag: tuple[str, str] | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
+        *,
+        asset: str | None = None,
+        creator: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        search: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> AsyncIterator[Backfill]:
         size = _calls.check_page_size(page_size)
         wanted = list(statuses) if statuses is not None else None
-        return self._pages(lambda after: _calls.backfills_page(wanted, job, tag, size, after))
+        more = _calls.list_filters(asset, creator, tags, search, created_after, created_before)
+        return self._pages(lambda after: _calls.backfills_page(wanted, job, tag, size, after, more))
 
     async def pause(self, backfill_id: str) -> Backfill:
         return await self._execute(_calls.steer_backfill("Pause", backfill_id))

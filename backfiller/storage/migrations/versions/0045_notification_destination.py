@@ -1,7 +1,7 @@
 """notification destination: deliveries in flight are limited per scheme://host:port
 
 Revision ID: 0045
-Revises: 0012
+Revises: 0030
 """
 
 from collections.abc import Sequence
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0045"
-down_revision: str | None = "0012"
+down_revision: str | None = "0030"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

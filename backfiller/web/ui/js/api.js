@@ -46,6 +46,58 @@ export function setToken(token) {
   events.dispatchEvent(new Event("token"));
 }
 
+// --- the single sign-on session (web/sessions.py) -------------------------------------------
+//
+// A person signed in with the identity provider has an HttpOnly session cookie that this code
+// never sees; it reads who is signed in, and the session's CSRF token, from /auth/session and
+// sends that token with every API call (a header, or the WebSocket's `csrf` parameter).
+
+let session = { sso: false, signedIn: false };
+let sessionPromise = null;
+
+/** {sso, signedIn, name, role, team, csrfToken, expiresAt}, asked once (see refreshSession). */
+export function loadSession() {
+  if (!sessionPromise) sessionPromise = refreshSession();
+  return sessionPromise;
+}
+
+export async function refreshSession() {
+  try {
+    const response = await fetch("/auth/session", { cache: "no-store", credentials: "same-origin" });
+    session = response.ok ? await response.json() : { sso: false, signedIn: false };
+  } catch {
+    session = { sso: false, signedIn: false };
+  }
+  sessionPromise = Promise.resolve(session);
+  events.dispatchEvent(new Event("token"));
+  return session;
+}
+
+export function currentSession() {
+  return session;
+}
+
+/** Sign out of the session: ends it on the server; returns where the browser goes next. */
+export async function signOutOfSession() {
+  const response = await fetch("/auth/logout", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "X-CSRF-Token": session.csrfToken || "", "Content-Type": "application/json" },
+    body: "{}",
+  });
+  const body = await response.json().catch(() => ({}));
+  session = { sso: session.sso, signedIn: false };
+  sessionPromise = Promise.resolve(session);
+  events.dispatchEvent(new Event("token"));
+  return body.next || "#/signin";
+}
+
+/** The WebSocket URL's query: the session's CSRF token when signed in with a session. */
+export function socketQuery() {
+  if (getToken() || !session.signedIn || !session.csrfToken) return "";
+  return `?csrf=${encodeURIComponent(session.csrfToken)}`;
+}
+
 // --- connection state, for the banner ------------------------------------------------------
 
 /** Fires "connection" (detail: {online}) and "unauthorized" events. */
@@ -176,7 +228,8 @@ export async function operationText(name) {
 /** Headers for every API call: the only place that knows about the token. */
 export function authHeaders() {
   const token = getToken();
-  return token ? { Authorization: `Bearer ${token}` } : {};
+  if (token) return { Authorization: `Bearer ${token}` };
+  return session.signedIn && session.csrfToken ? { "X-CSRF-Token": session.csrfToken } : {};
 }
 
 /**
@@ -184,7 +237,7 @@ export function authHeaders() {
  * Throws AuthRequired (401), ConnectionLost (network, 5xx) or GraphQLFailure.
  */
 export async function graphql(operationName, variables = {}, { signal } = {}) {
-  const query = await operationText(operationName);
+  const [query] = await Promise.all([operationText(operationName), loadSession()]);
   let response;
   try {
     response = await fetch(API_PATH, {
@@ -200,6 +253,10 @@ export async function graphql(operationName, variables = {}, { signal } = {}) {
   }
   if (response.status === 401) {
     setOnline(true);
+    if (session.signedIn) {
+      session = { sso: session.sso, signedIn: false, ended: true }; // expired or ended
+      sessionPromise = Promise.resolve(session);
+    }
     events.dispatchEvent(new Event("unauthorized"));
     throw new AuthRequired();
   }

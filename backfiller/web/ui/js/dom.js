@@ -1,4 +1,5 @@
 // Small DOM and formatting helpers. Text always goes through textContent: no HTML injection.
+import { displayZone } from "./prefs.js";
 
 /**
  * Create an element: h("a", {href: "#/x", class: "link", onclick: fn}, "text", child, ...).
@@ -46,19 +47,31 @@ export function formatPercent(p) {
   return `${p.toFixed(p === 100 || p === 0 ? 0 : 1)}%`;
 }
 
-const dateTimeFormat = new Intl.DateTimeFormat(undefined, {
-  year: "numeric",
-  month: "short",
-  day: "numeric",
-  hour: "2-digit",
-  minute: "2-digit",
-  second: "2-digit",
-});
+// Every timestamp says its zone: UTC or the browser's, as chosen in the top bar (prefs.js).
+const formats = new Map();
 
+function formatFor(kind) {
+  const zone = displayZone();
+  const key = `${kind}|${zone}`;
+  if (!formats.has(key)) {
+    const options = { timeZone: zone, timeZoneName: "short", hourCycle: "h23", hour: "2-digit", minute: "2-digit", second: "2-digit" };
+    if (kind === "full") Object.assign(options, { year: "numeric", month: "short", day: "numeric" });
+    formats.set(key, new Intl.DateTimeFormat(undefined, options));
+  }
+  return formats.get(key);
+}
+
+/** "Dec 3, 2026, 15:56:57 UTC" (or in the browser's zone, named). */
 export function formatTime(iso) {
   if (!iso) return "–";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : dateTimeFormat.format(date);
+  return Number.isNaN(date.getTime()) ? iso : formatFor("full").format(date);
+}
+
+/** "15:56:57 UTC": a time of day, with its zone. */
+export function formatClock(iso) {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? String(iso) : formatFor("clock").format(date);
 }
 
 /** "3 min ago", with the exact time in the element's title. */

@@ -1,7 +1,7 @@
 // Live updates: GraphQL subscriptions over graphql-transport-ws when the server offers them,
 // polling otherwise and whenever the socket is down. A server restart only closes the socket:
 // we poll meanwhile, reconnect with backoff, and resubscribe. The page is never reloaded.
-import { API_PATH, ConnectionLost, authHeaders, events, hasOperation, operationText, randomId } from "./api.js";
+import { API_PATH, ConnectionLost, authHeaders, events, hasOperation, loadSession, operationText, randomId, socketQuery } from "./api.js";
 
 const PROTOCOL = "graphql-transport-ws";
 const MAX_BACKOFF_MS = 15000;
@@ -17,7 +17,7 @@ class SocketClient {
 
   url() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    return `${scheme}://${location.host}${API_PATH}`;
+    return `${scheme}://${location.host}${API_PATH}${socketQuery()}`;
   }
 
   ensureConnected() {
@@ -31,7 +31,9 @@ class SocketClient {
     }
     this.socket = socket;
     socket.addEventListener("open", () => {
-      socket.send(JSON.stringify({ type: "connection_init", payload: authHeaders() }));
+      const headers = authHeaders();
+      const payload = headers.Authorization ? { Authorization: headers.Authorization } : {};
+      socket.send(JSON.stringify({ type: "connection_init", payload }));
     });
     socket.addEventListener("message", (event) => this.receive(event));
     socket.addEventListener("close", () => this.closed(socket));
@@ -178,6 +180,7 @@ export function watch({ subscription, variables = {}, onEvent, refresh, interval
     let available = false;
     try {
       available = await hasOperation(subscription);
+      await loadSession(); // a session's socket carries its CSRF token (socketQuery)
     } catch {
       available = false;
     }

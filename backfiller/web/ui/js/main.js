@@ -1,6 +1,8 @@
 // The shell: a hash router, the connection banner, and the sign-in redirect.
-import { AuthRequired, events, getToken, graphql, isOnline, setToken } from "./api.js";
-import { buildHash, errorBox, h, parseQuery, replace } from "./dom.js";
+import { AuthRequired, currentSession, events, getToken, graphql, isOnline, loadSession, setToken, signOutOfSession } from "./api.js";
+import { buildHash, errorBox, formatTime, h, parseQuery, replace } from "./dom.js";
+import { displayZone, effectiveTheme, prefs, setThemeChoice, setTimeZoneChoice, timeZoneChoice } from "./prefs.js";
+import { globalShortcut, renderHelpButton, showShortcuts } from "./shortcuts.js";
 import * as assetsPage from "./pages/assets.js";
 import * as backfillPage from "./pages/backfill.js";
 import * as backfillsPage from "./pages/backfills.js";
@@ -75,7 +77,9 @@ async function render() {
 
 function navigated() {
   render().then(() => {
-    if (renderCount > 1) main.focus({ preventScroll: true });
+    // To the new page's content, unless the page gave focus back to a field of its own (a
+    // filter being typed in, whose value changed the URL).
+    if (renderCount > 1 && !main.contains(document.activeElement)) main.focus({ preventScroll: true });
   });
 }
 
@@ -126,6 +130,35 @@ events.addEventListener("unauthorized", () => {
 });
 
 function renderSession() {
+  const person = currentSession();
+  if (!getToken() && person.signedIn) {
+    replace(
+      session,
+      h(
+        "span",
+        { class: "session-person", id: "session-person", title: person.expiresAt ? `Signed in until ${formatTime(person.expiresAt)}` : undefined },
+        h("span", { class: "session-name" }, person.name),
+        " ",
+        h("span", { class: "badge badge-plain", dataset: { role: person.role } }, person.role),
+        person.team ? h("span", { class: "muted small" }, ` · ${person.team}`) : null,
+      ),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "btn btn-ghost btn-small",
+          id: "sign-out",
+          onclick: async () => {
+            const next = await signOutOfSession();
+            if (next.startsWith("#")) location.hash = next;
+            else location.assign(next);
+          },
+        },
+        "Sign out",
+      ),
+    );
+    return;
+  }
   if (getToken()) {
     replace(
       session,
@@ -147,7 +180,62 @@ function renderSession() {
   }
 }
 
+// --- display preferences and shortcuts ------------------------------------------------------
+
+const prefsHolder = document.getElementById("prefs");
+
+function renderPrefs() {
+  const zone = timeZoneChoice();
+  const theme = effectiveTheme();
+  const helpHolder = h("span");
+  renderHelpButton(helpHolder);
+  replace(
+    prefsHolder,
+    h(
+      "button",
+      {
+        type: "button",
+        class: "btn-pref",
+        id: "zone-switch",
+        "aria-pressed": String(zone === "utc"),
+        title: `Times are shown in ${displayZone()}; switch with T`,
+        onclick: toggleZone,
+      },
+      zone === "utc" ? "UTC" : "Local time",
+    ),
+    h(
+      "button",
+      { type: "button", class: "btn-pref", id: "theme-switch", "aria-pressed": String(theme === "dark"), title: "Dark mode; switch with D", onclick: toggleTheme },
+      theme === "dark" ? "Dark" : "Light",
+    ),
+    helpHolder,
+  );
+}
+
+function toggleZone() {
+  setTimeZoneChoice(timeZoneChoice() === "utc" ? "local" : "utc");
+}
+
+function toggleTheme() {
+  setThemeChoice(effectiveTheme() === "dark" ? "light" : "dark");
+}
+
+prefs.addEventListener("change", (event) => {
+  renderPrefs();
+  if (event.detail.what === "timeZone") navigated(); // every timestamp on the page, in the new zone
+});
+
+globalShortcut("?", "Show these shortcuts", showShortcuts);
+globalShortcut("g b", "Go to backfills", () => (location.hash = "#/backfills"));
+globalShortcut("g l", "Go to launch", () => (location.hash = "#/launch"));
+globalShortcut("g j", "Go to jobs", () => (location.hash = "#/jobs"));
+globalShortcut("g a", "Go to assets", () => (location.hash = "#/assets"));
+globalShortcut("g t", "Go to triggers", () => (location.hash = "#/triggers"));
+globalShortcut("t", "Switch times between UTC and local time", toggleZone);
+globalShortcut("d", "Switch between light and dark", toggleTheme);
+renderPrefs();
+
 events.addEventListener("token", renderSession);
 window.addEventListener("hashchange", navigated);
-renderSession();
+loadSession().then(renderSession);
 navigated();

@@ -1,6 +1,6 @@
 // Runs: the runs table, the log viewer dialog, the runs of one partition, and key resolution.
 import { graphql } from "./api.js";
-import { errorBox, formatDuration, formatNumber, formatTime, h, replace, serialized, timeAgo } from "./dom.js";
+import { errorBox, formatClock, formatDuration, formatNumber, formatTime, h, replace, serialized, timeAgo } from "./dom.js";
 import { keyResolver } from "./keys.js";
 import { PARTITION_LABELS, partitionBadge, runBadge } from "./status.js";
 
@@ -160,7 +160,7 @@ export function openLogs(runId) {
           h(
             "li",
             { class: `log-line log-${line.level.toLowerCase()}` },
-            h("time", { datetime: line.at }, new Date(line.at).toLocaleTimeString()),
+            h("time", { datetime: line.at }, formatClock(line.at)),
             h("span", { class: "log-level" }, line.level),
             h("span", { class: "log-message" }, line.message),
           ),

@@ -1,5 +1,6 @@
 // Statuses: labels, colours (shared by CSS classes and the canvas strip), badges, progress bar.
 import { formatNumber, formatPercent, h } from "./dom.js";
+import { cssColor } from "./prefs.js";
 
 export const BACKFILL_STATUSES = [
   "REQUESTED",
@@ -92,6 +93,13 @@ export const PARTITION_COLORS = {
   UNKNOWN: "#a78bfa",
 };
 
+/** The colours of the theme in force (app.css --st-*), for canvases. */
+export function partitionColors() {
+  const colors = {};
+  for (const status of PARTITION_STATUSES) colors[status] = cssColor(`--st-${status.toLowerCase()}`, PARTITION_COLORS[status]);
+  return colors;
+}
+
 export const PARTITION_LABELS = {
   SUCCEEDED: "Succeeded",
   FAILED: "Failed",
@@ -148,8 +156,10 @@ const COUNT_KEYS = [
  * A progress bar that says how far along it is: stacked segments per status, the percentage
  * done, and "done / total" counts.
  */
-export function progressBar(counts, { compact = false } = {}) {
+export function progressBar(counts, { compact = false, status = null } = {}) {
   const total = counts.total || 0;
+  // A canceled backfill is not "done": it shows what actually completed, and says canceled.
+  const stopped = status === "CANCELED" || status === "CANCELING";
   const track = h("div", { class: "progress-track", "aria-hidden": "true" });
   if (total > 0) {
     for (const [key, status] of COUNT_KEYS) {
@@ -163,8 +173,11 @@ export function progressBar(counts, { compact = false } = {}) {
       );
     }
   }
-  const percent = formatPercent(counts.percentDone);
-  const summary = `${percent} · ${formatNumber(counts.done)} of ${formatNumber(total)} done`;
+  const completed = stopped ? counts.succeeded + counts.skipped : counts.done;
+  const percentValue = stopped ? (total ? (100 * completed) / total : 0) : counts.percentDone;
+  const percent = formatPercent(percentValue);
+  const word = stopped ? "completed before the cancel" : "done";
+  const summary = `${percent} · ${formatNumber(completed)} of ${formatNumber(total)} ${word}`;
   const details = COUNT_KEYS.filter(([key]) => counts[key])
     .map(([key]) => `${formatNumber(counts[key])} ${key}`)
     .join(", ");
@@ -173,16 +186,18 @@ export function progressBar(counts, { compact = false } = {}) {
     {
       class: compact ? "progress progress-compact" : "progress",
       role: "progressbar",
+      "aria-label": "Progress",
       "aria-valuemin": "0",
       "aria-valuemax": "100",
-      "aria-valuenow": String(Math.round(counts.percentDone || 0)),
+      "aria-valuenow": String(Math.round(percentValue || 0)),
+      dataset: { percent: String(Math.round(percentValue || 0)) },
       "aria-valuetext": `${summary}${details ? ` (${details})` : ""}`,
     },
     h(
       "div",
       { class: "progress-label" },
-      h("span", { class: "progress-percent" }, percent),
-      h("span", { class: "progress-counts" }, `${formatNumber(counts.done)} / ${formatNumber(total)}`),
+      h("span", { class: "progress-percent" }, percent, stopped ? " completed · canceled" : ""),
+      h("span", { class: "progress-counts" }, `${formatNumber(completed)} / ${formatNumber(total)}`),
     ),
     track,
     compact ? null : h("div", { class: "progress-details" }, details || "nothing planned yet"),

@@ -6,7 +6,8 @@
 // visible minimum so they never vanish between neighbours. Mouse and keyboard both work:
 // hover or arrow keys describe a partition, click or Enter opens its runs.
 import { formatNumber, h } from "./dom.js";
-import { PARTITION_COLORS, PARTITION_LABELS, PARTITION_STATUSES, partitionStatusOf } from "./status.js";
+import { cssColor, prefs } from "./prefs.js";
+import { PARTITION_LABELS, PARTITION_STATUSES, partitionColors, partitionStatusOf } from "./status.js";
 
 const EMPHASIS = ["FAILED", "RUNNING", "QUEUED"]; // kept visible, stacked above the rest
 const BASE = ["SUCCEEDED", "SKIPPED", "CANCELED", "UNKNOWN", "PENDING"];
@@ -52,10 +53,13 @@ export class PartitionStrip {
     );
     this.resizeObserver = new ResizeObserver(() => this.draw());
     this.resizeObserver.observe(this.canvas);
+    this.onPrefs = () => this.draw(); // the theme's colours
+    prefs.addEventListener("change", this.onPrefs);
   }
 
   destroy() {
     this.resizeObserver.disconnect();
+    prefs.removeEventListener("change", this.onPrefs);
   }
 
   /** Show these ranges (sorted by startIndex) out of `total` partitions. */
@@ -93,6 +97,8 @@ export class PartitionStrip {
     if (canvas.width !== width) canvas.width = width;
     if (canvas.height !== height) canvas.height = height;
     const ctx = canvas.getContext("2d");
+    const PARTITION_COLORS = partitionColors();
+    this.colors = PARTITION_COLORS;
     ctx.fillStyle = PARTITION_COLORS.PENDING;
     ctx.fillRect(0, 0, width, height);
     if (this.total > 0) {
@@ -103,7 +109,7 @@ export class PartitionStrip {
         const scale = width / this.total;
         const x0 = Math.floor(marked * scale);
         const w = Math.max(2 * ratio, Math.ceil(scale));
-        ctx.strokeStyle = "#111827";
+        ctx.strokeStyle = cssColor("--text", "#111827");
         ctx.lineWidth = 2 * ratio;
         ctx.strokeRect(x0 + ratio, ratio, w - ratio, height - 2 * ratio);
       }
@@ -117,13 +123,13 @@ export class PartitionStrip {
   drawCells(ctx, width, height, ratio) {
     const scale = width / this.total;
     for (const r of this.ranges) {
-      ctx.fillStyle = PARTITION_COLORS[r.status] || "#999";
+      ctx.fillStyle = this.colors[r.status] || "#999";
       const x0 = Math.floor(r.startIndex * scale);
       const x1 = Math.ceil((r.startIndex + r.count) * scale);
       ctx.fillRect(x0, 0, Math.max(1, x1 - x0), height);
     }
     if (scale >= 6 * ratio) {
-      ctx.fillStyle = "#ffffff"; // a gap between wide cells
+      ctx.fillStyle = cssColor("--surface", "#ffffff"); // a gap between wide cells
       for (let i = 1; i < this.total; i++) ctx.fillRect(Math.round(i * scale) - ratio / 2, 0, ratio, height);
     }
   }
@@ -168,12 +174,12 @@ export class PartitionStrip {
         const part = shares[status][col];
         if (part <= 0 || restCovered <= 0) continue;
         const h = (part / restCovered) * rest;
-        ctx.fillStyle = PARTITION_COLORS[status];
+        ctx.fillStyle = this.colors[status];
         ctx.fillRect(col, y - h, 1, h);
         y -= h;
       }
       for (const [status, h] of tops) {
-        ctx.fillStyle = PARTITION_COLORS[status];
+        ctx.fillStyle = this.colors[status];
         ctx.fillRect(col, Math.max(0, y - h), 1, h);
         y -= h;
       }

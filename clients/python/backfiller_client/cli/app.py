@@ -7,7 +7,6 @@ installed (the ``backfiller`` distribution), and otherwise answer with how to in
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -15,10 +14,12 @@ import typer
 
 app = typer.Typer(
     name="backfiller",
-    help="Launch, run and watch backfills.",
+    help="Launch, run and watch backfills. The client's options (--url, --token-file, "
+    "--output/-o) may also come before the command: backfiller --url URL jobs.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 # The server's commands and groups, for the message of a client-only installation.
@@ -93,5 +94,7 @@ def register_server_commands(argv: Sequence[str] | None = None) -> None:
 
 
 def main() -> None:
-    register_server_commands(sys.argv[1:])
-    app()
+    """The command (``backfiller_client.cli.entry``, which loads only what a command needs)."""
+    from backfiller_client.cli.entry import main as run
+
+    run()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -304,10 +305,25 @@ def launch(
     )  # fmt: skip
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
+        # For people: a launch that will run nothing says why (one preview first).
+        told = not quiet and not out.json_mode
+        nothing = nothing_to_run(client.preview_backfill(request)) if told else None
         backfill = client.launch_backfill(request)
         print_launched(out, backfill, quiet)
+        if nothing is not None:
+            out.line(nothing)
         if wait:
             watch_until_done(client, out, backfill.id, interval)
+
+
+def nothing_to_run(found: Preview) -> str | None:
+    """Why a launch runs no partition (``31 skipped: already succeeded; use --reprocess
+    all``), or None when it runs some."""
+    if found.runs or not found.skipped:
+        return None
+    reasons = sorted({s.reason.lower().replace("_", " ") for s in found.skipped_partitions})
+    why = ", ".join(reasons) or "nothing to do"
+    return f"{found.skipped} skipped: {why}; use --reprocess all to run them again"
 
 
 @app.command(rich_help_panel=CLIENT_PANEL)
@@ -376,23 +392,42 @@ def waiting_line(found: Preview) -> str:
     return f"{found.waiting} would wait for runs of other backfills: {shown}{more}"
 
 
+TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"]
+
+
 @app.command("list", rich_help_panel=CLIENT_PANEL)
-def list_(
+def list_(  # long: one parameter per option of the command
     status: Annotated[
         list[StatusChoice] | None,
         typer.Option("--status", case_sensitive=False, help="Only these statuses; repeat."),
     ] = None,
     job: Annotated[str | None, typer.Option(help="Only backfills of this job.")] = None,
-    tag: Annotated[str | None, typer.Option(help="Only backfills with this key=value.")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option(help="Only backfills with this key=value; repeat for all.")
+    ] = None,
+    asset: Annotated[str | None, typer.Option(help="Only backfills of this asset.")] = None,
+    creator: Annotated[
+        str | None, typer.Option(help="Only backfills created by this name.")
+    ] = None,
+    search: Annotated[
+        str | None, typer.Option(help="Only backfills whose title has this text (any case).")
+    ] = None,
+    created_after: Annotated[
+        datetime | None,
+        typer.Option(
+            formats=TIME_FORMATS, help="Created at or after this time (local if no zone)."
+        ),
+    ] = None,
+    created_before: Annotated[
+        datetime | None,
+        typer.Option(formats=TIME_FORMATS, help="Created before this time (local if no zone)."),
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 20,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     output: OutputOption = OutputFormat.text,
 ) -> None:
     """Backfills of every job, newest first."""
-    wanted_tag = None
-    if tag is not None:
-        wanted_tag = next(iter(parse_tags([tag]).items()))
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
         found = list(
@@ -400,8 +435,13 @@ def list_(
                 client.list_backfills(
                     statuses=[s.value for s in status] if status else None,
                     job=job,
-                    tag=wanted_tag,
                     page_size=min(limit, 100),
+                    asset=asset,
+                    creator=creator,
+                    tags=parse_tags(tag) if tag else None,
+                    search=search,
+                    created_after=created_after.astimezone() if created_after else None,
+                    created_before=created_before.astimezone() if created_before else None,
                 ),
                 limit,
             )

@@ -61,7 +61,8 @@ TokenOption = Annotated[
     typer.Option(
         "--token",
         envvar="BACKFILLER_TOKEN",
-        help="API token (sent as a Bearer token).",
+        help="API token (sent as a Bearer token). Prefer $BACKFILLER_TOKEN or --token-file "
+        "PATH: a command line is visible to other users and kept in the shell's history.",
         rich_help_panel="Connection",
     ),
 ]

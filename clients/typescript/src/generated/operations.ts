@@ -15,10 +15,23 @@ export type AssetSelectionInput = {
   upstream?: boolean;
 };
 
+/** Which backfills a list shows; every field given must hold. */
 export type BackfillFilter = {
+  /** Asset backfills whose selection includes this asset. */
+  asset?: string | null | undefined;
+  /** Backfills created at or after this time. */
+  createdAfter?: string | null | undefined;
+  /** Backfills created before this time. */
+  createdBefore?: string | null | undefined;
+  /** Backfills created by this name (a token or a person). */
+  creator?: string | null | undefined;
   job?: string | null | undefined;
+  /** Backfills whose title contains this text, ignoring case (at most 200 characters; empty for no filter). */
+  search?: string | null | undefined;
   statuses?: Array<BackfillStatus> | null | undefined;
   tag?: TagInput | null | undefined;
+  /** Backfills that carry every one of these tags. */
+  tags?: Array<TagInput> | null | undefined;
 };
 
 /** In which order partitions are launched. */

@@ -73,7 +73,7 @@ function launchLinks(asset) {
     asset.downstream.length
       ? h(
           "a",
-          { class: "btn btn-primary btn-small", href: buildHash("/launch", { assets: asset.name, downstream: "1" }), dataset: { launch: "downstream" }, "aria-label": `Backfill ${asset.name} and everything downstream` },
+          { class: "btn btn-primary btn-small", href: buildHash("/launch", { assets: asset.name, downstream: "1" }), dataset: { launch: "downstream" }, "aria-label": `With downstream: backfill ${asset.name} and everything downstream` },
           "With downstream…",
         )
       : null,

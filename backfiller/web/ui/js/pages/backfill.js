@@ -2,9 +2,12 @@
 import { graphql, randomId } from "../api.js";
 import { assetKeyResolver, figures, loadAssetGraph, selectionLabel } from "../assets.js";
 import { buildHash, errorBox, formatNumber, formatTime, h, replace, serialized, throttle, timeAgo } from "../dom.js";
+import { displayZone } from "../prefs.js";
+import { pageShortcuts } from "../shortcuts.js";
+import { RunTimeline, timelineSection } from "../timeline.js";
 import { AssetGraph } from "../graph.js";
 import { liveState, watch } from "../live.js";
-import { jobKeyResolver, runsTable, showPartition } from "../runs.js";
+import { jobKeyResolver, openLogs, runsTable, showPartition } from "../runs.js";
 import { TERMINAL_STATUSES, backfillBadge, backfillStatusLabel, countChips, progressBar } from "../status.js";
 import { PartitionStrip } from "../strip.js";
 import { backfillName } from "./backfills.js";
@@ -68,6 +71,7 @@ export async function render(root, { params }) {
   let strip = null;
   const stripHolder = h("div", { class: "strip-holder" }, h("p", { class: "muted" }, "Loading partitions…"));
   const stripTiming = h("p", { class: "muted small strip-timing" });
+  const stripZone = h("p", { class: "muted small zone-note", id: "strip-zone" });
   const stripTitle = h("h2", { id: "partitions-title" }, "Partitions");
   // An asset backfill: the graph of its assets with their progress, and the strip of one asset.
   const assetsCard = h("section", { class: "card", id: "backfill-assets", "aria-labelledby": "assets-title", hidden: true });
@@ -75,13 +79,18 @@ export async function render(root, { params }) {
   let assetProgress = new Map();
   let stripAsset = null;
 
+  // The run timeline (js/timeline.js): a bar per run, grouped, zoomable; a click opens the run.
+  const timeline = new RunTimeline({ onOpen: (runId) => openLogs(runId) });
+  const { card: timelineCard, timing: timelineTiming } = timelineSection(timeline);
+
   const runStatusSelect = h(
     "select",
     {
       id: "runs-status",
       onchange: (e) => {
         runFilter = e.target.value;
-        loadRuns();
+        if (!runFilter && !runsPaged && view) showViewRuns();
+        else loadRuns();
       },
     },
     h("option", { value: "" }, "All statuses"),
@@ -103,6 +112,7 @@ export async function render(root, { params }) {
       stripHolder,
       partitionPanel,
     ),
+    timelineCard,
     h(
       "div",
       { class: "grid grid-wide-narrow" },
@@ -294,7 +304,7 @@ export async function render(root, { params }) {
           { class: "lede" },
           b.target.assets
             ? ["Assets ", h("a", { href: "#/assets", class: "mono" }, selectionLabel(b.target.assets)), ` (${b.target.assets.assets.length} in all)`]
-            : ["Job ", h("a", { href: buildHash("/backfills", { job: b.target.job }), class: "mono" }, b.target.job ?? "?")],
+            : ["Job ", h("a", { href: buildHash("/backfills", { target: b.target.job }), class: "mono" }, b.target.job ?? "?")],
           " · created ",
           timeAgo(b.createdAt),
           b.creator ? ` by ${b.creator}` : "",
@@ -305,7 +315,7 @@ export async function render(root, { params }) {
     replace(
       progressCard,
       h("div", { class: "card-header" }, h("h2", { id: "progress-title" }, "Progress")),
-      progressBar(b.counts),
+      progressBar(b.counts, { status: b.status }),
       countChips(b.counts),
     );
     replace(
@@ -338,7 +348,8 @@ export async function render(root, { params }) {
   async function refreshHeader() {
     const data = await graphql("UiBackfill", { id });
     if (!data.backfill) throw new Error(`No backfill ${id}.`);
-    backfill = data.backfill;
+    // Status and counts come from the page's one consistent read (loadView), not from here.
+    backfill = view ? { ...data.backfill, status: view.status, counts: view.counts } : data.backfill;
     renderHeader();
   }
 
@@ -418,12 +429,14 @@ export async function render(root, { params }) {
     if (backfill && TERMINAL_STATUSES.has(backfill.status)) stripLoadedAfterEnd = true;
   }
 
-  async function loadStrip(prefetched = null) {
-    if (backfill?.target.assets) return loadAssetProgress();
-    const started = prefetched ? prefetched.started : performance.now();
-    const data = await (prefetched ? prefetched.request : graphql("UiBackfillStrip", { id }));
-    if (!data.backfill) return;
-    const fetched = performance.now();
+  /** The strip of a job backfill, from the view's ranges (one read with the counts). */
+  function showStrip(timing) {
+    if (backfill?.target.assets) {
+      loadAssetProgress().catch(() => {});
+      return;
+    }
+    const data = { backfill: { counts: view.counts, partitionStatusRanges: view.partitionStatusRanges } };
+    const { started, fetched } = timing;
     if (!strip) {
       strip = new PartitionStrip({
         label: `Status of the ${formatNumber(data.backfill.counts.total)} partitions of this backfill`,
@@ -439,13 +452,86 @@ export async function render(root, { params }) {
             },
           }),
       });
-      replace(stripHolder, strip.element);
+      replace(stripHolder, strip.element, stripZone);
+      graphql("UiJobPartitions", { name: backfill.target.job })
+        .then((d) => {
+          const p = d.job?.partitions;
+          if (p?.kind === "TIME") stripZone.textContent = `Partition keys are in the job's time zone, ${p.timezone || "UTC"} (timestamps on this page are in ${displayZone()}).`;
+        })
+        .catch(() => {});
     }
     strip.setRanges(data.backfill.partitionStatusRanges, data.backfill.counts.total);
     const drawn = performance.now();
     stripTiming.textContent = `${formatNumber(data.backfill.counts.total)} partitions in ${formatNumber(data.backfill.partitionStatusRanges.length)} range${data.backfill.partitionStatusRanges.length === 1 ? "" : "s"} · loaded in ${Math.round(fetched - started)} ms, drawn in ${Math.round(drawn - fetched)} ms`;
     stripHolder.dataset.ready = "true";
     if (backfill && TERMINAL_STATUSES.has(backfill.status)) stripLoadedAfterEnd = true;
+  }
+
+  // --- the one consistent read: progress, strip, runs table and timeline ---------------------
+
+  let view = null;
+  const TIMELINE_RUNS = 10000;
+
+  let viewTiming = null;
+
+  async function loadView() {
+    const started = performance.now();
+    const data = await graphql("UiBackfillTimeline", { id, lastRuns: TIMELINE_RUNS });
+    const fetched = performance.now();
+    if (!data.backfill) return;
+    view = data.backfill.timeline;
+    viewTiming = { started, fetched };
+    if (backfill) applyView();
+  }
+
+  /** Draw everything the view holds: one read, so the numbers agree with each other. */
+  function applyView() {
+    backfill = { ...backfill, status: view.status, counts: view.counts };
+    renderHeader();
+    showStrip(viewTiming);
+    if (!runFilter && !runsPaged) showViewRuns();
+    const drawStarted = performance.now();
+    timeline.setRuns(view.runs);
+    timelineTiming.textContent = `${formatNumber(view.runs.ids.length)} run${view.runs.ids.length === 1 ? "" : "s"}${view.truncated ? ` (the newest, of ${formatNumber(view.totalRuns)})` : ""} · drawn in ${Math.round(performance.now() - drawStarted)} ms · read at ${formatTime(view.readAt)}`;
+    timelineCard.dataset.ready = "true";
+    timelineCard.dataset.readAt = view.readAt;
+    if (TERMINAL_STATUSES.has(view.status)) stripLoadedAfterEnd = true;
+  }
+
+  /** The newest runs of the view, as the runs table shows them (first page). */
+  function showViewRuns() {
+    const r = view.runs;
+    const rows = [];
+    const now = Date.now();
+    for (let k = 0; k < Math.min(25, r.ids.length); k++) {
+      const end = r.endedAt[k] ?? (r.startedAt[k] != null ? now / 1000 : null);
+      rows.push({
+        id: r.ids[k],
+        job: r.jobs[k],
+        asset: backfill?.target.assets ? r.jobs[k] : null,
+        partitionKey: r.partitionKeys[k],
+        attempt: r.attempts[k],
+        status: r.statuses[k],
+        failureReason: r.failureReasons[k],
+        errorMessage: r.errorMessages[k],
+        queuedAt: new Date(r.queuedAt[k] * 1000).toISOString(),
+        startedAt: r.startedAt[k] != null ? new Date(r.startedAt[k] * 1000).toISOString() : null,
+        endedAt: r.endedAt[k] != null ? new Date(r.endedAt[k] * 1000).toISOString() : null,
+        durationSeconds: r.startedAt[k] != null ? end - r.startedAt[k] : null,
+        backfillId: id,
+      });
+    }
+    if (rows.length) replace(runsBody, runsTable(rows, { caption: "Runs of this backfill" }));
+    else replace(runsBody, h("p", { class: "empty-inline muted" }, "No run yet."));
+    replace(
+      runsMore,
+      r.ids.length > 25
+        ? h("button", { type: "button", class: "btn btn-secondary btn-small", onclick: () => {
+            runsPaged = true;
+            loadRuns({ more: false }).then(() => loadRuns({ more: true }));
+          } }, "Load more runs")
+        : null,
+    );
   }
 
   // --- runs and events -----------------------------------------------------------------------
@@ -525,9 +611,10 @@ export async function render(root, { params }) {
 
   // --- first load and live updates -----------------------------------------------------------
 
-  // The strip is the slowest answer on a large backfill: ask for it at once, beside the rest.
-  const stripRequest = { started: performance.now(), request: graphql("UiBackfillStrip", { id }) };
-  stripRequest.request.catch(() => {});
+  // The view (with the strip) is the slowest answer on a large backfill: ask for it at once,
+  // beside the details.
+  const viewRequest = loadView();
+  viewRequest.catch(() => {});
   try {
     await refreshHeader();
   } catch (error) {
@@ -535,20 +622,27 @@ export async function render(root, { params }) {
     return undefined;
   }
   renderActions();
+  const press = (name) => () => buttons?.[name]?.button.click();
+  const stopKeys = pageShortcuts([
+    { keys: "p", description: "Pause this backfill", run: press("pause") },
+    { keys: "r", description: "Resume this backfill", run: press("resume") },
+    { keys: "c", description: "Cancel this backfill (press twice to confirm)", run: press("cancel") },
+    { keys: "l", description: "Go to the run timeline", run: () => timeline.canvas.focus() },
+  ]);
   await Promise.all([
-    loadStrip(stripRequest).catch((error) => replace(stripHolder, errorBox(error, "Could not load partitions."))),
-    loadRuns().catch((error) => replace(runsBody, errorBox(error, "Could not load runs."))),
+    viewRequest.then(() => view && applyView()).catch((error) => replace(stripHolder, errorBox(error, "Could not load partitions."))),
     loadEvents().catch((error) => replace(eventsList, errorBox(error, "Could not load events."))),
   ]);
 
+  // Runs paged or filtered by status come from their own query, and say so.
   const refreshDetails = throttle(() => {
-    Promise.all([loadStrip(), runsPaged ? null : loadRuns(), loadEvents()]).catch(() => {});
+    Promise.all([loadView(), runsPaged || runFilter ? loadRuns() : null, loadEvents()]).catch(() => {});
   }, 1000);
 
   async function refresh() {
+    await loadView();
     await refreshHeader();
-    await loadStrip();
-    await Promise.all([runsPaged ? null : loadRuns(), loadEvents()]);
+    await Promise.all([runsPaged || runFilter ? loadRuns() : null, loadEvents()]);
   }
 
   const onMode = (event) => {
@@ -564,12 +658,10 @@ export async function render(root, { params }) {
     interval: 1500,
     refresh,
     until: () => TERMINAL_STATUSES.has(backfill.status) && stripLoadedAfterEnd,
+    // An event says something changed; what the page shows comes from one read of the view,
+    // so that the counts, the strip, the runs and the timeline agree.
     onEvent: (data) => {
       const progress = data && Object.values(data)[0];
-      if (progress && progress.status) {
-        backfill = { ...backfill, ...progress, counts: { ...backfill.counts, ...(progress.counts || {}) } };
-        renderHeader();
-      }
       refreshDetails();
       if (progress && TERMINAL_STATUSES.has(progress.status)) refreshHeader().catch(() => {});
     },
@@ -580,5 +672,7 @@ export async function render(root, { params }) {
     liveState.removeEventListener("mode", onMode);
     if (strip) strip.destroy();
     if (graph) graph.destroy();
+    timeline.destroy();
+    stopKeys();
   };
 }

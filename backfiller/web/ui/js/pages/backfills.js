@@ -1,8 +1,10 @@
 // Backfills: every backfill, newest first, with filters by status and job, and cursor pages.
 import { graphql } from "../api.js";
 import { selectionLabel } from "../assets.js";
-import { buildHash, errorBox, h, replace, timeAgo } from "../dom.js";
+import { buildHash, debounce, errorBox, h, replace, timeAgo } from "../dom.js";
 import { watch } from "../live.js";
+import { displayZone } from "../prefs.js";
+import { pageShortcuts } from "../shortcuts.js";
 import { ACTIVE_STATUSES, BACKFILL_STATUSES, backfillBadge, backfillStatusLabel, progressBar } from "../status.js";
 
 export const title = "Backfills";
@@ -22,47 +24,141 @@ function targetCell(target) {
   if (target.assets) {
     return h("a", { href: "#/assets", class: "mono", title: `Assets: ${target.assets.assets.join(", ")}` }, selectionLabel(target.assets));
   }
-  return h("a", { href: buildHash("/backfills", { job: target.job }), class: "mono" }, target.job ?? "–");
+  return h("a", { href: buildHash("/backfills", { target: target.job }), class: "mono" }, target.job ?? "–");
+}
+
+// The filters, all in the URL (deep links; the back button walks through them). Text fields
+// apply as you type (after a pause) or on Enter.
+const FILTER_KEYS = ["status", "target", "creator", "tag", "search", "from", "to"];
+let refocus = null; // the field being typed in when the URL changed, to give it back its caret
+
+function filtersOf(query) {
+  const out = {};
+  for (const key of FILTER_KEYS) if (query[key]) out[key] = String(query[key]);
+  if (query.job && !out.target) out.target = String(query.job); // links of earlier versions
+  if (out.status && !BACKFILL_STATUSES.includes(out.status)) delete out.status;
+  return out;
+}
+
+/** The start of a day ("2026-12-03") in the zone times are shown in, as an instant. */
+export function dayStart(day, zone = displayZone()) {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) return null;
+  if (zone === "UTC") return `${day}T00:00:00Z`;
+  const local = new Date(`${day}T00:00:00`);
+  return Number.isNaN(local.getTime()) ? null : local.toISOString();
+}
+
+function nextDay(day) {
+  const d = new Date(`${day}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + 1);
+  return d.toISOString().slice(0, 10);
+}
+
+/** The API's BackfillFilter of the page's filters. */
+export function apiFilter(filters, assetNames) {
+  const filter = {};
+  if (filters.status) filter.statuses = [filters.status];
+  if (filters.target) {
+    if (assetNames.has(filters.target)) filter.asset = filters.target;
+    else filter.job = filters.target;
+  }
+  if (filters.creator) filter.creator = filters.creator;
+  if (filters.search) filter.search = filters.search;
+  if (filters.tag) {
+    filter.tags = filters.tag
+      .split(",")
+      .map((pair) => pair.trim())
+      .filter(Boolean)
+      .map((pair) => {
+        const at = pair.indexOf("=");
+        return at < 0 ? { key: pair, value: "" } : { key: pair.slice(0, at).trim(), value: pair.slice(at + 1).trim() };
+      });
+  }
+  const after = filters.from ? dayStart(filters.from) : null;
+  const before = filters.to ? dayStart(nextDay(filters.to)) : null;
+  if (after) filter.createdAfter = after;
+  if (before) filter.createdBefore = before;
+  return filter;
+}
+
+let targetNames = null; // {jobs, assets}, loaded once per page load
+
+async function loadTargetNames() {
+  if (!targetNames) {
+    targetNames = Promise.all([graphql("UiJobNames"), graphql("UiAssets").catch(() => ({ assets: [] }))]).then(([j, a]) => ({
+      jobs: j.jobs.map((x) => x.name).sort(),
+      assets: a.assets.map((x) => x.name).sort(),
+    }));
+    targetNames.catch(() => {
+      targetNames = null;
+    });
+  }
+  return targetNames;
 }
 
 export async function render(root, { query }) {
-  const status = BACKFILL_STATUSES.includes(query.status) ? query.status : "";
-  const job = query.job || "";
+  const filters = filtersOf(query);
   const after = query.after || null;
-  const filterKey = `${status}|${job}`;
+  const filterKey = JSON.stringify(filters);
   const trail = trails.get(filterKey) || [];
   trails.set(filterKey, trail);
+  const filtered = Object.keys(filters).length > 0;
+  const names = await loadTargetNames().catch(() => ({ jobs: [], assets: [] }));
+  const assetNames = new Set(names.assets);
 
-  const go = (params) => {
-    location.hash = buildHash("/backfills", params);
+  const go = (changes, { keepTrail = false } = {}) => {
+    const next = { ...filters, ...changes };
+    for (const key of Object.keys(next)) if (!next[key]) delete next[key];
+    if (!keepTrail) trails.delete(JSON.stringify(filtersOf(next)));
+    location.hash = buildHash("/backfills", next);
   };
+
+  const field = (id, label, control, help) =>
+    h("div", { class: "field" }, h("label", { for: id }, label), control, help ? h("p", { class: "help" }, help) : null);
+
+  function textInput(id, key, attributes = {}) {
+    const input = h("input", { id, name: key, type: "search", value: filters[key] || "", autocomplete: "off", ...attributes });
+    const apply = () => {
+      if ((input.value.trim() || "") === (filters[key] || "")) return;
+      refocus = { id, start: input.selectionStart, end: input.selectionEnd };
+      go({ [key]: input.value.trim() });
+    };
+    const later = debounce(apply, 600);
+    input.addEventListener("input", later);
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") {
+        later.cancel();
+        apply();
+      }
+    });
+    input.addEventListener("change", () => {
+      later.cancel();
+      apply();
+    });
+    return input;
+  }
 
   const statusSelect = h(
     "select",
-    {
-      id: "filter-status",
-      name: "status",
-      onchange: (e) => {
-        trails.delete(`${e.target.value}|${job}`);
-        go({ status: e.target.value, job });
-      },
-    },
+    { id: "filter-status", name: "status", onchange: (e) => go({ status: e.target.value }) },
     h("option", { value: "" }, "All statuses"),
-    BACKFILL_STATUSES.map((s) => h("option", { value: s, selected: s === status }, backfillStatusLabel(s))),
+    BACKFILL_STATUSES.map((s) => h("option", { value: s, selected: s === filters.status }, backfillStatusLabel(s))),
   );
-  const jobSelect = h(
+  const known = names.jobs.includes(filters.target) || assetNames.has(filters.target);
+  const targetSelect = h(
     "select",
-    {
-      id: "filter-job",
-      name: "job",
-      onchange: (e) => {
-        trails.delete(`${status}|${e.target.value}`);
-        go({ status, job: e.target.value });
-      },
-    },
-    h("option", { value: "" }, "All jobs"),
-    job ? h("option", { value: job, selected: true }, job) : null,
+    { id: "filter-target", name: "target", onchange: (e) => go({ target: e.target.value }) },
+    h("option", { value: "" }, "All jobs and assets"),
+    names.jobs.length ? h("optgroup", { label: "Jobs" }, names.jobs.map((n) => h("option", { value: n, selected: n === filters.target }, n))) : null,
+    names.assets.length ? h("optgroup", { label: "Assets" }, names.assets.map((n) => h("option", { value: n, selected: n === filters.target }, n))) : null,
+    filters.target && !known ? h("option", { value: filters.target, selected: true }, filters.target) : null,
   );
+  const dateInput = (id, key) => {
+    const input = h("input", { id, name: key, type: "date", value: filters[key] || "" });
+    input.addEventListener("change", () => go({ [key]: input.value }));
+    return input;
+  };
+  const zone = displayZone();
 
   const tableBody = h("tbody");
   const pager = h("nav", { class: "pager", "aria-label": "Pages" });
@@ -78,26 +174,33 @@ export async function render(root, { query }) {
     ),
     h(
       "form",
-      { class: "filters", role: "search", "aria-label": "Filter backfills", onsubmit: (e) => e.preventDefault() },
-      h("div", { class: "field field-inline" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
-      h("div", { class: "field field-inline" }, h("label", { for: "filter-job" }, "Job"), jobSelect),
-      status || job ? h("a", { class: "btn btn-ghost btn-small", href: "#/backfills" }, "Clear filters") : null,
+      { class: "filters-grid", id: "backfill-filters", role: "search", "aria-label": "Filter backfills", onsubmit: (e) => e.preventDefault() },
+      field("filter-search", "Title contains", textInput("filter-search", "search", { placeholder: "text in the title", "aria-keyshortcuts": "/" })),
+      field("filter-target", "Job or asset", targetSelect),
+      field("filter-status", "Status", statusSelect),
+      field("filter-creator", "Creator", textInput("filter-creator", "creator", { placeholder: "name or email" })),
+      field("filter-tag", "Tags", textInput("filter-tag", "tag", { placeholder: "key=value, key=value" })),
+      field("filter-from", `Created from (${zone})`, dateInput("filter-from", "from")),
+      field("filter-to", `Created to (${zone})`, dateInput("filter-to", "to")),
+      filtered ? h("div", { class: "field" }, h("a", { class: "btn btn-ghost btn-small", href: "#/backfills", id: "filters-clear" }, "Clear filters")) : null,
     ),
     content,
     pager,
   );
 
-  graphql("UiJobNames")
-    .then((data) => {
-      const names = data.jobs.map((j) => j.name).sort();
-      replace(
-        jobSelect,
-        h("option", { value: "" }, "All jobs"),
-        names.map((name) => h("option", { value: name, selected: name === job }, name)),
-        job && !names.includes(job) ? h("option", { value: job, selected: true }, job) : null,
-      );
-    })
-    .catch(() => {});
+  if (refocus) {
+    const again = document.getElementById(refocus.id);
+    if (again) {
+      again.focus();
+      try {
+        again.setSelectionRange(refocus.start, refocus.end);
+      } catch {
+        /* not a text field */
+      }
+    }
+    refocus = null;
+  }
+  const stopKeys = pageShortcuts([{ keys: "/", description: "Search the backfills' titles", run: () => document.getElementById("filter-search")?.focus() }]);
 
   let lastJson = "";
   let hasActive = true;
@@ -122,7 +225,7 @@ export async function render(root, { query }) {
             { "data-label": "Target" },
             targetCell(b.target),
           ),
-          h("td", { "data-label": "Progress", class: "cell-progress" }, progressBar(b.counts, { compact: true })),
+          h("td", { "data-label": "Progress", class: "cell-progress" }, progressBar(b.counts, { compact: true, status: b.status })),
           h("td", { "data-label": "Created" }, timeAgo(b.createdAt)),
           h("td", { "data-label": "Creator" }, b.creator ? b.creator : h("span", { class: "muted" }, "–")),
         ),
@@ -132,9 +235,7 @@ export async function render(root, { query }) {
   }
 
   async function refresh() {
-    const filter = {};
-    if (status) filter.statuses = [status];
-    if (job) filter.job = job;
+    const filter = apiFilter(filters, assetNames);
     const data = await graphql("UiBackfills", { first: PAGE_SIZE, after, filter });
     const { nodes, pageInfo } = data.backfills;
     hasActive = nodes.some((b) => ACTIVE_STATUSES.has(b.status));
@@ -148,7 +249,7 @@ export async function render(root, { query }) {
         h(
           "div",
           { class: "empty" },
-          h("p", {}, status || job ? "No backfill matches these filters." : "No backfill yet."),
+          h("p", {}, filtered ? "No backfill matches these filters." : "No backfill yet."),
           h("a", { class: "btn btn-primary", href: "#/launch" }, "Launch a backfill"),
         ),
       );
@@ -188,7 +289,7 @@ export async function render(root, { query }) {
             class: "btn btn-secondary btn-small",
             onclick: () => {
               const previous = trail.pop();
-              go({ status, job, after: previous || undefined });
+              go({ after: previous || "" }, { keepTrail: true });
             },
           },
           trail.length ? "← Newer" : "← First page",
@@ -202,7 +303,7 @@ export async function render(root, { query }) {
             class: "btn btn-secondary btn-small",
             onclick: () => {
               trail.push(after || "");
-              go({ status, job, after: pageInfo.endCursor });
+              go({ after: pageInfo.endCursor }, { keepTrail: true });
             },
           },
           "Older →",
@@ -216,5 +317,9 @@ export async function render(root, { query }) {
   } catch (error) {
     replace(content, errorBox(error, "Could not load backfills."));
   }
-  return watch({ refresh: () => refresh(), interval: hasActive ? 2000 : 5000 });
+  const stopWatch = watch({ refresh: () => refresh(), interval: hasActive ? 2000 : 5000 });
+  return () => {
+    stopWatch();
+    stopKeys();
+  };
 }

@@ -432,7 +432,7 @@ export async function render(root, { query }) {
             {},
             // For assets, the server's list is of the selection (asset/key), skipped ones included.
             h("h3", {}, p.assets ? `First ${p.firstPartitions.length} in the selection` : p.runs > p.firstPartitions.length ? `First ${p.firstPartitions.length} to run` : "Will run"),
-            h("ul", { class: "key-list" }, p.firstPartitions.map((k) => h("li", { class: "mono" }, k))),
+            h("ul", { class: "key-list", tabindex: "0", "aria-label": "Partitions that would run" }, p.firstPartitions.map((k) => h("li", { class: "mono" }, k))),
           )
         : null,
       p.skippedPartitions.length
@@ -442,7 +442,7 @@ export async function render(root, { query }) {
             h("h3", {}, p.skipped > p.skippedPartitions.length ? `First ${p.skippedPartitions.length} skipped` : "Skipped"),
             h(
               "ul",
-              { class: "key-list" },
+              { class: "key-list", tabindex: "0", "aria-label": "Partitions skipped" },
               p.skippedPartitions.map((s) => h("li", {}, h("span", { class: "mono" }, s.key), h("span", { class: "muted" }, ` ${SKIP_REASONS[s.reason] ? s.reason.replace("ALREADY_", "already ").toLowerCase() : s.reason}`))),
             ),
           )

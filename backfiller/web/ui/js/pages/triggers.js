@@ -10,9 +10,14 @@ export const title = "Triggers";
 const OUTCOME_TONES = { LAUNCHED: "success", SKIPPED: "neutral", FAILED: "danger" };
 const OUTCOME_LABELS = { LAUNCHED: "Launched", SKIPPED: "Skipped", FAILED: "Failed" };
 
-function outcomeBadge(outcome) {
+// A dry run launches nothing: its outcome says what a real evaluation would have done.
+const DRY_RUN_LABELS = { LAUNCHED: "Would launch", SKIPPED: "Would skip", FAILED: "Failed" };
+
+function outcomeBadge(outcome, dryRun = false) {
   if (!(outcome in OUTCOME_LABELS)) return unknownBadge(outcome, { outcome });
-  return h("span", { class: `badge badge-${OUTCOME_TONES[outcome]}`, dataset: { outcome } }, OUTCOME_LABELS[outcome]);
+  const label = dryRun ? DRY_RUN_LABELS[outcome] : OUTCOME_LABELS[outcome];
+  const tone = dryRun && outcome === "LAUNCHED" ? "info" : OUTCOME_TONES[outcome];
+  return h("span", { class: `badge badge-${tone}`, dataset: { outcome, dryRun: String(dryRun) } }, label);
 }
 
 function intervalText(seconds) {
@@ -55,8 +60,8 @@ function outcomePanel(evaluation) {
     h(
       "p",
       {},
-      outcomeBadge(evaluation.outcome),
-      evaluation.dryRun ? h("span", { class: "badge badge-info" }, "Dry run") : null,
+      outcomeBadge(evaluation.outcome, evaluation.dryRun),
+      evaluation.dryRun ? h("span", { class: "badge badge-plain" }, "Dry run") : null,
       " ",
       h("span", { class: "muted" }, `in ${formatDuration(evaluation.durationSeconds)}`),
     ),
@@ -128,7 +133,7 @@ function evaluationsTable(evaluations) {
           "tr",
           { dataset: { evaluationId: e.id } },
           h("td", { "data-label": "When" }, timeAgo(e.evaluatedAt)),
-          h("td", { "data-label": "Outcome" }, outcomeBadge(e.outcome), e.dryRun ? h("span", { class: "badge badge-info" }, "Dry run") : null),
+          h("td", { "data-label": "Outcome" }, outcomeBadge(e.outcome, e.dryRun), e.dryRun ? h("span", { class: "badge badge-plain" }, " Dry run") : null),
           h("td", { "data-label": "By" }, e.actor || h("span", { class: "muted" }, "–")),
           h("td", { "data-label": "Duration" }, formatDuration(e.durationSeconds)),
           h("td", { "data-label": "Details", class: "cell-wrap" }, evaluationDetail(e)),
@@ -241,7 +246,7 @@ export async function render(root) {
       h("div", {}, h("dt", {}, "Schedule"), h("dd", {}, intervalText(t.intervalSeconds))),
       h("div", {}, h("dt", {}, "Next evaluation"), h("dd", {}, t.nextEvaluationAt ? formatTime(t.nextEvaluationAt) : "–")),
       h("div", {}, h("dt", {}, "Time limit"), h("dd", {}, formatDuration(t.timeoutSeconds))),
-      h("div", {}, h("dt", {}, "Last outcome"), h("dd", {}, t.evaluations.nodes[0] ? outcomeBadge(t.evaluations.nodes[0].outcome) : "never evaluated")),
+      h("div", {}, h("dt", {}, "Last outcome"), h("dd", {}, t.evaluations.nodes[0] ? outcomeBadge(t.evaluations.nodes[0].outcome, t.evaluations.nodes[0].dryRun) : "never evaluated")),
     );
     if (!part.toggle.disabled || !t.intervalSeconds) part.toggle.checked = t.enabled;
     replace(part.evaluations, evaluationsTable(t.evaluations.nodes));

@@ -154,6 +154,18 @@ public class Types {
     public void setFirst(Integer first) { this.first = first; }
     public void setStatuses(Iterable<RunStatus> statuses) { this.statuses = statuses; }
   }
+  public static class BackfillTimelineArgs {
+    private Integer lastRuns;
+  
+    public BackfillTimelineArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.lastRuns = (Integer) args.get("lastRuns");
+      }
+    }
+  
+    public Integer getLastRuns() { return this.lastRuns; }
+    public void setLastRuns(Integer lastRuns) { this.lastRuns = lastRuns; }
+  }
   
   
   
@@ -177,13 +189,24 @@ public class Types {
   }
   
   public static class BackfillFilterInput {
+    private String asset;
+    private java.time.OffsetDateTime createdAfter;
+    private java.time.OffsetDateTime createdBefore;
+    private String creator;
     private String job;
+    private String search;
     private Iterable<BackfillStatus> statuses;
     private TagInput tag;
+    private Iterable<TagInput> tags;
   
     public BackfillFilterInput(Map<String, Object> args) {
       if (args != null) {
+        this.asset = (String) args.get("asset");
+        this.createdAfter = (java.time.OffsetDateTime) args.get("createdAfter");
+        this.createdBefore = (java.time.OffsetDateTime) args.get("createdBefore");
+        this.creator = (String) args.get("creator");
         this.job = (String) args.get("job");
+        this.search = (String) args.get("search");
         if (args.get("statuses") != null) {
         		this.statuses = ((List<Object>) args.get("statuses")).stream()
         				.map(item -> item instanceof BackfillStatus ? item : BackfillStatus.valueOf((String) item))
@@ -191,15 +214,30 @@ public class Types {
         				.collect(Collectors.toList());
         }
         this.tag = new TagInput((Map<String, Object>) args.get("tag"));
+        if (args.get("tags") != null) {
+        		this.tags = (Iterable<TagInput>) args.get("tags");
+        }
       }
     }
   
+    public String getAsset() { return this.asset; }
+    public java.time.OffsetDateTime getCreatedAfter() { return this.createdAfter; }
+    public java.time.OffsetDateTime getCreatedBefore() { return this.createdBefore; }
+    public String getCreator() { return this.creator; }
     public String getJob() { return this.job; }
+    public String getSearch() { return this.search; }
     public Iterable<BackfillStatus> getStatuses() { return this.statuses; }
     public TagInput getTag() { return this.tag; }
+    public Iterable<TagInput> getTags() { return this.tags; }
+    public void setAsset(String asset) { this.asset = asset; }
+    public void setCreatedAfter(java.time.OffsetDateTime createdAfter) { this.createdAfter = createdAfter; }
+    public void setCreatedBefore(java.time.OffsetDateTime createdBefore) { this.createdBefore = createdBefore; }
+    public void setCreator(String creator) { this.creator = creator; }
     public void setJob(String job) { this.job = job; }
+    public void setSearch(String search) { this.search = search; }
     public void setStatuses(Iterable<BackfillStatus> statuses) { this.statuses = statuses; }
     public void setTag(TagInput tag) { this.tag = tag; }
+    public void setTags(Iterable<TagInput> tags) { this.tags = tags; }
   }
   /** In which order partitions are launched. */
   public enum BackfillOrder {
@@ -962,6 +1000,7 @@ public class Types {
   }
   
   
+  
   public static class SetTriggerEnabledInput {
     private Boolean enabled;
     private String name;
@@ -1017,6 +1056,7 @@ public class Types {
     public void setKey(String key) { this.key = key; }
     public void setValue(String value) { this.value = value; }
   }
+  
   public static class TriggerEvaluationsArgs {
     private String after;
     private Integer first;

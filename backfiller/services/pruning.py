@@ -1,0 +1,115 @@
+"""Pruning: the history past its keeping goes, one short transaction at a time.
+
+The daemons prune a little at every retention tick (``daemon/retention.py``), within a time
+budget so that their other tasks wait for it no longer than that; ``backfiller db prune``
+prunes until nothing expired is left (or counts it, with ``--dry-run``). What goes and what
+stays is ``storage.retention``'s; how long each kind of history is kept is
+:class:`~backfiller.config.HistorySettings`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+
+from backfiller.config import HistorySettings
+from backfiller.storage import Database
+from backfiller.storage.archive import Archive
+from backfiller.storage.log_store import LogStore, log_store_of
+from backfiller.storage.retention import (
+    Deleted,
+    count_prunable,
+    expired_backfills,
+    prune_audit,
+    prune_backfill,
+    prune_evaluations,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cutoffs:
+    """What ended (backfills), was evaluated (trigger evaluations) or happened (audit
+    entries) before these times goes; None keeps that kind of history."""
+
+    backfills: datetime | None
+    evaluations: datetime | None
+    audit: datetime | None
+
+    @classmethod
+    def of(cls, settings: HistorySettings, now: datetime) -> Cutoffs:
+        def before(days: float | None) -> datetime | None:
+            return None if days is None else now - timedelta(days=days)
+
+        return cls(
+            before(settings.backfill_days),
+            before(settings.trigger_evaluation_days),
+            before(settings.audit_days),
+        )
+
+
+class Pruner:
+    """Deletes expired history from one database (see the module's docstring)."""
+
+    def __init__(
+        self,
+        database: Database,
+        settings: HistorySettings,
+        log_store: LogStore | None = None,
+    ) -> None:
+        self.database = database
+        self.settings = settings
+        self.archive = Archive(settings.archive_url) if settings.archive_url else None
+        self.log_store = log_store if log_store is not None else log_store_of(settings.log_store)
+
+    async def count(self, cutoffs: Cutoffs) -> dict[str, int]:
+        """The rows of each table that :meth:`prune` would delete now."""
+        return await self.database.query(
+            lambda conn: count_prunable(conn, cutoffs.backfills, cutoffs.evaluations, cutoffs.audit)
+        )
+
+    async def prune(self, cutoffs: Cutoffs, seconds: float | None = None) -> Counter[str]:
+        """Delete expired history, a batch a transaction, until none is left or ``seconds``
+        have passed (None: until none is left); the rows deleted, by table."""
+        deadline = None if seconds is None else time.monotonic() + seconds
+        deleted: Counter[str] = Counter()
+        if cutoffs.backfills is not None:
+            await self._backfills(cutoffs.backfills, deadline, deleted)
+        for cutoff, step in (
+            (cutoffs.evaluations, prune_evaluations),
+            (cutoffs.audit, prune_audit),
+        ):
+            while cutoff is not None and not _past(deadline):
+                done = await self._transact(partial(step, cutoff=cutoff))
+                deleted[done.table] += done.rows
+                if not done.rows:
+                    break
+        return deleted
+
+    async def _backfills(
+        self, cutoff: datetime, deadline: float | None, deleted: Counter[str]
+    ) -> None:
+        while not _past(deadline):
+            expired = await self.database.query(lambda conn: expired_backfills(conn, cutoff, 16))
+            if not expired:
+                return
+            for pk in expired:
+                while not _past(deadline):
+                    done = await self._transact(partial(prune_backfill, pk=pk))
+                    deleted[done.table] += done.rows
+                    if done.table == "backfills":
+                        if done.rows:
+                            await self.log_store.remove_backfill(pk)
+                        break
+                if _past(deadline):
+                    return
+
+    async def _transact(self, step: partial[Deleted]) -> Deleted:
+        batch, archive = self.settings.batch_rows, self.archive
+        return await self.database.transact(lambda conn: step(conn, batch=batch, archive=archive))
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline

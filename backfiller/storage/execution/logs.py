@@ -1,0 +1,80 @@
+"""Run log lines as the daemon writes them: into ``run_logs``, or into the log store's files.
+
+Which one is the :class:`~backfiller.storage.log_store.LogStore` of the session's database
+(``Database.log_store``, in the session's ``info``). Files are written before the results'
+rows are locked, so a slow object store never holds a run's row; a batch written again (its
+transaction retried) replaces its own file (``storage.log_store``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy import insert, select
+
+from backfiller.storage.execution.common import SessionRepository, logs_t, runs_t
+from backfiller.storage.log_store import LogStore, StoredLine
+from backfiller.storage.prepared import Prepared
+from backfiller.storage.value_lists import DIALECTS, one_of_list
+
+
+class LogLineIn(Protocol):
+    """A line a worker reported (``results.LogEntry``)."""
+
+    @property
+    def run_id(self) -> int: ...
+
+    @property
+    def at(self) -> datetime: ...
+
+    @property
+    def level(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+def _in_files(repo: SessionRepository) -> LogStore | None:
+    store = repo.session.info.get("log_store")
+    return None if store is None or store.in_database else store
+
+
+async def write_log_files(repo: SessionRepository, logs: Sequence[LogLineIn]) -> None:
+    """With a log store of files, write ``logs`` there (before the results' rows are locked);
+    with the database, nothing (:func:`insert_log_rows` does it)."""
+    store = _in_files(repo)
+    if store is None or not logs:
+        return
+    ids = sorted({e.run_id for e in logs})
+    found = dict(await repo.rows_of(_BACKFILLS_OF[repo.dialect], {"b_ids": ids}))
+    await store.write(
+        [
+            StoredLine(int(found[e.run_id]), e.run_id, e.at, e.level[:16], e.message)
+            for e in logs
+            if e.run_id in found
+        ]
+    )
+
+
+async def insert_log_rows(repo: SessionRepository, logs: Sequence[LogLineIn]) -> None:
+    """With the database as the log store, insert ``logs`` into ``run_logs``."""
+    if _in_files(repo) is not None:
+        return
+    await repo.run_many(
+        _LOGS,
+        [
+            {"run_id": e.run_id, "at": e.at, "level": e.level[:16], "message": e.message}
+            for e in logs
+        ],
+    )
+
+
+_LOGS = Prepared(insert(logs_t))
+_BACKFILLS_OF = {
+    dialect: Prepared(
+        select(runs_t.c.id, runs_t.c.backfill_id).where(one_of_list(dialect, runs_t.c.id, "b_ids"))
+    )
+    for dialect in DIALECTS
+}

@@ -1,0 +1,250 @@
+"""Retention: deleting the history that is past its keeping, a small batch at a time.
+
+What goes: finished backfills (a terminal status, ended before a cutoff) with everything that
+is theirs (run log lines, runs, slots, events, notifications, tags, webhooks); trigger
+evaluations evaluated before a cutoff (but each trigger's newest, which the triggers page
+shows); audit entries before a cutoff. What stays: ``partition_states``, the summary of every
+partition's history (its latest run's status and when), from which ``reprocess``, the jobs'
+and assets' partition statuses and the triggers' ``partition_statuses`` are read: no read
+needs the rows that go. A backfill that is not finished is never touched.
+
+Each function deletes at most ``batch`` rows of one table, in the caller's transaction, so a
+transaction is short and holds its locks for a moment: a backfill goes child table by child
+table (log lines of its first runs, those runs, ... its row last), over as many transactions
+as it takes. Interrupted anywhere, the next call carries on: what is left of an expired
+backfill is still expired. With an :class:`~backfiller.storage.archive.Archive`, the rows a
+call deletes are written to it (JSON Lines) first. Synchronous functions of a Core connection
+(``Database.transact``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Select,
+    Table,
+    bindparam,
+    delete,
+    func,
+    select,
+    text,
+    update,
+)
+
+from backfiller.domain import TERMINAL_BACKFILL_STATES
+from backfiller.storage.archive import Archive
+from backfiller.storage.auth_records import AuditRecord
+from backfiller.storage.notification_records import NotificationRecord
+from backfiller.storage.records import (
+    BackfillEventRecord,
+    BackfillRecord,
+    RunLogRecord,
+    RunRecord,
+    SlotRecord,
+    table_of,
+)
+from backfiller.storage.rows import changed
+from backfiller.storage.trigger_records import (
+    TriggerEvaluationRecord,
+    TriggerLatestEvaluationRecord,
+)
+
+backfills_t = table_of(BackfillRecord)
+runs_t = table_of(RunRecord)
+logs_t = table_of(RunLogRecord)
+slots_t = table_of(SlotRecord)
+events_t = table_of(BackfillEventRecord)
+notifications_t = table_of(NotificationRecord)
+evaluations_t = table_of(TriggerEvaluationRecord)
+latest_t = table_of(TriggerLatestEvaluationRecord)
+audit_t = table_of(AuditRecord)
+
+FINISHED = sorted(TERMINAL_BACKFILL_STATES)
+
+PRUNED_TABLES = (
+    "run_logs",
+    "runs",
+    "slots",
+    "backfill_events",
+    "notifications",
+    "backfills",
+    "trigger_evaluations",
+    "audit_log",
+)
+"""The tables retention deletes from, in the order a backfill's rows go."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """What one call deleted: ``rows`` of ``table`` (0: nothing of that kind was left)."""
+
+    table: str
+    rows: int
+
+
+def expired_backfills(conn: Connection, cutoff: datetime, limit: int) -> list[int]:
+    """Finished backfills that ended before ``cutoff``, oldest end first."""
+    return [int(pk) for pk in conn.execute(_EXPIRED, {"cutoff": cutoff, "limit": limit}).scalars()]
+
+
+def prune_backfill(
+    conn: Connection, pk: int, batch: int, archive: Archive | None = None
+) -> Deleted:
+    """Delete at most ``batch`` rows of what the expired backfill ``pk`` still holds, children
+    first; its own row once nothing else is left (``Deleted("backfills", 1)``), then
+    ``Deleted("backfills", 0)``. A backfill that is not finished is left alone
+    (``Deleted("backfills", 0)``)."""
+    if not conn.execute(_FINISHED, {"pk": pk}).first():
+        return Deleted("backfills", 0)
+    runs = select(runs_t.c.id).where(runs_t.c.backfill_id == pk).order_by(runs_t.c.id)
+    first_runs = runs.limit(batch).scalar_subquery()
+    steps: tuple[tuple[Table, Select[Any]], ...] = (
+        (logs_t, select(logs_t.c.id).where(logs_t.c.run_id.in_(first_runs))),
+        (runs_t, runs),
+        (slots_t, _of_backfill(slots_t, pk)),
+        (events_t, _of_backfill(events_t, pk)),
+        (notifications_t, _of_backfill(notifications_t, pk)),
+    )
+    for table, ids in steps:
+        n = _delete_ids(conn, table, ids.limit(batch), archive, pk)
+        if n:
+            return Deleted(table.name, n)
+    # Retries of this backfill lose their link to it (their `parent` is gone).
+    conn.execute(update(backfills_t).where(backfills_t.c.parent_id == pk).values(parent_id=None))
+    itself = select(backfills_t.c.id).where(backfills_t.c.id == pk)
+    return Deleted("backfills", _delete_ids(conn, backfills_t, itself, archive, pk))
+
+
+def prune_evaluations(
+    conn: Connection, cutoff: datetime, batch: int, archive: Archive | None = None
+) -> Deleted:
+    """Delete at most ``batch`` trigger evaluations from before ``cutoff``, oldest first; each
+    trigger's newest stays."""
+    ids = (
+        select(evaluations_t.c.id)
+        .where(
+            evaluations_t.c.evaluated_at < cutoff,
+            evaluations_t.c.id.not_in(select(latest_t.c.evaluation_id)),
+        )
+        .order_by(evaluations_t.c.evaluated_at)
+        .limit(batch)
+    )
+    return Deleted(evaluations_t.name, _delete_ids(conn, evaluations_t, ids, archive, None))
+
+
+def prune_audit(
+    conn: Connection, cutoff: datetime, batch: int, archive: Archive | None = None
+) -> Deleted:
+    """Delete at most ``batch`` audit entries from before ``cutoff``, oldest first."""
+    ids = select(audit_t.c.id).where(audit_t.c.at < cutoff).order_by(audit_t.c.at).limit(batch)
+    return Deleted(audit_t.name, _delete_ids(conn, audit_t, ids, archive, None))
+
+
+def count_prunable(
+    conn: Connection,
+    backfills_before: datetime | None,
+    evaluations_before: datetime | None,
+    audit_before: datetime | None,
+) -> dict[str, int]:
+    """How many rows of each table pruning would delete with these cutoffs (None: keep)."""
+    counts = dict.fromkeys(PRUNED_TABLES, 0)
+    if backfills_before is not None:
+        expired = select(backfills_t.c.id).where(
+            backfills_t.c.status.in_(FINISHED), backfills_t.c.ended_at < backfills_before
+        )
+        runs = select(runs_t.c.id).where(runs_t.c.backfill_id.in_(expired))
+        counts["run_logs"] = _count(conn, logs_t, logs_t.c.run_id.in_(runs))
+        for table in (runs_t, slots_t, events_t, notifications_t):
+            counts[table.name] = _count(conn, table, table.c.backfill_id.in_(expired))
+        counts["backfills"] = _count(conn, backfills_t, backfills_t.c.id.in_(expired))
+    if evaluations_before is not None:
+        counts["trigger_evaluations"] = _count(
+            conn,
+            evaluations_t,
+            evaluations_t.c.evaluated_at < evaluations_before,
+            evaluations_t.c.id.not_in(select(latest_t.c.evaluation_id)),
+        )
+    if audit_before is not None:
+        counts["audit_log"] = _count(conn, audit_t, audit_t.c.at < audit_before)
+    return counts
+
+
+def bytes_per_row(conn: Connection, tables: Sequence[str] = PRUNED_TABLES) -> dict[str, float]:
+    """The average bytes a row of each table takes on disk, its indexes included (0 for an
+    empty table): what deleting a row frees for reuse."""
+    if conn.dialect.name == "postgresql":
+        return _postgres_bytes(conn, tables)
+    found = conn.execute(
+        text(
+            "SELECT m.tbl_name, SUM(s.pgsize) FROM dbstat s "
+            "JOIN sqlite_master m ON m.name = s.name GROUP BY m.tbl_name"
+        )
+    )
+    sizes = {str(name): int(size) for name, size in found}
+    out: dict[str, float] = {}
+    for name in tables:
+        rows_in = conn.execute(text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
+        out[name] = sizes.get(name, 0) / rows_in if rows_in else 0.0
+    return out
+
+
+def _postgres_bytes(conn: Connection, tables: Sequence[str]) -> dict[str, float]:
+    rows = conn.execute(
+        text(
+            "SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, 0) "
+            "FROM pg_class c WHERE c.relname = ANY(:tables) AND c.relkind IN ('r', 'p')"
+        ),
+        {"tables": list(tables)},
+    ).all()
+    out: dict[str, float] = {}
+    for name, size, tuples in rows:
+        if tuples < 1:  # never analyzed yet (a new or small table): count it
+            tuples = conn.execute(text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
+        out[str(name)] = size / tuples if tuples else 0.0
+    return out
+
+
+def _of_backfill(table: Table, pk: int) -> Select[Any]:
+    return select(table.c.id).where(table.c.backfill_id == pk).order_by(table.c.id)
+
+
+def _delete_ids(
+    conn: Connection, table: Table, ids: Select[Any], archive: Archive | None, owner: int | None
+) -> int:
+    """Delete the rows of ``table`` whose ids ``ids`` selects (archived first); how many."""
+    chosen = [int(pk) for pk in conn.execute(ids).scalars()]
+    if not chosen:
+        return 0
+    if archive is not None:
+        rows = conn.execute(
+            select(table).where(table.c.id.in_(bindparam("ids", expanding=True))),
+            {"ids": chosen},
+        ).mappings()
+        archive.write(table.name, owner, chosen[0], [dict(r) for r in rows])
+    result = conn.execute(
+        delete(table).where(table.c.id.in_(bindparam("ids", expanding=True))), {"ids": chosen}
+    )
+    return changed(result)
+
+
+def _count(conn: Connection, table: Table, *where: Any) -> int:
+    return int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
+
+
+_EXPIRED = (
+    select(backfills_t.c.id)
+    .where(
+        backfills_t.c.ended_at < bindparam("cutoff"),
+        backfills_t.c.status.in_(FINISHED),
+    )
+    .order_by(backfills_t.c.ended_at)
+    .limit(bindparam("limit"))
+)
+_FINISHED = select(backfills_t.c.id).where(
+    backfills_t.c.id == bindparam("pk"), backfills_t.c.status.in_(FINISHED)
+)
