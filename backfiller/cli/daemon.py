@@ -55,15 +55,6 @@ logger = logging.getLogger("backfiller.daemon")
 DATABASE_WAIT_FIRST_SECONDS = 0.5
 DATABASE_WAIT_MAX_SECONDS = 30.0
 """A daemon waiting for its database tries again after 0.5 s, doubling up to this."""
-PERMANENT_REFUSALS = (
-    "does not exist",  # the database, or the role
-    "authentication failed",
-    "pg_hba.conf",
-    "permission denied",
-)
-"""What a database server that answers says when waiting would not help (the driver gives
-no SQLSTATE for errors while connecting)."""
-
 WorkersOption = Annotated[
     int | None,
     typer.Option(
@@ -306,27 +297,13 @@ def _check_launcher(name: str, config: LauncherConfig) -> None:
         )
 
 
-def _unreachable(exc: Exception) -> str | None:
-    """Why the database did not answer, when that may pass (None: it will not: a bad
-    password, a database that does not exist, anything but a connection that failed)."""
-    from sqlalchemy.exc import InterfaceError, OperationalError
-
-    if isinstance(exc, OSError):
-        return f"{type(exc).__name__}: {exc}"
-    if not isinstance(exc, OperationalError | InterfaceError):
-        return None
-    lines = str(exc.orig).strip().splitlines() or [""]
-    if any(words in lines[0] for words in PERMANENT_REFUSALS):
-        return None
-    return f"{type(exc.orig).__name__}: {lines[0]}"
-
-
 def waited_database(url: str | None) -> str:
     """The database URL, prepared (``prepare_database``) once its server answers: a server
     that does not answer yet (starting, restarting, unreachable) is asked again after 0.5 s,
     then a delay doubling up to 30 s, each failure logged in one line (no traceback)."""
     from backfiller.storage.engine import normalize_database_url
     from backfiller.storage.migrations import current_revision
+    from backfiller.storage.reachability import unreachable_reason
 
     try:
         normalized = normalize_database_url(url)
@@ -338,7 +315,7 @@ def waited_database(url: str | None) -> str:
             current_revision(normalized)
             break
         except Exception as exc:
-            reason = _unreachable(exc)
+            reason = unreachable_reason(exc)
             if reason is None:
                 break  # prepare_database says what it is, and exits
             logger.warning(

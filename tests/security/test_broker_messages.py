@@ -77,13 +77,12 @@ class Measured:
 
     def replies(self) -> list[str]:
         pids = self.worker.pool()
-        found: list[str] = wait_for(
-            "a reply queue per pool process",
-            lambda: (found := reply_queues(self.c.broker, pids)) and len(found) == 2 and found,
-            timeout=30,
-            every=0.5,
-        )
-        return found
+
+        def both() -> list[str] | None:
+            found = reply_queues(self.c.broker, pids)
+            return found if len(found) == 2 else None
+
+        return wait_for("a reply queue per pool process", both, timeout=30, every=0.5)
 
 
 @pytest.fixture(scope="module", params=["rabbitmq", "redis"])
