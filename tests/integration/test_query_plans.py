@@ -126,6 +126,7 @@ def _variables(operation: str, backfill: str, run: str) -> dict[str, Any]:
     return {
         "id": run if "RunLogs" in operation else backfill,
         "first": 50,
+        "lastRuns": 2000,
         "after": None,
         "name": name,
         "job": "daily_sales",
