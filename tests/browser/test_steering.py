@@ -61,15 +61,20 @@ def test_launch_from_the_form_runs_what_the_preview_said_and_once(
 
     page = new_page()
     page.goto(f"{ui_stack.url}/#/launch?job=daily_sales")
-    page.wait_for_selector("#launch-start")
+    # As a person would: the page has loaded the job and previewed its whole range first.
+    page.wait_for_selector("#preview-summary")
     page.fill("#launch-start", "2024-02-01")
     page.fill("#launch-end", "2024-02-10")
     page.fill("#launch-title", "February, first ten days")
     page.click("text=Add a tag")
     page.fill("#launch-tag-key-1", "ticket")
     page.fill("#launch-tag-value-1", "DATA-7")
-    # On a timeout, the message quotes what the preview showed instead.
-    expect(page.locator("#launch-preview")).to_contain_text("7 runs", timeout=15_000)
+    # On a timeout, say what the preview and the form's errors showed instead.
+    try:
+        expect(page.locator("#launch-preview")).to_contain_text("7 runs", timeout=15_000)
+    except AssertionError as failed:
+        shown = page.locator(".field-error:not([hidden]), .alert-error").all_inner_texts()
+        raise AssertionError(f"{failed}\nerrors on the form: {shown}") from None
     summary = page.locator("#preview-summary")
     assert "3 skipped because already succeeded" in summary.inner_text()
     preview_runs = int(str(page.locator("[data-preview-runs]").get_attribute("data-preview-runs")))
