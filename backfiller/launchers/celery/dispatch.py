@@ -15,6 +15,7 @@ from typing import Any
 from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.protocol import TASK_NAME, task_id, task_message
 from backfiller.launchers.celery.state import DaemonRun, Shared
+from backfiller.observability import launcher_metrics
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -97,10 +98,13 @@ class Dispatch:
         with the connection never started; a duplicate is refused). Under the lock."""
         shared = self.shared
         shared.unpublished.clear()
+        again = 0
         for run in shared.runs.values():
             if run.reply is None:
+                again += run.published
                 run.published = False
                 shared.unpublished.append(run)
+        launcher_metrics.republished("reconnected", again)
 
 
 def republish_mates(shared: Shared, run: DaemonRun) -> None:
@@ -112,6 +116,7 @@ def republish_mates(shared: Shared, run: DaemonRun) -> None:
         if waiting and mate is not run and shared.runs.get(mate.task.run_id) is mate:
             mate.published = False
             shared.unpublished.append(mate)
+            launcher_metrics.republished("mates")
 
 
 def republish_if_overtaken(shared: Shared, run: DaemonRun, now: float) -> None:
@@ -125,7 +130,8 @@ def republish_if_overtaken(shared: Shared, run: DaemonRun, now: float) -> None:
     wait = run.republish_after or OVERTAKEN_SECONDS
     if now - run.published_at < wait:
         return
-    logger.info("run %s was overtaken on its queue; publishing it again", run.task.run_id)
+    logger.debug("run %s was overtaken on its queue; publishing it again", run.task.run_id)
+    launcher_metrics.republished("overtaken")
     run.republish_after = 2 * wait
     run.published = False
     shared.unpublished.append(run)

@@ -16,6 +16,7 @@ from backfiller.launchers.celery.acks import Acks
 from backfiller.launchers.celery.dispatch import republish_mates
 from backfiller.launchers.celery.protocol import daemon_queue, finished_from_message, log_lines
 from backfiller.launchers.celery.state import DaemonRun, Shared, StartAsked
+from backfiller.observability import launcher_metrics
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -72,6 +73,7 @@ class Inbox:
             if run.reply is None:
                 run.published = False  # its worker gave up waiting: publish it again
                 shared.unpublished.append(run)
+                launcher_metrics.republished("undelivered")
             elif run.reply == body.get("reply"):
                 del shared.runs[run_id]
                 shared.finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
