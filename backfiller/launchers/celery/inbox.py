@@ -72,6 +72,7 @@ class Inbox:
         elif kind == "undelivered":
             if run.reply is None:
                 run.published = False  # its worker gave up waiting: publish it again
+                run.first_sequence = 0  # that copy is gone: the new one is the first
                 shared.unpublished.append(run)
                 launcher_metrics.republished("undelivered")
             elif run.reply == body.get("reply"):
@@ -93,7 +94,10 @@ class Inbox:
         shared.starts_waiting.set()
         run = shared.runs.get(run_id)
         if run is not None and run.published:
-            shared.asked[run.queue] = max(shared.asked.get(run.queue, 0), run.sequence)
+            # The first copy's place: after a republication, the copy that asks is most likely
+            # the first (ahead on the queue); the latest copy's place would make every run
+            # published between the two look overtaken.
+            shared.asked[run.queue] = max(shared.asked.get(run.queue, 0), run.first_sequence)
 
     def _on_end(self, run: DaemonRun, body: dict[str, Any]) -> list[LauncherEvent]:
         if run.reply is None:

@@ -352,9 +352,11 @@ class CeleryLauncher:
         if consumer is None:
             time.sleep(timeout)  # no owner yet: nothing to receive
             return
+        began = time.monotonic()
         for _ in range(MAX_BATCH):
             try:
                 conn.drain_events(timeout=timeout)
             except TimeoutError:
+                self.shared.drained_at = began  # read up to here: silence is judged from it
                 return
             timeout = 0.001
