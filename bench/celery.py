@@ -21,7 +21,10 @@ daemon's setting, each in turn for each worker count: short runs together, then 
 ``--concurrency`` (processes per worker), ``--no-local`` (skip the local launcher),
 ``--profile FILE`` (a cProfile of the daemon's threads, for ``pstats``), ``--unsigned-too``
 (each Celery run once more with ``--insecure-broker``: messages unsigned, credentials in
-clear, to show what signing costs).
+clear, to show what signing costs), ``--run-seconds S`` (each run sleeps S seconds instead
+of doing nothing: runs then wait on the queue for a while, the case where the launcher once
+took many for lost and published them again), ``--max-active`` (the Celery launcher's runs in
+flight, 512).
 
 Daemon and workers share a key made for the run (``$BACKFILLER_BROKER_KEY``, unless set); the
 broker's URL reaches the workers through their environment.
@@ -215,6 +218,12 @@ class Profiles:
         print(f"  profile of the daemon's threads written to {self.path}")
 
 
+RUN_SECONDS = 0.0
+"""How long each run sleeps (``--run-seconds``; 0: a no-op job)."""
+MAX_ACTIVE = 512
+"""The Celery launcher's ``max_active`` (``--max-active``)."""
+
+
 async def timed_backfill(
     url: str, launcher: Launcher, size: int, profiles: Profiles
 ) -> tuple[float, dict[str, float]]:
@@ -227,7 +236,10 @@ async def timed_backfill(
     await asyncio.sleep(1.0)  # the lease is taken, the launcher connected
     cpu0, started, db0 = thread_cpu(), time.perf_counter(), database_cpu(url)
     with profiles.main_thread():
-        pk = await api.launch(size)
+        if RUN_SECONDS:
+            pk = await api.launch(size, "hourly_sleep", {"seconds": RUN_SECONDS})
+        else:
+            pk = await api.launch(size)
         while True:
             await asyncio.sleep(0.1)
             async with database.read() as session:
@@ -283,7 +295,7 @@ async def celery(
         pool.wait_ready()
         with fresh_postgres(server) as url:
             launcher = CeleryLauncher(
-                broker, definitions, max_active=512, runs_per_task=runs_per_task
+                broker, definitions, max_active=MAX_ACTIVE, runs_per_task=runs_per_task
             )
             profiles.wrap(launcher)
             launcher.start()
@@ -363,10 +375,23 @@ async def main() -> None:
         help="broker URLs, comma-separated, each in turn (default: RabbitMQ, then Redis)",
     )
     parser.add_argument("--unsigned-too", action="store_true", help="also without a key")
+    parser.add_argument(
+        "--run-seconds",
+        type=float,
+        default=0.0,
+        help="each run sleeps this long (default 0: no-op runs); with runs that take time, "
+        "runs wait on the queue for a while, where the launcher must not take them for lost",
+    )
+    parser.add_argument(
+        "--max-active", type=int, default=512, help="the Celery launcher's runs in flight"
+    )
     args = parser.parse_args()
+    global RUN_SECONDS, MAX_ACTIVE
+    RUN_SECONDS, MAX_ACTIVE = args.run_seconds, args.max_active
     os.environ.setdefault(envelope.KEY_ENV, envelope.generate_key())
     size = 2_000 if args.quick else args.size
-    print(f"{size:,}-partition no-op backfill, PostgreSQL, launch to COMPLETED_SUCCESS")
+    kind = f"{RUN_SECONDS:g} s a run" if RUN_SECONDS else "no-op"
+    print(f"{size:,}-partition {kind} backfill, PostgreSQL, launch to COMPLETED_SUCCESS")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     local_rate = None if args.no_local else await local(args.database, size)
     rates: dict[str, float] = {}
