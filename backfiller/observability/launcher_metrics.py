@@ -40,6 +40,14 @@ def _counter() -> Any:
     return _republished
 
 
+def install() -> None:
+    """Make the counter, at 0 for every reason (a launcher that republishes nothing still
+    shows it, so that a scrape tells "none" from "not measured")."""
+    counter = _counter()
+    for reason in REASONS:
+        counter.labels(reason)
+
+
 def republished(reason: str, count: int = 1) -> None:
     """Count ``count`` runs published again for ``reason``."""
     if count:
