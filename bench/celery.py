@@ -1,6 +1,6 @@
 """Benchmark of the Celery launcher: end-to-end runs per second, beside the local launcher.
 
-On PostgreSQL and RabbitMQ (both on 127.0.0.1), a no-op backfill of ``--size`` partitions
+On PostgreSQL and RabbitMQ, then Redis (all on 127.0.0.1), a no-op backfill of ``--size`` partitions
 (10,000 by default) is launched and timed from the launch mutation to COMPLETED_SUCCESS:
 
 1. the local launcher with 2 worker processes (the daemon in this process);
@@ -11,20 +11,27 @@ Workers are started and ready before the clock starts. For each run it prints ru
 CPU per run spent by each of the daemon's threads (this process: the event loop, the
 launcher's broker thread, its gate thread), by the Celery workers' main and pool processes,
 by the PostgreSQL backends of the benchmark's database and by RabbitMQ (when it runs on this
-machine), to show where the time goes. Prints figures; asserts nothing.
+machine), to show where the time goes, and how many runs the launcher published again (its
+``backfiller_launcher_republished_total`` counter: under normal operation, near none). It ends
+with the runs/s of local, Celery on RabbitMQ and Celery on Redis side by side, and their
+ratios. Prints figures; asserts nothing.
 
 Options: ``--workers 2,1,3`` (the Celery worker counts, in order), ``--runs-per-task 8,1`` (the
 daemon's setting, each in turn for each worker count: short runs together, then one a task),
 ``--concurrency`` (processes per worker), ``--no-local`` (skip the local launcher),
 ``--profile FILE`` (a cProfile of the daemon's threads, for ``pstats``), ``--unsigned-too``
 (each Celery run once more with ``--insecure-broker``: messages unsigned, credentials in
-clear, to show what signing costs).
+clear, to show what signing costs), ``--run-seconds S`` (each run sleeps S seconds instead
+of doing nothing: runs then wait on the queue for a while, the case where the launcher once
+took many for lost and published them again), ``--max-active`` (the Celery launcher's runs in
+flight, 512).
 
 Daemon and workers share a key made for the run (``$BACKFILLER_BROKER_KEY``, unless set); the
 broker's URL reaches the workers through their environment.
 
 Run with ``python -m bench.celery`` (``--quick`` for 2,000 partitions). Needs PostgreSQL
-(``--database``, a server URL; a database is created and dropped) and RabbitMQ (``--broker``).
+(``--database``, a server URL; a database is created and dropped), RabbitMQ and Redis
+(``--broker``, comma-separated URLs).
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from backfiller.domain import BackfillState
 from backfiller.launchers import Launcher, LocalLauncher
 from backfiller.launchers.celery import envelope
 from backfiller.launchers.celery.launcher import CeleryLauncher
+from backfiller.observability import launcher_metrics
 from backfiller.storage import Database
 from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord
@@ -210,6 +218,12 @@ class Profiles:
         print(f"  profile of the daemon's threads written to {self.path}")
 
 
+RUN_SECONDS = 0.0
+"""How long each run sleeps (``--run-seconds``; 0: a no-op job)."""
+MAX_ACTIVE = 512
+"""The Celery launcher's ``max_active`` (``--max-active``)."""
+
+
 async def timed_backfill(
     url: str, launcher: Launcher, size: int, profiles: Profiles
 ) -> tuple[float, dict[str, float]]:
@@ -222,7 +236,10 @@ async def timed_backfill(
     await asyncio.sleep(1.0)  # the lease is taken, the launcher connected
     cpu0, started, db0 = thread_cpu(), time.perf_counter(), database_cpu(url)
     with profiles.main_thread():
-        pk = await api.launch(size)
+        if RUN_SECONDS:
+            pk = await api.launch(size, "hourly_sleep", {"seconds": RUN_SECONDS})
+        else:
+            pk = await api.launch(size)
         while True:
             await asyncio.sleep(0.1)
             async with database.read() as session:
@@ -244,7 +261,7 @@ def by_thread(cpu: dict[str, float], size: int) -> str:
     return ", ".join(parts)
 
 
-async def local(server: str, size: int) -> None:
+async def local(server: str, size: int) -> float:
     with fresh_postgres(server) as url:
         launcher = LocalLauncher(TARGET, 2).start()
         while launcher.ready_workers() < 2:  # noqa: ASYNC110 (the launcher has no event)
@@ -256,6 +273,7 @@ async def local(server: str, size: int) -> None:
         f"local launcher, 2 workers:        {size / took:6.0f} runs/s  ({took:6.1f} s;"
         f" daemon+pool CPU {total:5.1f} s in this process, PostgreSQL {database:5.1f} s)"
     )
+    return size / took
 
 
 async def celery(
@@ -267,7 +285,8 @@ async def celery(
     runs_per_task: int,
     profiles: Profiles,
     signed: bool = True,
-) -> None:
+) -> tuple[float, float]:
+    """Runs/s, and the runs the launcher published again (its republished counter)."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     os.environ["BACKFILLER_CELERY_QUEUE"] = queue
     envelope.configure(envelope.key_from(os.environ[envelope.KEY_ENV], None) if signed else None)
@@ -276,13 +295,15 @@ async def celery(
         pool.wait_ready()
         with fresh_postgres(server) as url:
             launcher = CeleryLauncher(
-                broker, definitions, max_active=512, runs_per_task=runs_per_task
+                broker, definitions, max_active=MAX_ACTIVE, runs_per_task=runs_per_task
             )
             profiles.wrap(launcher)
             launcher.start()
             main0, pool0, broker0 = *pool.cpu(), broker_cpu()
+            again0 = launcher_metrics.republished_total()
             took, cpu = await timed_backfill(url, launcher, size, profiles)
             main1, pool1, broker1 = *pool.cpu(), broker_cpu()
+            again = launcher_metrics.republished_total()
     finally:
         pool.stop()
     database = cpu.pop("PostgreSQL")
@@ -291,17 +312,46 @@ async def celery(
     rabbit = ""
     if broker0 is not None and broker1 is not None and broker.startswith("amqp"):
         rabbit = f"; RabbitMQ {1000 * (broker1 - broker0) / size:.2f} ms"
+    again = {reason: n - again0.get(reason, 0.0) for reason, n in again.items()}
+    republished = sum(again.values())
+    reasons = ", ".join(f"{reason} {n:.0f}" for reason, n in sorted(again.items()) if n)
     print(
-        f"celery, {workers} worker(s) x {concurrency}, up to {runs_per_task} run(s) a task, "
-        f"{'signed' if signed else 'UNSIGNED'}: "
+        f"celery on {broker_name(broker)}, {workers} worker(s) x {concurrency}, up to "
+        f"{runs_per_task} run(s) a task, {'signed' if signed else 'UNSIGNED'}: "
         f"{size / took:6.0f} runs/s  "
         f"({took:6.1f} s; daemon CPU {daemon:5.1f} s, workers' CPU {worker:5.1f} s)\n"
         f"  per run: daemon {1000 * daemon / size:.2f} ms ({by_thread(cpu, size)}); "
         f"workers {1000 * worker / size:.2f} ms (Celery's main processes "
         f"{1000 * (main1 - main0) / size:.2f}, pool processes {1000 * (pool1 - pool0) / size:.2f})"
-        f"; PostgreSQL {1000 * database / size:.2f} ms{rabbit}"
+        f"; PostgreSQL {1000 * database / size:.2f} ms{rabbit}\n"
+        f"  republished: {republished:.0f} of {size} runs ({100 * republished / size:.2f}%"
+        f"{'; ' + reasons if reasons else ''})"
     )
     profiles.dump()
+    return size / took, republished
+
+
+def broker_name(url: str) -> str:
+    return "Redis" if url.startswith("redis") else "RabbitMQ"
+
+
+def summary(
+    local_rate: float | None, rates: dict[str, float], republished: dict[str, float]
+) -> None:
+    """Runs/s of each launcher (the first configuration of each broker), with the ratios the
+    launcher aims at: Celery on RabbitMQ at least 60% of local, Redis at least 70% of RabbitMQ."""
+    print("summary (first configuration of each broker):")
+    if local_rate is not None:
+        print(f"  local            {local_rate:6.0f} runs/s")
+    for name, rate in rates.items():
+        print(f"  celery {name:9s} {rate:6.0f} runs/s, republished {republished[name]:.0f}")
+    rabbit, redis = rates.get("RabbitMQ"), rates.get("Redis")
+    if local_rate and rabbit:
+        print(f"  Celery/RabbitMQ vs local:    {100 * rabbit / local_rate:5.1f}% (target >= 60%)")
+    if local_rate and redis:
+        print(f"  Celery/Redis vs local:       {100 * redis / local_rate:5.1f}%")
+    if rabbit and redis:
+        print(f"  Celery/Redis vs RabbitMQ:    {100 * redis / rabbit:5.1f}% (target >= 70%)")
 
 
 async def main() -> None:
@@ -319,29 +369,51 @@ async def main() -> None:
     parser.add_argument("--no-local", action="store_true", help="skip the local launcher")
     parser.add_argument("--profile", help="write a cProfile of the daemon's threads here")
     parser.add_argument("--database", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    parser.add_argument("--broker", default="amqp://guest:guest@127.0.0.1:5672//")
+    parser.add_argument(
+        "--broker",
+        default="amqp://guest:guest@127.0.0.1:5672//,redis://127.0.0.1:6379/3",
+        help="broker URLs, comma-separated, each in turn (default: RabbitMQ, then Redis)",
+    )
     parser.add_argument("--unsigned-too", action="store_true", help="also without a key")
+    parser.add_argument(
+        "--run-seconds",
+        type=float,
+        default=0.0,
+        help="each run sleeps this long (default 0: no-op runs); with runs that take time, "
+        "runs wait on the queue for a while, where the launcher must not take them for lost",
+    )
+    parser.add_argument(
+        "--max-active", type=int, default=512, help="the Celery launcher's runs in flight"
+    )
     args = parser.parse_args()
+    global RUN_SECONDS, MAX_ACTIVE
+    RUN_SECONDS, MAX_ACTIVE = args.run_seconds, args.max_active
     os.environ.setdefault(envelope.KEY_ENV, envelope.generate_key())
     size = 2_000 if args.quick else args.size
-    print(f"{size:,}-partition no-op backfill, PostgreSQL, launch to COMPLETED_SUCCESS")
+    kind = f"{RUN_SECONDS:g} s a run" if RUN_SECONDS else "no-op"
+    print(f"{size:,}-partition {kind} backfill, PostgreSQL, launch to COMPLETED_SUCCESS")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
-    if not args.no_local:
-        await local(args.database, size)
-    for workers in (int(w) for w in args.workers.split(",")):
-        for runs_per_task in (int(r) for r in args.runs_per_task.split(",")):
-            for signed in (True, False) if args.unsigned_too else (True,):
-                profiles = Profiles(args.profile)
-                await celery(
-                    args.database,
-                    args.broker,
-                    size,
-                    workers,
-                    args.concurrency,
-                    runs_per_task,
-                    profiles,
-                    signed,
-                )
+    local_rate = None if args.no_local else await local(args.database, size)
+    rates: dict[str, float] = {}
+    republished: dict[str, float] = {}
+    for broker in args.broker.split(","):
+        for workers in (int(w) for w in args.workers.split(",")):
+            for runs_per_task in (int(r) for r in args.runs_per_task.split(",")):
+                for signed in (True, False) if args.unsigned_too else (True,):
+                    profiles = Profiles(args.profile)
+                    rate, again = await celery(
+                        args.database,
+                        broker,
+                        size,
+                        workers,
+                        args.concurrency,
+                        runs_per_task,
+                        profiles,
+                        signed,
+                    )
+                    rates.setdefault(broker_name(broker), rate)
+                    republished.setdefault(broker_name(broker), again)
+    summary(local_rate, rates, republished)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

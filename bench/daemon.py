@@ -71,13 +71,17 @@ class Api:
         assert result.errors is None, result.errors
         return result.data
 
-    async def launch(self, size: int, job: str = "hourly_history") -> int:
+    async def launch(
+        self, size: int, job: str = "hourly_history", run_config: dict[str, Any] | None = None
+    ) -> int:
         """Launch the first ``size`` partitions of ``job`` (a range)."""
         found = self.services.definitions.get_job(job)
         assert found is not None, job
         space = found.partitions.key_space(datetime.now(UTC))
         span = {"start": space.key_at(0), "end": space.key_at(size - 1)}
         variables = {"input": {"target": {"job": job}, "partitions": {"range": span}}}
+        if run_config is not None:
+            variables["input"]["runConfig"] = run_config
         data = await self(LAUNCH, variables)
         assert data["launchBackfill"]["userErrors"] == [], data
         return int(data["launchBackfill"]["backfill"]["id"][3:])

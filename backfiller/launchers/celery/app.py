@@ -12,6 +12,10 @@ from backfiller.launchers.celery.protocol import (
     daemon_queue,
 )
 
+PREFETCH_MULTIPLIER = 4
+"""Tasks a worker takes ahead per pool process (Celery's ``worker_prefetch_multiplier``): a
+task may wait that many others' time in a busy worker's hands (see ``dispatch``)."""
+
 
 def make_app(broker_url: str) -> Any:
     """A Celery app for ``broker_url`` (``amqp://...`` or ``redis://...``).
@@ -32,7 +36,7 @@ def make_app(broker_url: str) -> Any:
         accept_content=["json"],
         task_ignore_result=True,
         task_store_errors_even_if_ignored=False,
-        worker_prefetch_multiplier=4,
+        worker_prefetch_multiplier=PREFETCH_MULTIPLIER,
         worker_hijack_root_logger=False,
         worker_redirect_stdouts=False,
         worker_cancel_long_running_tasks_on_connection_loss=False,

@@ -12,9 +12,11 @@ import logging
 import time
 from typing import Any
 
+from backfiller.launchers.celery.app import PREFETCH_MULTIPLIER
 from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.protocol import TASK_NAME, task_id, task_message
 from backfiller.launchers.celery.state import DaemonRun, Shared
+from backfiller.observability import launcher_metrics
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -24,7 +26,8 @@ RUNS_PER_TASK = 8
 SHORT_RUN_SECONDS = 0.1
 """A job whose runs have lately taken less than this (on average) is short."""
 OVERTAKEN_SECONDS = 10.0
-"""A run overtaken on its queue for this long is published again (``republish_if_overtaken``)."""
+"""A run overtaken on its queue for this long (at least) is published again
+(``republish_if_overtaken``)."""
 
 
 class Dispatch:
@@ -74,6 +77,8 @@ class Dispatch:
                 run.mates = batch
                 shared.sequence += 1
                 run.sequence, run.published_at = shared.sequence, time.monotonic()
+                run.first_sequence = run.first_sequence or run.sequence
+                run.overtaken_at = None
 
     def batches(self, runs: list[DaemonRun]) -> list[list[DaemonRun]]:
         """The runs in tasks: each alone, but a short job's runs up to ``runs_per_task``."""
@@ -97,10 +102,15 @@ class Dispatch:
         with the connection never started; a duplicate is refused). Under the lock."""
         shared = self.shared
         shared.unpublished.clear()
+        again = 0
         for run in shared.runs.values():
             if run.reply is None:
+                again += run.published
                 run.published = False
+                # Its copy may be lost with the connection: the new one counts.
+                run.first_sequence = 0
                 shared.unpublished.append(run)
+        launcher_metrics.republished("reconnected", again)
 
 
 def republish_mates(shared: Shared, run: DaemonRun) -> None:
@@ -112,20 +122,57 @@ def republish_mates(shared: Shared, run: DaemonRun) -> None:
         if waiting and mate is not run and shared.runs.get(mate.task.run_id) is mate:
             mate.published = False
             shared.unpublished.append(mate)
+            launcher_metrics.republished("mates")
 
 
 def republish_if_overtaken(shared: Shared, run: DaemonRun, now: float) -> None:
     """Publish a run again when runs published after it on its queue have asked to start
     while it has not, for a while: a worker holds it without running it (Redis gives a dead
-    worker's prefetched tasks back only after its visibility timeout; Celery keeps prefetched
-    tasks behind long runs). The copy that asks first runs; the other is refused. The wait
-    doubles at each republication. Under the lock."""
-    if not run.published or shared.asked.get(run.queue, 0) <= run.sequence:
+    worker's prefetched tasks back only after its visibility timeout). Under the lock.
+
+    Overtaken is normal for a while: workers take tasks ahead (``PREFETCH_MULTIPLIER`` per
+    process), so a run in a busy worker's hands lets later ones start elsewhere. The wait is
+    therefore counted from when it was first seen overtaken (not from its publication: a run
+    queued behind many others is waiting, not lost), it is long enough for a worker to run the
+    tasks it took ahead (``overtaken_wait``), and a run whose task is under way (a run of the
+    same task executes: its worker is alive and comes to it) is not overtaken at all. The
+    copy that asks first runs; the other is refused. The wait doubles at each republication.
+    """
+    overtaken = run.published and shared.asked.get(run.queue, 0) > run.sequence
+    if not overtaken or _task_under_way(shared, run):
+        run.overtaken_at = None
         return
-    wait = run.republish_after or OVERTAKEN_SECONDS
-    if now - run.published_at < wait:
+    if run.overtaken_at is None:
+        run.overtaken_at = now
+    wait = overtaken_wait(shared, run)
+    if now - run.overtaken_at < wait:
         return
-    logger.info("run %s was overtaken on its queue; publishing it again", run.task.run_id)
+    logger.debug("run %s was overtaken on its queue; publishing it again", run.task.run_id)
+    launcher_metrics.republished("overtaken")
     run.republish_after = 2 * wait
     run.published = False
+    run.overtaken_at = None
     shared.unpublished.append(run)
+
+
+def overtaken_wait(shared: Shared, run: DaemonRun) -> float:
+    """How long ``run`` may stay overtaken before it is published again: ``OVERTAKEN_SECONDS``
+    (doubled at each republication), or the time its worker may take to run the tasks it took
+    ahead of it (its job's recent run time), when longer."""
+    took = shared.took.get(run.task.job_name, 0.0)
+    ahead = (PREFETCH_MULTIPLIER + 1) * max(1, len(run.mates)) * took
+    return max(run.republish_after or OVERTAKEN_SECONDS, ahead)
+
+
+def _task_under_way(shared: Shared, run: DaemonRun) -> bool:
+    """Whether a run of ``run``'s task executes now (granted, not dropped): its worker works
+    through the task and asks for ``run`` in turn. Should that worker die, the run executing
+    is dropped (no heartbeat) and its mates are published again (``republish_mates``)."""
+    return any(
+        mate is not run
+        and mate.mates is run.mates  # not published again in another task since
+        and mate.reply is not None
+        and mate.dropped is None
+        and shared.runs.get(mate.task.run_id) is mate
+        for mate in run.mates
+    )

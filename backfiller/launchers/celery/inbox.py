@@ -16,6 +16,7 @@ from backfiller.launchers.celery.acks import Acks
 from backfiller.launchers.celery.dispatch import republish_mates
 from backfiller.launchers.celery.protocol import daemon_queue, finished_from_message, log_lines
 from backfiller.launchers.celery.state import DaemonRun, Shared, StartAsked
+from backfiller.observability import launcher_metrics
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -71,7 +72,9 @@ class Inbox:
         elif kind == "undelivered":
             if run.reply is None:
                 run.published = False  # its worker gave up waiting: publish it again
+                run.first_sequence = 0  # that copy is gone: the new one is the first
                 shared.unpublished.append(run)
+                launcher_metrics.republished("undelivered")
             elif run.reply == body.get("reply"):
                 del shared.runs[run_id]
                 shared.finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
@@ -91,7 +94,10 @@ class Inbox:
         shared.starts_waiting.set()
         run = shared.runs.get(run_id)
         if run is not None and run.published:
-            shared.asked[run.queue] = max(shared.asked.get(run.queue, 0), run.sequence)
+            # The first copy's place: after a republication, the copy that asks is most likely
+            # the first (ahead on the queue); the latest copy's place would make every run
+            # published between the two look overtaken.
+            shared.asked[run.queue] = max(shared.asked.get(run.queue, 0), run.first_sequence)
 
     def _on_end(self, run: DaemonRun, body: dict[str, Any]) -> list[LauncherEvent]:
         if run.reply is None:

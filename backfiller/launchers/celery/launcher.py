@@ -63,6 +63,7 @@ from backfiller.launchers.celery.poison import Guard
 from backfiller.launchers.celery.protocol import daemon_queue, default_queue
 from backfiller.launchers.celery.results import KeptResults
 from backfiller.launchers.celery.state import DaemonRun, Shared
+from backfiller.observability import launcher_metrics
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -117,6 +118,7 @@ class CeleryLauncher:
         self.liveness = Liveness(self.shared)
         self.kept = KeptResults(broker_url)
         self._thread: threading.Thread | None = None
+        launcher_metrics.install()
 
     # -- the daemon's side ---------------------------------------------------------------------
 
@@ -352,9 +354,11 @@ class CeleryLauncher:
         if consumer is None:
             time.sleep(timeout)  # no owner yet: nothing to receive
             return
+        began = time.monotonic()
         for _ in range(MAX_BATCH):
             try:
                 conn.drain_events(timeout=timeout)
             except TimeoutError:
+                self.shared.drained_at = began  # read up to here: silence is judged from it
                 return
             timeout = 0.001

@@ -6,7 +6,9 @@ and which must stop now (``drop``). A run whose heartbeats stop for half the hea
 (its worker was SIGKILLed, or cut off) is dropped from the announcements, so its worker kills
 it at the last ``stop_by`` it heard; once that time (its fence) has passed, the run cannot be
 executing anywhere and is reported ``WORKER_LOST``. A canceled run is dropped after the grace.
-Heartbeats missed while the broker was out of reach do not count.
+Heartbeats missed while the broker was out of reach do not count, nor does the time the
+daemon's queue waited unread (silence is measured up to where the queue has been read: a
+worker that is merely busy, or a daemon behind on its queue, is not taken for dead).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ class Liveness:
         shared = self.shared
         half = shared.heartbeat_timeout / 2
         with shared.lock:
-            connected_at = shared.connected_at
+            connected_at, read_until = shared.connected_at, shared.drained_at
             for run_id, run in list(shared.runs.items()):
                 if run.reply is None:
                     republish_if_overtaken(shared, run, now)
@@ -110,7 +112,7 @@ class Liveness:
                 if run.dropped is None:
                     if run.cancel_at is not None and now >= run.cancel_at:
                         run.dropped = Outcome.CANCELED
-                    elif connected_at is not None and now - max(run.last_beat, connected_at) > half:
+                    elif silent(run.last_beat, connected_at, read_until, half):
                         logger.warning("run %s: no heartbeat from %s", run_id, run.worker)
                         run.dropped = Outcome.WORKER_LOST
                 if run.dropped is not None and time.time() > run.fence + FENCE_MARGIN_SECONDS:
@@ -118,3 +120,15 @@ class Liveness:
                     why = "canceled" if run.dropped is Outcome.CANCELED else "the worker was lost"
                     shared.finish(run, run.dropped, why)
                     republish_mates(shared, run)
+
+
+def silent(
+    last_beat: float, connected_at: float | None, read_until: float | None, half: float
+) -> bool:
+    """Whether a run's heartbeats stopped for ``half`` the heartbeat timeout, as far as the
+    daemon's queue has been read (``read_until``): a beat still waiting in the queue, behind a
+    backlog of other messages, is not a missed one. Beats missed while the broker was out of
+    reach (before ``connected_at``) do not count."""
+    if connected_at is None or read_until is None:
+        return False
+    return read_until - max(last_beat, connected_at) > half

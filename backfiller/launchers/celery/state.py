@@ -36,7 +36,15 @@ class DaemonRun:
     dropped: Outcome | None = None
     cancel_at: float | None = None
     sequence: int = 0
+    """Its place on its queue among this launcher's publications (its latest copy's)."""
+    first_sequence: int = 0
+    """Its first copy's place: a start request does not say which copy asked, and the first
+    copy is the one ahead on the queue (see ``Inbox._asked``). Reset when that copy is surely
+    or likely gone (its worker handed it back; the broker connection broke)."""
     published_at: float = 0.0
+    overtaken_at: float | None = None
+    """Since when runs published after it have asked to start while it has not (None: it is
+    not overtaken, or its task is under way on a worker)."""
     republish_after: float = 0.0
     granted_at: float = 0.0
     """When its start was granted (wall clock, for the job's run time)."""
@@ -75,6 +83,9 @@ class Shared:
     gate: Gate | None = None
     lease_stop_by: float | None = None
     connected_at: float | None = None
+    drained_at: float | None = None
+    """When the latest read of the daemon's queue began that ended with the queue empty: every
+    heartbeat sent before then has been read (a later one may still wait in the queue)."""
     sequence: int = 0
     asked: dict[str, int] = field(default_factory=dict)
     """Per queue, the publication sequence of the latest run a worker asked to start."""
