@@ -28,6 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from backfiller.observability import tracing
 from backfiller.observability.daemon_metrics import observe_task
 
 logger = logging.getLogger("backfiller.daemon")
@@ -91,7 +92,8 @@ class Loop:
             if entry.next_at > now:
                 continue
             try:
-                result = await entry.task()
+                with tracing.tick(entry.name):  # its statements under one span
+                    result = await entry.task()
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -144,6 +144,13 @@ async def test_launch_and_run_spans_nest_and_link(
         and s.parent.span_id == resolver.context.span_id
     ]
     assert inserts  # the backfill's row, its event, ...
+    # Every statement is under a request, a tick or a job: none is a trace of its own; a
+    # daemon task's pass is one span, its statements under it.
+    finished = memory.get_finished_spans()
+    assert [s.name for s in finished if s.name.startswith("db ") and s.parent is None] == []
+    ticks = {s.context.span_id: s for s in finished if s.name.startswith("tick ")}
+    assert {"tick launch", "tick results"} <= {s.name for s in ticks.values()}
+    assert any(s.parent is not None and s.parent.span_id in ticks for s in finished)
     runs = [s for s in memory.get_finished_spans() if s.name == "run traced"]
     assert len(runs) == 2
     for run in runs:
