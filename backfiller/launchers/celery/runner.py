@@ -95,6 +95,9 @@ def run_deliveries(
             ended = (owner, result)
     if ended is not None:
         link.publisher.send(*ended)
+    from backfiller.observability import tracing
+
+    tracing.shutdown()  # the task's spans leave now, once its ends are sent
     return ", ".join(told)
 
 
@@ -173,7 +176,6 @@ def _observed(task: RunTask, worker: str, sealed_at: Any, body: Callable[[], Res
         return result
     finally:
         worker_metrics.run_finished(task.job_name, outcome, began)
-        tracing.shutdown()  # this run's spans leave now: the process may be killed next
 
 
 def _end(
