@@ -16,6 +16,8 @@
 #   API_PORTS           an API process per port ["8001 8002"]
 #   DAEMON_PORTS        a daemon per port, its /metrics and /readyz ["8011 8012"; "" for none]
 #   WORKERS             Celery workers [3; 0 for none], of WORKER_CONCURRENCY processes each [2]
+#   WORKER_METRICS_PORT worker i serves its /metrics on this port + i [8020: 8021, 8022...; ""
+#                       for none]
 #   LOG_DIR             a log per process, and this run's broker key [.backfiller/cluster]
 #   READY_TIMEOUT       seconds to wait for "cluster up" [120]
 #   STOP_TIMEOUT        seconds a stop may take before what is left is killed [30]
@@ -38,6 +40,7 @@ API_PORTS=${API_PORTS:-8001 8002}
 DAEMON_PORTS=${DAEMON_PORTS-8011 8012}
 WORKERS=${WORKERS-3}
 WORKER_CONCURRENCY=${WORKER_CONCURRENCY:-2}
+WORKER_METRICS_PORT=${WORKER_METRICS_PORT-8020}
 LOG_DIR=${LOG_DIR:-.backfiller/cluster}
 READY_TIMEOUT=${READY_TIMEOUT:-120}
 STOP_TIMEOUT=${STOP_TIMEOUT:-30}
@@ -136,8 +139,10 @@ tag="cluster-$$"
 checks=()
 for i in $(seq 1 "$WORKERS"); do
   node="$tag-worker-$i@${HOSTNAME:-localhost}"
-  start "worker $i" "$LOG_DIR/worker-$i.log" \
-    "$BIN/backfiller" worker --concurrency "$WORKER_CONCURRENCY" --hostname "$node"
+  metrics=()
+  if [[ -n $WORKER_METRICS_PORT ]]; then metrics=(--metrics-port $((WORKER_METRICS_PORT + i))); fi
+  start "worker $i" "$LOG_DIR/worker-$i.log" "$BIN/backfiller" worker \
+    --concurrency "$WORKER_CONCURRENCY" --hostname "$node" ${metrics[@]+"${metrics[@]}"}
   checks+=("worker:$node:$LOG_DIR/worker-$i.log")
 done
 i=0
@@ -167,7 +172,12 @@ ready_pid=""
 
 urls=""
 for port in $API_PORTS; do urls+=" http://127.0.0.1:$port/"; done
-echo "cluster up: API on$urls; daemons' /metrics on ports $DAEMON_PORTS; $WORKERS workers" \
+worker_ports=""
+if [[ -n $WORKER_METRICS_PORT ]]; then
+  for i in $(seq 1 "$WORKERS"); do worker_ports+=" $((WORKER_METRICS_PORT + i))"; done
+fi
+echo "cluster up: API on$urls; daemons' /metrics on ports $DAEMON_PORTS;" \
+  "workers' /metrics on ports${worker_ports:- (none)}; $WORKERS workers" \
   "on queue ${BACKFILLER_CELERY_QUEUE:-backfiller}, broker $BROKER. Press Ctrl+C to stop." >&2
 while :; do
   sleep 1

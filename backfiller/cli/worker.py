@@ -123,7 +123,8 @@ WorkerMetricsPortOption = Annotated[
     int | None,
     typer.Option(
         "--metrics-port",
-        help="Serve /metrics (the messages this worker refused) and /healthz here.",
+        help="Serve /metrics (busy processes, runs, heartbeats, refused messages) and "
+        "/healthz here.",
     ),
 ]
 WorkerMetricsHostOption = Annotated[
@@ -210,13 +211,17 @@ def use_broker_key(key_file: str | None, insecure: bool) -> None:
 
 
 def serve_worker_metrics(port: int, host: str) -> None:
-    """``/metrics`` of the worker and its pool processes (their refused messages), on ``port``.
+    """``/metrics`` of the worker and its pool processes, on ``port``: busy processes, runs
+    by outcome, their duration and wait since publication, heartbeats, refused messages.
 
     Before anything imports prometheus_client: the pool processes record into files of its
-    multiprocess mode, which the main process's endpoint adds up."""
-    from backfiller.observability.worker_metrics import MULTIPROC_VARIABLE
+    multiprocess mode (the directory their worker metrics record into too), which the main
+    process's endpoint adds up."""
+    from backfiller.observability.worker_metrics import MULTIPROC_VARIABLE, WORKER_DIR_VARIABLE
 
-    os.environ[MULTIPROC_VARIABLE] = tempfile.mkdtemp(prefix="backfiller-celery-metrics-")
+    path = tempfile.mkdtemp(prefix="backfiller-celery-metrics-")
+    os.environ[MULTIPROC_VARIABLE] = path
+    os.environ[WORKER_DIR_VARIABLE] = path  # each pool process starts its worker metrics
     from backfiller.web.metrics_port import start_endpoint
 
     try:

@@ -17,6 +17,9 @@ A task that raises is logged and retried after an exponential back-off (1 s, 2 s
 ``max_backoff``, 30 s by default); the other tasks keep running. :meth:`Loop.retry_all_now`
 ends every back-off (the daemon calls it when its lease is renewed after an outage, so that it
 resumes at once instead of idling out the back-offs).
+
+With tracing on, a pass of a task that speaks to the database is one span, ``tick <task>``,
+with its statements under it (:func:`backfiller.observability.tracing.tick`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from backfiller.observability import tracing
 from backfiller.observability.daemon_metrics import observe_task
 
 logger = logging.getLogger("backfiller.daemon")
@@ -91,7 +95,8 @@ class Loop:
             if entry.next_at > now:
                 continue
             try:
-                result = await entry.task()
+                with tracing.tick(entry.name):  # its statements under one span
+                    result = await entry.task()
             except asyncio.CancelledError:
                 raise
             except Exception:

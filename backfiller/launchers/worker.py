@@ -233,8 +233,11 @@ def _run(
 
     began = worker_metrics.run_started()
     bound = logs.bind(run_id=ids.run_id(task.run_id), backfill_id=ids.backfill_id(task.backfill_id))
-    with tracing.job_span(task):  # the user's spans nest under the run's
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    with tracing.job_span(task, worker):  # the user's spans nest under the run's
+        traced = logs.bind(trace_id=tracing.current_trace_id())
         outcome, message, trace = execute(definitions, task, handler, options.api_url)
+        logs.unbind(traced)
     tracing.shutdown()
     logs.unbind(bound)
     worker_metrics.run_finished(task.job_name, outcome, began)

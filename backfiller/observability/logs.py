@@ -1,12 +1,13 @@
 """Structured logs: ``--log-format json|text``, context fields, secrets kept out, and one
 line per record.
 
-Every line carries, where they apply, ``request_id``, ``actor``, ``backfill_id`` and
-``run_id``: code binds them for the duration of a piece of work with :func:`bound` (a
-context variable, so concurrent requests and tasks keep their own), and a filter copies them
-onto each record. What must never be written (tokens, credentials, URL passwords and paths,
-secret values) is scrubbed from every record the process creates, third-party loggers'
-included (:mod:`.redaction`, installed by :func:`configure`).
+Every line carries, where they apply, ``request_id``, ``actor``, ``backfill_id``, ``run_id``
+and ``trace_id`` (a worker's lines about a run, when tracing is on): code binds them for the
+duration of a piece of work with :func:`bound` (a context variable, so concurrent requests and
+tasks keep their own), and a filter copies them onto each record. What must never be written
+(tokens, credentials, URL passwords and paths, secret values) is scrubbed from every record
+the process creates, third-party loggers' included (:mod:`.redaction`, installed by
+:func:`configure`).
 
 Nothing a request sends can forge a line: the text format escapes control characters in the
 message (a newline in a path is written ``\\n``) and indents every further line of a record
@@ -30,7 +31,7 @@ from backfiller.observability import redaction
 from backfiller.observability.redaction import REDACTED, SECRET_VARIABLES, redact
 
 FORMAT_VARIABLE = "BACKFILLER_LOG_FORMAT"
-FIELDS = ("request_id", "actor", "backfill_id", "run_id")
+FIELDS = ("request_id", "actor", "backfill_id", "run_id", "trace_id")
 __all__ = ["REDACTED", "SECRET_VARIABLES", "redact"]
 
 _context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(

@@ -8,17 +8,23 @@ OTLP/HTTP to ``URL/v1/traces``. What is traced:
   the launch's trace context is stored with the backfill;
 - a run: a span from its claim to its result in the daemon, *linked* to the launch of its
   backfill (a run is not part of the request that launched it), whose context travels with
-  the run to the worker; there a span wraps the job, and the user's own spans nest under it.
+  the run to the worker (in the local pool's pipe, or in the Celery task's message); there a
+  span wraps the job, and the user's own spans nest under it;
+- a daemon tick: a span per pass of a daemon task that spoke to the database (``tick
+  <task>``), with its statements under it.
 
-Every helper is a no-op, and cheap, while tracing is off.
+A database statement gets a span only under another span (a request, a tick, a job): never a
+trace of its own. Every helper is a no-op, and cheap, while tracing is off.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +34,20 @@ ENDPOINT_VARIABLE = "BACKFILLER_OTLP_ENDPOINT"
 _tracer: Any = None
 _runs: dict[int, Any] = {}
 _lock = threading.Lock()
+
+
+@dataclasses.dataclass
+class _Tick:
+    """A daemon task's pass: its span is made by its first database statement."""
+
+    name: str
+    began: int
+    span: Any = None
+
+
+_tick: contextvars.ContextVar[_Tick | None] = contextvars.ContextVar(
+    "backfiller_tick", default=None
+)
 
 
 class TracingUnavailable(RuntimeError):
@@ -192,18 +212,79 @@ def end_run(run_id: int, outcome: str) -> None:
 
 
 @contextlib.contextmanager
-def job_span(task: Any) -> Iterator[None]:
+def job_span(task: Any, worker: str | None = None) -> Iterator[None]:
     """In the worker: the job's span, child of its run's; the user's spans nest under it."""
     if _tracer is None:
         yield
         return
     carrier = {"traceparent": task.trace_parent} if task.trace_parent else None
-    with span(f"execute {task.job_name}", {"backfiller.run_id": ids.run_id(task.run_id)}, carrier):
+    attributes = {
+        "backfiller.run_id": ids.run_id(task.run_id),
+        "backfiller.attempt": task.attempt,
+        "backfiller.partition_key": task.partition_key,
+    }
+    if worker:
+        attributes["backfiller.worker"] = worker
+    with span(f"execute {task.job_name}", attributes, carrier):
         yield
 
 
+def current_trace_id() -> str | None:
+    """The trace id of the current span, as 32 hex digits (for log lines); None: none."""
+    if _tracer is None:
+        return None
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid else None
+
+
+@contextlib.contextmanager
+def tick(name: str) -> Iterator[None]:
+    """A pass of the daemon's task ``name``: its database statements nest under one span,
+    ``tick <name>``, made by the first of them (a pass that reads nothing makes no span)."""
+    if _tracer is None:
+        yield
+        return
+    current = _Tick(name, time.time_ns())
+    token = _tick.set(current)
+    failed = False
+    try:
+        yield
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        _tick.reset(token)
+        if current.span is not None:
+            if failed:
+                from opentelemetry.trace import Status, StatusCode
+
+                current.span.set_status(Status(StatusCode.ERROR))
+            current.span.end()
+
+
+def _statement_parent() -> Any:
+    """The context a statement's span goes under; None: the statement gets no span."""
+    from opentelemetry import trace
+
+    if trace.get_current_span().get_span_context().is_valid:
+        return trace.set_span_in_context(trace.get_current_span())
+    pending = _tick.get()
+    if pending is None:
+        return None
+    if pending.span is None:
+        pending.span = _tracer.start_span(
+            f"tick {pending.name}",
+            context=trace.set_span_in_context(trace.INVALID_SPAN),
+            start_time=pending.began,
+            attributes={"backfiller.task": pending.name},
+        )
+    return trace.set_span_in_context(pending.span)
+
+
 def _install_database_spans() -> None:
-    """A span per SQL statement, under whatever span is current (the launch's insert...)."""
+    """A span per SQL statement, under the current span or tick (the launch's insert...)."""
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
@@ -217,10 +298,15 @@ def _install_database_spans() -> None:
 def _before_statement(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
     if _tracer is None:
         return
+    parent = _statement_parent()
+    if parent is None:
+        return  # not under a request, a tick or a job: no trace of its own
     verb = statement.lstrip().split(None, 1)[0].upper() if statement.strip() else "SQL"
     context = args[-2] if len(args) >= 2 else None
     current = _tracer.start_span(
-        f"db {verb}", attributes={"db.system": conn.dialect.name, "db.operation": verb}
+        f"db {verb}",
+        context=parent,
+        attributes={"db.system": conn.dialect.name, "db.operation": verb},
     )
     if context is not None:
         context._backfiller_span = current

@@ -1,9 +1,12 @@
-"""Metrics of the local launcher's worker processes, aggregated by their daemon.
+"""Metrics of the processes that run jobs: the local launcher's workers, a Celery worker's pool.
 
-A worker records into files of prometheus-client's multiprocess mode, in the directory its
-daemon made (:func:`backfiller.observability.exposition.prepare_worker_metrics`); the daemon's
-``/metrics`` adds them up. :func:`start` must run before anything imports prometheus_client in
-the worker (it picks its storage at import time), so the worker calls it first thing.
+A worker process records into files of prometheus-client's multiprocess mode: a local worker
+in the directory its daemon made (:func:`.exposition.prepare_worker_metrics`), whose
+``/metrics`` adds them up; a Celery pool process in the directory its ``backfiller worker
+--metrics-port`` made, whose endpoint adds them up. The names are the same on both launchers.
+:func:`start` must run before anything imports prometheus_client in a local worker (it picks
+its storage at import time), so the worker calls it first thing; a Celery worker sets the
+storage up before it forks its pool.
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ class _Metrics:
             "When each live worker process last beat (Unix time), by pid.",
             multiprocess_mode="liveall",
         )
+        self.waited = Histogram(
+            "backfiller_worker_start_delay_seconds",
+            "From a run's publication on the broker to its start on a Celery worker, by job.",
+            ["job"],
+            buckets=RUN_BUCKETS,
+        )
         self.busy = Gauge(
             "backfiller_worker_busy",
             "Worker processes running a job now.",
@@ -52,7 +61,8 @@ _metrics: _Metrics | None = None
 
 
 def start() -> None:
-    """Turn metrics on in this worker process, when its daemon asked for them."""
+    """Turn metrics on in this worker process, when its daemon (or its Celery worker) asked
+    for them: ``$BACKFILLER_WORKER_METRICS_DIR`` names where to record."""
     global _metrics
     path = os.environ.get(WORKER_DIR_VARIABLE)
     if not path or _metrics is not None:
@@ -81,3 +91,9 @@ def run_finished(job: str, outcome: Any, began: float) -> None:
     _metrics.busy.dec()
     _metrics.runs.labels(job, str(getattr(outcome, "value", outcome))).inc()
     _metrics.duration.labels(job).observe(time.perf_counter() - began)
+
+
+def run_waited(job: str, seconds: float) -> None:
+    """A Celery run starts ``seconds`` after its task was published."""
+    if _metrics is not None:
+        _metrics.waited.labels(job).observe(max(0.0, seconds))

@@ -152,6 +152,7 @@ def script_env(database: str, broker: str, logs: Path, apis: int, daemons: int) 
         "BROKER": broker,
         "API_PORTS": " ".join(str(free_port()) for _ in range(apis)),
         "DAEMON_PORTS": " ".join(str(free_port()) for _ in range(daemons)),
+        "WORKER_METRICS_PORT": "",  # fixed ports could clash with another session's
         "LOG_DIR": str(logs),
         "READY_TIMEOUT": str(UP_SECONDS - 30),
         "BACKFILLER_CELERY_QUEUE": f"test-cluster-{tag}",

@@ -5,14 +5,10 @@ local OTLP/HTTP collector from the real worker processes."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import httpx
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from backfiller.config import AuthMode, Settings
@@ -25,46 +21,13 @@ from backfiller.resolvers.context import Services
 from backfiller.storage import Database
 from backfiller.storage.repositories import BackfillRepository
 from backfiller.web.app import create_app
+from tests.operations.collector import Collector
 
 DEFS = "tests.operations.traced_defs:definitions"
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 CLIENT_SPAN = "b7ad6b7169203331"
 LAUNCH = """mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {
   backfill { id } userErrors { code } } }"""
-
-
-class Collector:
-    """An OTLP/HTTP receiver on loopback: every span the workers export, as (name, ids)."""
-
-    def __init__(self) -> None:
-        self.spans: list[dict[str, Any]] = []
-        collector = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                request = ExportTraceServiceRequest.FromString(body)
-                for resource in request.resource_spans:
-                    for scope in resource.scope_spans:
-                        for s in scope.spans:
-                            collector.spans.append(
-                                {
-                                    "name": s.name,
-                                    "trace": s.trace_id.hex(),
-                                    "span": s.span_id.hex(),
-                                    "parent": s.parent_span_id.hex(),
-                                }
-                            )
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
 @pytest.fixture
@@ -144,6 +107,13 @@ async def test_launch_and_run_spans_nest_and_link(
         and s.parent.span_id == resolver.context.span_id
     ]
     assert inserts  # the backfill's row, its event, ...
+    # Every statement is under a request, a tick or a job: none is a trace of its own; a
+    # daemon task's pass is one span, its statements under it.
+    finished = memory.get_finished_spans()
+    assert [s.name for s in finished if s.name.startswith("db ") and s.parent is None] == []
+    ticks = {s.context.span_id: s for s in finished if s.name.startswith("tick ")}
+    assert {"tick launch", "tick results"} <= {s.name for s in ticks.values()}
+    assert any(s.parent is not None and s.parent.span_id in ticks for s in finished)
     runs = [s for s in memory.get_finished_spans() if s.name == "run traced"]
     assert len(runs) == 2
     for run in runs:

@@ -58,11 +58,15 @@ class Inbox:
             logger.warning("ignoring a malformed message: %r", body)
             return []
         if kind == "start":
+            shared.heard_from(str(body.get("worker") or ""))
             self._asked(body, run_id, attempt)
             return []
         run = shared.runs.get(run_id)
+        if kind == "end":
+            shared.heard_from(str(body.get("worker") or ""))
         if run is None or run.task.attempt != attempt:
             return []  # a stale attempt: fenced off
+        shared.heard_from(run.worker)
         if kind == "beat":
             run.last_beat = time.monotonic()
         elif kind == "logs":

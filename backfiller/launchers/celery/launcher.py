@@ -165,6 +165,12 @@ class CeleryLauncher:
         with self.shared.lock:
             return {run_id: run.task for run_id, run in self.shared.runs.items()}
 
+    def ready_workers(self) -> int:
+        """Celery worker processes heard from (start requests, heartbeats, ends) within the
+        heartbeat timeout: those at work for this daemon, an idle one is not seen."""
+        with self.shared.lock:
+            return self.shared.live_workers()
+
     def set_notify(self, callback: Callable[[], None] | None) -> None:
         self.shared.notify = callback
 

@@ -15,13 +15,20 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from backfiller import ids
 from backfiller.launchers.base import LogLine, Outcome, RunTask
 from backfiller.launchers.celery.link import Current, Link
 from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message, wire_lines
-from backfiller.launchers.run_body import RunLogBuffer, execute, sigterm_raises, stop_reason
+from backfiller.launchers.run_body import (
+    Result,
+    RunLogBuffer,
+    execute,
+    sigterm_raises,
+    stop_reason,
+)
 
 logger = logging.getLogger("backfiller.worker")
 
@@ -88,6 +95,9 @@ def run_deliveries(
             ended = (owner, result)
     if ended is not None:
         link.publisher.send(*ended)
+    from backfiller.observability import tracing
+
+    tracing.shutdown()  # the task's spans leave now, once its ends are sent
     return ", ".join(told)
 
 
@@ -133,13 +143,39 @@ def _run_delivery(
     link.begin(current)
     try:
         with sigterm_raises():
-            outcome, error, trace = execute(
-                definitions, task, buffer, api_url, lambda: current.terminating
+            outcome, error, trace = _observed(
+                task,
+                link.name,
+                message.get("ts"),
+                lambda: execute(definitions, task, buffer, api_url, lambda: current.terminating),
             )
         result = _end(task, link, outcome, error, trace, buffer.take(True))
     finally:
         link.end()
     return outcome.value, result
+
+
+def _observed(task: RunTask, worker: str, sealed_at: Any, body: Callable[[], Result]) -> Result:
+    """Run ``body`` (the job) as the local pool's workers do: in its ``execute`` span (under
+    the run's span, whose context came in the task's message), its log lines carrying the run
+    and the trace, counted in the worker's metrics (with the wait since its publication,
+    ``sealed_at``)."""
+    from backfiller.observability import logs, tracing, worker_metrics
+
+    if isinstance(sealed_at, int | float) and not isinstance(sealed_at, bool):
+        worker_metrics.run_waited(task.job_name, time.time() - sealed_at)
+    began = worker_metrics.run_started()
+    outcome: Outcome = Outcome.WORKER_LOST
+    try:
+        with tracing.job_span(task, worker):
+            fields = {"run_id": ids.run_id(task.run_id), "trace_id": tracing.current_trace_id()}
+            with logs.bound(backfill_id=ids.backfill_id(task.backfill_id), **fields):
+                result = body()
+                outcome = result[0]
+                logger.info("run attempt %s ended: %s", task.attempt, outcome.value)
+        return result
+    finally:
+        worker_metrics.run_finished(task.job_name, outcome, began)
 
 
 def _end(

@@ -92,6 +92,21 @@ class Shared:
     took: dict[str, float] = field(default_factory=dict)
     """Per job, how long its runs took lately (seconds, a moving average)."""
     closing: bool = False
+    heard: dict[str, float] = field(default_factory=dict)
+    """Per worker process (``host:pid``), when it last asked to start a run, beat or reported
+    (monotonic): the live workers, as ``backfiller_launcher_workers_ready`` counts them."""
+
+    def heard_from(self, worker: str | None) -> None:
+        """A worker process spoke (under the lock)."""
+        if worker:
+            self.heard[worker] = time.monotonic()
+
+    def live_workers(self) -> int:
+        """Worker processes heard from within the heartbeat timeout (under the lock)."""
+        since = time.monotonic() - self.heartbeat_timeout
+        for name in [n for n, at in self.heard.items() if at < since]:
+            del self.heard[name]
+        return len(self.heard)
 
     def stop_by(self) -> float:
         """Until when runs may execute, as announced now: half the heartbeat timeout ahead,

@@ -36,6 +36,9 @@ def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) ->
         # is stopped with its children (SIGKILL to the group) and nothing else.
         with contextlib.suppress(OSError):
             os.setsid()
+        from backfiller.observability import worker_metrics
+
+        worker_metrics.start()  # with --metrics-port: busy, runs, heartbeat of this process
 
     del own_process_group
     watch_celery_consumer(app)  # what Celery drops itself is counted too

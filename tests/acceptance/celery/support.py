@@ -90,10 +90,15 @@ class CeleryWorker(LiveProcess):
     """``backfiller worker``: Celery's worker, in a process of its own."""
 
     def __init__(
-        self, broker: str, env: dict[str, str], concurrency: int = 2, queues: str = ""
+        self,
+        broker: str,
+        env: dict[str, str],
+        concurrency: int = 2,
+        queues: str = "",
+        extra: tuple[str, ...] = (),
     ) -> None:
         args = ["worker", "--definitions", DEFINITIONS]
-        args += ["--concurrency", str(concurrency), "--loglevel", "INFO"]
+        args += ["--concurrency", str(concurrency), "--loglevel", "INFO", *extra]
         if queues:
             args += ["--queues", queues]
         # The broker's URL (its password) through the environment, never the command line.
@@ -171,11 +176,13 @@ class Cluster:
         self.daemons.append(daemon)
         return daemon
 
-    def start_worker(self, concurrency: int = 2, gpu: bool = False) -> CeleryWorker:
+    def start_worker(
+        self, concurrency: int = 2, gpu: bool = False, extra: tuple[str, ...] = ()
+    ) -> CeleryWorker:
         queues = self.env["BACKFILLER_CELERY_QUEUE"]
         if gpu:
             queues += "," + self.env["BACKFILLER_TEST_GPU_QUEUE"]
-        worker = CeleryWorker(self.broker, self.env, concurrency, queues)
+        worker = CeleryWorker(self.broker, self.env, concurrency, queues, extra)
         self.workers.append(worker)
         return worker
 
