@@ -39,14 +39,24 @@ def json_logs() -> bool:
     return chosen_format() == "json"
 
 
-def announce(message: str, level: int = logging.INFO) -> None:
+def announce(message: str, level: int = logging.INFO, *, verbatim: bool = False) -> None:
     """A line a command writes for the person who started it (the address it serves, a warning
     about an option, why it refuses to start), on stderr, whatever the log level: as it reads
     (``warning: ...``, ``error: ...``) with ``--log-format text``, a record of the
-    ``backfiller.command`` logger with ``json``, so that every line is a JSON object."""
+    ``backfiller.command`` logger with ``json``, so that every line is a JSON object.
+
+    ``verbatim``: a line made of the command's own settings alone (the address it serves), that
+    redaction would cut (it takes the path out of every URL); secrets are scrubbed from all
+    others."""
     if not json_logs():
         print(f"{_PREFIXES.get(level, '')}{message}", file=sys.stderr, flush=True)
         return
     if not logging.getLogger().handlers:  # a command that logs nothing else (db, token)
         configure_logging()
-    logging.getLogger(COMMAND_LOGGER).log(level, message)
+    logger = logging.getLogger(COMMAND_LOGGER)
+    if not verbatim:
+        logger.log(level, message)
+    elif logger.isEnabledFor(level):
+        from backfiller.observability.redaction import verbatim as as_is
+
+        logger.handle(as_is(logging.LogRecord(logger.name, level, "", 0, message, None, None)))

@@ -416,7 +416,9 @@ async def run_dev(defs: Definitions, settings: Settings, options: DaemonOptions)
         await asyncio.sleep(0.05)
     if server.started:
         announce(
-            f"Backfiller is running: open {base}/ (API at {base}/graphql/v1). Press Ctrl+C to stop."
+            f"Backfiller is running: open {base}/ (API at {base}/graphql/v1). "
+            "Press Ctrl+C to stop.",
+            verbatim=True,
         )
     await asyncio.wait({server_task, daemon_task}, return_when=asyncio.FIRST_COMPLETED)
     stop.set()

@@ -305,7 +305,7 @@ def serve_workers(settings: Settings, workers: int) -> None:
     prepare_multiprocess()  # the processes record into files that any of them renders
     serve_metrics_port(settings)
     config = uvicorn_config(FACTORY, settings, factory=True, workers=workers)
-    announce(f"{api_line(settings)}, {workers} worker processes")
+    announce(f"{api_line(settings)}, {workers} worker processes", verbatim=True)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 

@@ -84,7 +84,7 @@ async def serve(definitions: Definitions, settings: Settings) -> None:
     server = http_server(definitions, settings)
     from backfiller.logs import announce
 
-    announce(api_line(settings))
+    announce(api_line(settings), verbatim=True)
     serve_metrics_port(settings)
     await server.serve()
 

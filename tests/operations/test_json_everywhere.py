@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ import pytest
 from tests.acceptance.celery.support import DEFINITIONS as CELERY_DEFINITIONS
 from tests.acceptance.celery.support import Cluster, broker_url
 from tests.acceptance.daemon_support import DEFINITIONS, launch, wait_status
-from tests.support import LiveProcess, LiveServer
+from tests.support import REPO, LiveProcess, LiveServer
 
 pytestmark = pytest.mark.acceptance
 
@@ -85,7 +87,9 @@ def test_serve_and_local_daemon_write_only_json(database_url: str) -> None:
     finally:
         outputs["daemon"] = stopped(daemon)
         outputs["serve"] = stopped(server)
-    assert_every_line_is_json("serve", outputs["serve"])
+    served = assert_every_line_is_json("serve", outputs["serve"])
+    api = f"Backfiller API at {server.url}/graphql/v1"  # the address as it is, path included
+    assert any(str(line["message"]).startswith(api) for line in served)
     started = assert_every_line_is_json("daemon", outputs["daemon"])
     assert any("Backfiller daemon" in str(line["message"]) for line in started)
 
@@ -129,4 +133,50 @@ def test_dev_writes_only_json(database_url: str) -> None:
     finally:
         output = stopped(dev, signal.SIGINT)
     lines = assert_every_line_is_json("dev", output)
-    assert any("Backfiller is running" in str(line["message"]) for line in lines)
+    running = f"Backfiller is running: open {dev.url}/ (API at {dev.url}/graphql/v1)"
+    assert any(str(line["message"]).startswith(running) for line in lines)
+
+
+def test_refusals_warnings_and_crashes_are_json_lines_too() -> None:
+    """A command that refuses its options says why in a JSON line (``error: ...`` in text);
+    Python's warnings and an exception nothing caught, in any thread, are JSON lines too."""
+    refused = subprocess.run(
+        [sys.executable, "-m", "backfiller", *ROOT_OPTIONS, "daemon", "--launcher", "nope"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    (line,) = assert_every_line_is_json("daemon --launcher nope", refused.stderr)
+    assert line["level"] == "ERROR" and line["logger"] == "backfiller.command"
+    assert line["message"] == "--launcher must be local or celery"
+    text = subprocess.run(
+        [sys.executable, "-m", "backfiller", "daemon", "--launcher", "nope"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert text.stderr == "error: --launcher must be local or celery\n"
+    crashing = """if True:
+        import threading, warnings
+        from backfiller.logs import configure_logging
+        configure_logging()
+        warnings.warn("an old way")
+        thread = threading.Thread(target=lambda: 1 / 0)
+        thread.start()
+        thread.join()
+        raise RuntimeError("token bft_0123456789abcdef went wrong")
+    """
+    crashed = subprocess.run(
+        [sys.executable, "-c", crashing],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "BACKFILLER_LOG_FORMAT": "json"},
+    )
+    assert crashed.returncode == 1 and crashed.stdout == ""
+    warned, thread, main = assert_every_line_is_json("a crash", crashed.stderr)
+    assert warned["logger"] == "py.warnings" and "an old way" in str(warned["message"])
+    assert "ZeroDivisionError" in str(thread["exception"])
+    assert main["level"] == "CRITICAL" and "RuntimeError" in str(main["exception"])
+    assert "0123456789abcdef" not in crashed.stderr  # scrubbed like any line
