@@ -43,6 +43,7 @@ from backfiller.cli.worker import (
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions
 from backfiller.event_loop import run_service
+from backfiller.logs import announce
 from backfiller.web.serving import http_server
 
 if TYPE_CHECKING:
@@ -252,7 +253,7 @@ async def run_daemon(database_url: str, defs: Definitions, options: DaemonOption
     stop = asyncio.Event()
     _stop_on_signals(stop)
     daemon = build_daemon(database_url, defs, options)
-    typer.echo(started_line(daemon.owner, options), err=True)
+    announce(started_line(daemon.owner, options))
     try:
         await daemon.run(stop)
     finally:
@@ -290,10 +291,10 @@ def _check_launcher(name: str, config: LauncherConfig) -> None:
     if problem is not None:
         raise fail(problem)
     if config.insecure_broker and name == "celery":
-        typer.echo(
-            "warning: --insecure-broker: messages through the broker are not signed and runs' "
+        announce(
+            "--insecure-broker: messages through the broker are not signed and runs' "
             "credentials cross it in clear; for local experiments only",
-            err=True,
+            logging.WARNING,
         )
 
 
@@ -414,10 +415,10 @@ async def run_dev(defs: Definitions, settings: Settings, options: DaemonOptions)
     while not server.started and not server_task.done():  # noqa: ASYNC110 (uvicorn has no event)
         await asyncio.sleep(0.05)
     if server.started:
-        typer.echo(
+        announce(
             f"Backfiller is running: open {base}/ (API at {base}/graphql/v1). "
             "Press Ctrl+C to stop.",
-            err=True,
+            verbatim=True,
         )
     await asyncio.wait({server_task, daemon_task}, return_when=asyncio.FIRST_COMPLETED)
     stop.set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import replace
@@ -26,6 +27,7 @@ from backfiller.cli.oidc_options import (
 )
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions, DefinitionsError, load_definitions
+from backfiller.logs import announce
 from backfiller.logs import configure_logging as configure_logging  # cli/daemon.py uses it
 from backfiller.web.serving import api_line, exec_server, serve_metrics_port, uvicorn_config
 
@@ -143,7 +145,8 @@ WorkersOption = Annotated[
 
 
 def fail(message: str, code: int = EXIT_CONFIG) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
+    """``error: message`` on stderr (a log line with ``--log-format json``), and the exit."""
+    announce(message, logging.ERROR)
     return typer.Exit(code)
 
 
@@ -267,10 +270,9 @@ def check_access_settings(settings: Settings) -> None:
                 "machines can reach: use --auth token (and `backfiller token create`), bind "
                 "127.0.0.1, or pass --insecure-no-auth if you really mean it"
             )
-        typer.echo(
-            f"warning: serving WITHOUT authentication on {settings.host}: anyone who reaches "
-            "it is an admin",
-            err=True,
+        announce(
+            f"serving WITHOUT authentication on {settings.host}: anyone who reaches it is an admin",
+            logging.WARNING,
         )
     for origin in settings.cors_origins:
         if origin == "*" or not origin.startswith(("http://", "https://")):
@@ -303,7 +305,7 @@ def serve_workers(settings: Settings, workers: int) -> None:
     prepare_multiprocess()  # the processes record into files that any of them renders
     serve_metrics_port(settings)
     config = uvicorn_config(FACTORY, settings, factory=True, workers=workers)
-    typer.echo(f"{api_line(settings)}, {workers} worker processes", err=True)
+    announce(f"{api_line(settings)}, {workers} worker processes", verbatim=True)
     Multiprocess(config, sockets=[config.bind_socket()]).run()
 
 

@@ -8,6 +8,7 @@ password given in ``--broker`` itself works, with a warning.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -25,6 +26,7 @@ from backfiller.cli.server import (
     fail,
 )
 from backfiller.launchers.celery.protocol import BROKER_ENV, QUEUE_ENV, default_queue
+from backfiller.logs import announce
 
 BROKER_FILE_ENV = "BACKFILLER_BROKER_URL_FILE"
 
@@ -162,10 +164,10 @@ def warn_if_password(ctx: typer.Context, option: str, url: str | None, safer: st
     except ValueError:
         return
     if password:
-        typer.echo(
-            f"warning: {option} holds a password, on a command line that every local user "
-            f"can read; give it through {safer} instead",
-            err=True,
+        announce(
+            f"{option} holds a password, on a command line that every local user can read; "
+            f"give it through {safer} instead",
+            logging.WARNING,
         )
 
 
@@ -202,10 +204,10 @@ def use_broker_key(key_file: str | None, insecure: bool) -> None:
     if problem is not None:
         raise fail(problem)
     if insecure:
-        typer.echo(
-            "warning: --insecure-broker: messages through the broker are not signed and runs' "
+        announce(
+            "--insecure-broker: messages through the broker are not signed and runs' "
             "credentials cross it in clear; for local experiments only",
-            err=True,
+            logging.WARNING,
         )
     use_key(key_file, insecure)
 

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -101,8 +102,12 @@ class JsonFormatter(logging.Formatter):
             value = getattr(record, key, None)
             if value is not None:
                 line[key] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
             line["exception"] = record.exc_text
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
         return json.dumps(line, default=str)
 
 
@@ -133,6 +138,13 @@ class TextFormatter(logging.Formatter):
         return text
 
 
+def chosen_format(fmt: str | None = None) -> str:
+    """``json`` or ``text``: ``fmt``, else ``$BACKFILLER_LOG_FORMAT``, else text."""
+    return (
+        "json" if (fmt or os.environ.get(FORMAT_VARIABLE) or "text").lower() == "json" else "text"
+    )
+
+
 def configure(
     level: str = "INFO",
     fmt: str | None = None,
@@ -151,7 +163,7 @@ def configure(
     ``scrub_every_record`` scrubs every record the process creates, for any handler
     (:func:`redaction.install`); without it, only what this handler writes is scrubbed: a
     local worker's runs keep their own log lines as their code wrote them."""
-    chosen = (fmt or os.environ.get(FORMAT_VARIABLE) or "text").lower()
+    chosen = chosen_format(fmt)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
     handler.addFilter(ContextAndRedaction())
@@ -162,8 +174,44 @@ def configure(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    if chosen == "json":
+        everything_through(handler)
     if not locate:  # the switches of the logging HOWTO's "Optimization" section
         logging._srcfile = None
         logging.logThreads = False
         logging.logProcesses = False
         logging.logMultiprocessing = False
+
+
+def everything_through(handler: logging.Handler) -> None:
+    """What the process would write past the root logger goes through ``handler`` too, for
+    ``--log-format json`` (every line one object): Python's warnings (``py.warnings``), the
+    ``multiprocessing`` logger (its own, not propagating, that Celery's pool logs to), and an
+    exception that nothing caught, in the main thread or another (``backfiller.uncaught``)."""
+    logging.captureWarnings(True)
+    processes = logging.getLogger("multiprocessing")
+    processes.propagate = False
+    if handler not in processes.handlers:
+        processes.handlers = [handler]
+    uncaught = logging.getLogger("backfiller.uncaught")
+
+    def log_uncaught(kind: type[BaseException], error: BaseException, trace: Any) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            uncaught.warning("interrupted")
+        else:
+            uncaught.critical(
+                "uncaught %s: %s", kind.__name__, error, exc_info=(kind, error, trace)
+            )
+
+    def log_thread_uncaught(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is not None and not isinstance(args.exc_value, SystemExit):
+            uncaught.critical(
+                "uncaught %s in thread %s: %s",
+                args.exc_type.__name__,
+                args.thread.name if args.thread else "?",
+                args.exc_value,
+                exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+            )
+
+    sys.excepthook = log_uncaught
+    threading.excepthook = log_thread_uncaught

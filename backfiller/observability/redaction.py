@@ -107,6 +107,14 @@ def scrub(record: logging.LogRecord) -> None:
     setattr(record, _DONE, True)
 
 
+def verbatim(record: logging.LogRecord) -> logging.LogRecord:
+    """``record``, marked as scrubbed already: for a line made of the process's own settings
+    alone (the address it serves, whose URL path the patterns would cut), never of a text that
+    holds anything the process was given."""
+    setattr(record, _DONE, True)
+    return record
+
+
 class Redaction(logging.Filter):
     """Scrubs a record (see :func:`scrub`); never drops one."""
 

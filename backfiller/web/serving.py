@@ -30,8 +30,11 @@ def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Conf
     """uvicorn's configuration of every server process (one, or each of ``--workers N``)."""
     import uvicorn
 
+    from backfiller.logs import json_logs
     from backfiller.web.protocol import PROTOCOL
 
+    if json_logs():  # uvicorn's loggers then go through the root's JSON lines, not its own
+        options.setdefault("log_config", None)
     return uvicorn.Config(
         app,
         host=settings.host,
@@ -79,7 +82,9 @@ def api_line(settings: Settings) -> str:
 
 async def serve(definitions: Definitions, settings: Settings) -> None:
     server = http_server(definitions, settings)
-    print(api_line(settings), file=sys.stderr, flush=True)
+    from backfiller.logs import announce
+
+    announce(api_line(settings), verbatim=True)
     serve_metrics_port(settings)
     await server.serve()
 

@@ -10,6 +10,7 @@ from typing import Any
 from backfiller.launchers.celery.app import make_app
 from backfiller.launchers.celery.poison import TASK_STRATEGY, opened_runs, watch_celery_consumer
 from backfiller.launchers.celery.protocol import TASK_NAME, default_queue
+from backfiller.launchers.celery.worker_logs import celery_options, json_lines_only
 
 
 def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) -> Any:
@@ -66,4 +67,5 @@ def start_worker(
         argv.append(f"--concurrency={concurrency}")
     # A node name of its own, so that several workers may run on one host.
     argv.append(f"--hostname={hostname or f'backfiller-{os.getpid()}@%h'}")
-    app.worker_main(argv)
+    json_lines_only()  # --log-format json: Celery's own lines are log lines too
+    app.worker_main([*celery_options(), *argv])
