@@ -142,8 +142,9 @@ def anyio_backend() -> str:
 
 # Modules whose behaviour does not depend on the database behind the server: the clients, the
 # docs run against `backfiller dev` (SQLite by design), packaging, the CLI's wording, the REST
-# fuzzing of the HTTP layer. They run in the SQLite suite only (`make test-postgres` deselects
-# them), so the PostgreSQL suite spends its time on what PostgreSQL changes.
+# fuzzing of the HTTP layer, the edges of the server and daemon. They run in the SQLite suite
+# only (`make test-postgres` deselects them), so the PostgreSQL suite spends its time on what
+# PostgreSQL changes.
 ANY_DATABASE = frozenset(
     {
         "backfiller/examples/test_quickstart.py",  # a user's test: its own SQLite file
@@ -155,6 +156,18 @@ ANY_DATABASE = frozenset(
         "tests/acceptance/test_packaging.py",
         "tests/acceptance/test_rest_fuzz.py",
         "tests/acceptance/test_typescript_client.py",
+        # The HTTP and socket layers, the metrics ports, the logs, the rate limiter and the
+        # webhook client: what they guard is decided before any statement reaches a database.
+        "tests/integration/test_http.py",
+        "tests/operations/test_logs.py",
+        "tests/operations/test_metrics_access.py",
+        "tests/security/test_log_lines.py",
+        "tests/security/test_metrics_ports.py",
+        "tests/security/test_parsing_holes.py",
+        "tests/security/test_rate_buckets.py",
+        "tests/security/test_sockets.py",
+        "tests/security/test_webhook_bounds.py",
+        "tests/security/test_webhook_egress.py",
     }
 )
 
