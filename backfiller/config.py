@@ -65,8 +65,8 @@ class Settings:
     """The one switch of the paths that exist only to be faster than the libraries' own (each
     reaches into a library's internals; each is checked against the library's own behaviour):
     the executor's plain fields and string lists, inputs built in one step, remembered names
-    and extension hooks, the JSON body read, the GraphQL lane, joined socket writes, prepared
-    statements and reused greenlets. Off (``BACKFILLER_FAST_PATHS=0``), every one of them
+    and extension hooks, the JSON body read, prepared statements (SQLite) and reused
+    greenlets. Off (``BACKFILLER_FAST_PATHS=0``), every one of them
     takes the library's own path, with the same answers; CI runs the integration and security
     tiers so once."""
 

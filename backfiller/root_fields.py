@@ -6,7 +6,7 @@ The hooks of this API (access checks, operation metrics) act on root fields only
 :class:`RootFieldExtension` says so by construction: its ``resolve`` passes every field below
 the root straight on and calls :meth:`RootFieldExtension.resolve_root` for root fields, and a
 subclass may not override ``resolve``. The executor
-(:class:`~backfiller.resolvers.plain_fields.PlainFieldsExecutor`) reads plain fields below
+(:class:`~backfiller.resolvers.plain_fields.PlainFieldsMixin`) reads plain fields below
 the root without the middleware only when :func:`root_fields_only` holds for every middleware.
 """
 
