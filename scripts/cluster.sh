@@ -66,6 +66,12 @@ start() {  # start NAME LOG COMMAND...
   pids+=("$!") names+=("$name") logs+=("$log")
 }
 
+# A Ctrl+C reaches every process of the group at once: a process it ends is no crash. The
+# script waits with the `wait` builtin, which a trapped signal interrupts at once (its trap runs
+# then), never on a foreground `sleep`: bash may drop a SIGINT that arrives while it waits for a
+# foreground command that survives it. Before naming a process gone, one more such pause.
+pause() { sleep "$1" & wait $!; }
+
 gone=""
 find_gone() {  # sets gone to the index of a process that has exited, or to ""
   gone=""
@@ -164,8 +170,8 @@ echo "starting ${#checks[@]} processes on $BROKER (logs in $LOG_DIR);" \
 ready_pid=$!
 while kill -0 "$ready_pid" 2>/dev/null; do
   find_gone
-  if [[ -n $gone ]]; then sleep 0.3; report_gone " before the cluster was up"; exit 1; fi
-  sleep 0.5
+  if [[ -n $gone ]]; then pause 0.3; report_gone " before the cluster was up"; exit 1; fi
+  pause 0.5
 done
 wait "$ready_pid" || exit 1  # it said which process is not ready, and where its log is
 ready_pid=""
@@ -180,9 +186,7 @@ echo "cluster up: API on$urls; daemons' /metrics on ports $DAEMON_PORTS;" \
   "workers' /metrics on ports${worker_ports:- (none)}; $WORKERS workers" \
   "on queue ${BACKFILLER_CELERY_QUEUE:-backfiller}, broker $BROKER. Press Ctrl+C to stop." >&2
 while :; do
-  sleep 1
+  pause 1
   find_gone
-  # A Ctrl+C reaches every process of the group at once: a process it ended is no crash. Bash
-  # runs a pending trap after the next command, so one short sleep lets `interrupted` win.
-  if [[ -n $gone ]]; then sleep 0.3; report_gone ""; exit 1; fi
+  if [[ -n $gone ]]; then pause 0.3; report_gone ""; exit 1; fi
 done
