@@ -16,7 +16,7 @@ from tests.acceptance.daemon_support import Daemon, wait_for
 from tests.security.conftest import _make_tokens
 from tests.support import LiveServer
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 WEBHOOK_SECRET = "hush-webhook-key-123"
 RUN_TOKEN = "bft_runtokensecretvalue0123456789"
 URL_PASSWORD = "pa55word-in-url"

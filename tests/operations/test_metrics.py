@@ -15,7 +15,7 @@ from tests.support import REPO, LiveServer, free_port
 
 pytestmark = pytest.mark.acceptance
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from tests.support import LiveServer
 
 pytestmark = pytest.mark.acceptance
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 SECRET = "webhook-test-secret"
 # The receivers listen on loopback, where webhooks may only go when an admin allows it: the
 # server (which checks a launch's `notify`) and the daemon (which delivers) are both told.

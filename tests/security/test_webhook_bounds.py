@@ -19,7 +19,7 @@ from tests.support import LiveServer, free_port
 
 pytestmark = pytest.mark.acceptance
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 # The receivers listen on loopback: the server and the daemon are told to allow it (through
 # the environment, so that these tests run against a daemon without --webhook-allow too).
 ALLOW = {"BACKFILLER_WEBHOOK_ALLOW": "127.0.0.1"}

@@ -199,7 +199,7 @@ def _inside_addresses(name: str) -> list[str] | None:
 
 @pytest.fixture
 def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, "tests.acceptance.jobs_daemon:definitions")
+    live = LiveServer(database_url, "tests.defs.jobs_daemon:definitions")
     yield live
     live.stop()
 
