@@ -48,6 +48,12 @@ mutation($input: LaunchBackfillInput!) {
 }
 """
 """The launch, and the target the new backfill records (a job, or its assets)."""
+LAUNCH_WITH_CREATOR = """
+mutation($input: LaunchBackfillInput!) {
+  launchBackfill(input: $input) { backfill { id creator } userErrors { code message field } }
+}
+"""
+"""The launch, and who the new backfill records as its creator (a token's name, a run's)."""
 
 
 def launch_input(

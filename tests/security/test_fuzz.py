@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from backfiller.api import schema
 from tests.security.conftest import Tokens, bearer
-from tests.support import LiveServer
+from tests.support import LAUNCH, LiveServer
 
 EXAMPLES = int(os.environ.get("BACKFILLER_FUZZ_EXAMPLES", "120"))
 FUZZ = settings(
@@ -235,8 +235,6 @@ def launch_inputs(draw: st.DrawFn) -> dict[str, Any]:
     return given
 
 
-LAUNCH = """mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {
-  backfill { id } userErrors { code field message } } }"""
 READ = """query($id: ID!) { backfill(id: $id) {
   id title description target { job } partitionSelection { range { start end } keys all }
   tags { key value } reprocess order maxConcurrentRuns runConfig creator status } }"""

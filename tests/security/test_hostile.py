@@ -13,15 +13,13 @@ import pytest
 
 from tests.security.conftest import DEFS, Tokens, bearer, client_of, close_client, row_counts
 from tests.security.defs import LEAK
-from tests.support import LiveServer
+from tests.support import LAUNCH, LiveServer
 
 UI_ORIGIN = "http://ui.example:3000"
 CAP = 1000
 RATE = 3
-
-LAUNCH = """mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {
-  backfill { id title description tags { key value } counts { total } }
-  userErrors { code field message } } }"""
+PREVIEW = """mutation($input: LaunchBackfillInput!) { previewBackfill(input: $input) {
+  preview { total } userErrors { code field message } } }"""
 
 
 @pytest.fixture(scope="module")
@@ -481,10 +479,7 @@ def test_huge_and_malformed_partition_selections_are_refused(
     given = {"target": {"job": "daily_sales"}, "partitions": partitions}
     response = post(
         server,
-        LAUNCH.replace("launchBackfill", "previewBackfill").replace(
-            "backfill { id title description tags { key value } counts { total } }",
-            "preview { total }",
-        ),
+        PREVIEW,
         {"input": given},
         tokens.admin,
     )

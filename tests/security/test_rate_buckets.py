@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from tests.security.conftest import DEFS, Tokens, close_client, gql
-from tests.security.test_run_credentials import LAUNCH, _claim_runs, daily
-from tests.support import LiveServer
+from tests.security.test_run_credentials import _claim_runs, daily
+from tests.support import LAUNCH, LiveServer
 
 RATE = 3
 
@@ -39,22 +39,22 @@ def test_a_run_spends_its_own_budget_not_its_launchers(
     token = made.json()["data"]["createApiToken"]["secret"]
     # The token launches two backfills; the daemon's claim gives each run a credential.
     for day in (11, 12):
-        assert codes(gql(server, LAUNCH, {"i": daily(day)}, token)) == []
+        assert codes(gql(server, LAUNCH, {"input": daily(day)}, token)) == []
     launcher = asyncio.run(_claim_runs(shared_database_url))
     first, second = [t.credential for t in launcher.submitted if t.credential][:2]
-    assert codes(gql(server, LAUNCH, {"i": daily(13)}, token)) == []
-    assert codes(gql(server, LAUNCH, {"i": daily(14)}, token)) == ["RATE_LIMITED"]
+    assert codes(gql(server, LAUNCH, {"input": daily(13)}, token)) == []
+    assert codes(gql(server, LAUNCH, {"input": daily(14)}, token)) == ["RATE_LIMITED"]
     # The token's budget is spent; each run has a budget of its own.
     for day in (15, 16, 17):
-        assert codes(gql(server, LAUNCH, {"i": daily(day)}, first)) == []
-    assert codes(gql(server, LAUNCH, {"i": daily(18)}, first)) == ["RATE_LIMITED"]
-    assert codes(gql(server, LAUNCH, {"i": daily(19)}, second)) == []
+        assert codes(gql(server, LAUNCH, {"input": daily(day)}, first)) == []
+    assert codes(gql(server, LAUNCH, {"input": daily(18)}, first)) == ["RATE_LIMITED"]
+    assert codes(gql(server, LAUNCH, {"input": daily(19)}, second)) == []
 
 
 def launch_from(server: LiveServer, source: str, day: int) -> list[str]:
     transport = httpx.HTTPTransport(local_address=source)
     with httpx.Client(transport=transport, timeout=30) as client:
-        body: dict[str, Any] = {"query": LAUNCH, "variables": {"i": daily(day)}}
+        body: dict[str, Any] = {"query": LAUNCH, "variables": {"input": daily(day)}}
         response = client.post(f"{server.url}/graphql/v1", json=body)
     return codes(response)
 
