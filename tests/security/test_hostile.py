@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.security.conftest import DEFS, Tokens, bearer, client_of, close_client, row_counts
+from tests.security.conftest import Tokens, bearer, client_of, row_counts, token_server
 from tests.security.defs import LEAK
 from tests.support import LAUNCH, LiveServer
 
@@ -22,24 +22,16 @@ PREVIEW = """mutation($input: LaunchBackfillInput!) { previewBackfill(input: $in
   preview { total } userErrors { code field message } } }"""
 
 
-@pytest.fixture(scope="module")
-def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    live = LiveServer(
-        shared_database_url,
-        DEFS,
-        auth="token",
-        extra=[
-            "--max-partitions-per-backfill",
-            str(CAP),
-            "--rate-limit",
-            str(RATE),
-            "--cors-origin",
-            UI_ORIGIN,
-        ],
-    )
-    yield live
-    close_client(live)
-    live.stop()
+server = token_server(
+    extra=[
+        "--max-partitions-per-backfill",
+        str(CAP),
+        "--rate-limit",
+        str(RATE),
+        "--cors-origin",
+        UI_ORIGIN,
+    ]
+)
 
 
 def fresh_operator(server: LiveServer, tokens: Tokens, name: str) -> str:

@@ -5,25 +5,18 @@ client address's own (not one bucket shared by every caller without a name)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.security.conftest import DEFS, Tokens, close_client, gql
+from tests.security.conftest import DEFS, Tokens, gql, token_server
 from tests.security.test_run_credentials import _claim_runs, daily
 from tests.support import LAUNCH, LiveServer
 
 RATE = 3
 
 
-@pytest.fixture(scope="module")
-def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    live = LiveServer(shared_database_url, DEFS, auth="token", extra=["--rate-limit", str(RATE)])
-    yield live
-    close_client(live)
-    live.stop()
+server = token_server(extra=["--rate-limit", str(RATE)])
 
 
 def codes(response: httpx.Response) -> list[str]:

@@ -4,17 +4,14 @@ token that launched their backfill (capped at operator), and only while they run
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
-
-import pytest
 
 from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills, record_results
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
 from backfiller.storage.run_credentials import forget_signing_keys
-from tests.security.conftest import DEFS, Tokens, audit_entries_sync, close_client, gql
+from tests.security.conftest import Tokens, audit_entries_sync, gql, token_server
 from tests.security.defs import definitions
 from tests.support import LAUNCH, LAUNCH_WITH_CREATOR, LiveServer
 
@@ -28,12 +25,7 @@ def daily(day: int) -> dict[str, Any]:
     return {"target": {"job": "daily_sales"}, "partitions": {"keys": [f"2024-03-{day:02}"]}}
 
 
-@pytest.fixture(scope="module")
-def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    live = LiveServer(shared_database_url, DEFS, auth="token", extra=["--rate-limit", "0"])
-    yield live
-    close_client(live)
-    live.stop()
+server = token_server()
 
 
 def new_token(server: LiveServer, tokens: Tokens, name: str, **extra: Any) -> str:
