@@ -48,6 +48,12 @@ mutation($input: LaunchBackfillInput!) {
 }
 """
 """The launch, and the target the new backfill records (a job, or its assets)."""
+LAUNCH_WITH_CREATOR = """
+mutation($input: LaunchBackfillInput!) {
+  launchBackfill(input: $input) { backfill { id creator } userErrors { code message field } }
+}
+"""
+"""The launch, and who the new backfill records as its creator (a token's name, a run's)."""
 
 
 def launch_input(
@@ -317,12 +323,14 @@ def live_server(
     database: str = "database_url",
     needs: tuple[str, ...] = (),
     server: type[LiveServer] | None = None,
+    before_stop: Callable[[LiveServer], None] | None = None,
     **options: Any,
 ) -> Any:
     """A pytest fixture of a live server (``server``, :class:`LiveServer` by default) of
     ``definitions`` on the database of the fixture named ``database``, stopped after its
-    ``scope``; the fixtures named in ``needs`` are set up first (a daemon, say). ``options``
-    go to the server (``auth``, ``extra``, ``env``, ``command``). In a test module::
+    ``scope``; the fixtures named in ``needs`` are set up first (a daemon, say), and
+    ``before_stop`` is called with the server before it stops. ``options`` go to the server
+    (``auth``, ``extra``, ``env``, ``command``). In a test module::
 
         server = live_server(DEFINITIONS)
         secured = live_server(DEFINITIONS, auth="token")
@@ -337,6 +345,8 @@ def live_server(
         try:
             yield live
         finally:
+            if before_stop is not None:
+                before_stop(live)
             live.stop()
 
     return fixture

@@ -28,17 +28,12 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tests.acceptance.celery.support import broker_url, children_of
-from tests.support import REPO, free_port
+from tests.support import LAUNCH, REPO, free_port
 
 SCRIPT = REPO / "scripts" / "cluster.sh"
 # Every process of the cluster starts at once; on a busy machine that takes a while.
 UP_SECONDS = 240
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code message } }
-}
-"""
 READ = """
 query($id: ID!) {
   backfill(id: $id) { status counts { total succeeded failed canceled } }

@@ -34,7 +34,7 @@ def test_a_daemon_waits_for_its_database_then_runs(database_url: str, is_postgre
         assert daemon.proc.poll() is None, daemon.output()
         proxy.restore()
         wait_for("the daemon to start", lambda: "Backfiller daemon" in daemon.output(), 60)
-        server = LiveServer(database_url, "tests.acceptance.jobs_daemon:definitions")
+        server = LiveServer(database_url, "tests.defs.jobs_daemon:definitions")
         backfill = launch(server, "noop", "2024-01-01", "2024-01-03")
         done = wait_status(server, backfill, {"COMPLETED_SUCCESS"}, timeout=60)
         assert done["counts"]["succeeded"] == 3

@@ -25,7 +25,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from backfiller.storage.migrations import upgrade_database
-from tests.support import REPO, LiveProcess, LiveServer
+from tests.support import LAUNCH, REPO, LiveProcess, LiveServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -41,10 +41,6 @@ DEFINITIONS = "tests.browser.ui_defs:definitions"
 ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
 PG_ENV = "BACKFILLER_TEST_DATABASE_URL"
-LAUNCH_MUTATION = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { message } }
-}"""
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +127,7 @@ class Stack:
 
     def launch(self, **input: Any) -> str:
         """Launch a backfill through the API; its id."""
-        data = self.graphql(LAUNCH_MUTATION, {"input": input})
+        data = self.graphql(LAUNCH, {"input": input})
         assert data["launchBackfill"]["userErrors"] == [], data
         return str(data["launchBackfill"]["backfill"]["id"])
 

@@ -11,13 +11,10 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import Stack, shoot
+from tests.support import LAUNCH
 
 pytestmark = pytest.mark.browser
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { message } }
-}"""
 BACKFILL = """
 query($id: ID!) {
   backfill(id: $id) {

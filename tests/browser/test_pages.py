@@ -28,14 +28,10 @@ from tests.browser.conftest import (
     shoot,
     wait_until,
 )
-from tests.support import REPO, LiveProcess, LiveServer
+from tests.support import LAUNCH, REPO, LiveProcess, LiveServer
 
 pytestmark = pytest.mark.browser
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { message } }
-}"""
 HUGE = 100_000
 FIRST_DAY = date(1750, 1, 1)
 

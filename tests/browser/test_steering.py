@@ -10,13 +10,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import ConsoleWatch, Stack, shoot, wait_until
+from tests.support import LAUNCH
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { message } }
-}"""
 BACKFILL = """
 query($id: ID!) {
   backfill(id: $id) {

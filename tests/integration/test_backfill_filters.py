@@ -7,13 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import FrozenClock, GraphQLRunner
+from tests.support import LAUNCH, FrozenClock, GraphQLRunner
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id createdAt } userErrors { code field } }
-}
-"""
 LIST = """
 query($first: Int!, $after: String, $filter: BackfillFilter) {
   backfills(first: $first, after: $after, filter: $filter) {

@@ -28,7 +28,7 @@ from backfiller.storage.records import BackfillRecord
 from backfiller.web.app import create_app
 from backfiller.web.rest import PREFIX, RestApi, load_operations
 from tests.integration.test_daemon_ticks import drive
-from tests.support import FrozenClock, GraphQLRunner, count_rows
+from tests.support import LAUNCH, FrozenClock, GraphQLRunner, count_rows
 
 BODY: dict[str, Any] = {
     "target": {"job": "daily_sales"},
@@ -190,10 +190,6 @@ async def test_launch_answers_201_with_the_backfill_graphql_would_show(
     assert backfill == from_graphql
 
 
-LAUNCH_MUTATION = """mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { userErrors { field message code } } }"""
-
-
 @pytest.mark.parametrize(
     "body",
     [
@@ -216,7 +212,7 @@ async def test_refused_launch_is_422_with_the_same_user_errors_as_graphql(
         "/backfills", content=content, headers={"content-type": "application/json"}
     )
     assert response.status_code == 422
-    expected = (await gql(LAUNCH_MUTATION, {"input": body}))["launchBackfill"]["userErrors"]
+    expected = (await gql(LAUNCH, {"input": body}))["launchBackfill"]["userErrors"]
     assert expected
     assert user_errors(response) == expected
     assert await count_rows(gql.database, BackfillRecord) == 0

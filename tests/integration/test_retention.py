@@ -22,13 +22,8 @@ from backfiller.storage.metadata import metadata
 from backfiller.storage.records import RunRecord
 from backfiller.storage.retention import bytes_per_row
 from tests.integration.test_daemon_ticks import drive
-from tests.support import FrozenClock, GraphQLRunner
+from tests.support import LAUNCH, FrozenClock, GraphQLRunner
 
-LAUNCH = """
-mutation($input: LaunchBackfillInput!) {
-  launchBackfill(input: $input) { backfill { id } userErrors { code message } }
-}
-"""
 VIEWS = """
 query($running: ID!) {
   job(name: "daily_sales") { partitionStatusRanges { status startKey endKey count } }

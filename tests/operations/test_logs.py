@@ -14,14 +14,12 @@ from backfiller.observability import logs
 from backfiller.storage.migrations import upgrade_database
 from tests.acceptance.daemon_support import Daemon, wait_for
 from tests.security.conftest import _make_tokens
-from tests.support import LiveServer
+from tests.support import LAUNCH, LiveServer
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 WEBHOOK_SECRET = "hush-webhook-key-123"
 RUN_TOKEN = "bft_runtokensecretvalue0123456789"
 URL_PASSWORD = "pa55word-in-url"
-LAUNCH = """mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {
-  backfill { id } userErrors { code } } }"""
 
 
 def json_lines(output: str) -> list[dict[str, Any]]:

@@ -4,25 +4,20 @@ the backfill's runs; and /healthz, /readyz of both."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from tests.acceptance.daemon_support import Daemon, launch, runs_of, wait_for, wait_status
 from tests.operations.support import check_with_promtool, scrape, value
-from tests.support import REPO, LiveServer, free_port
+from tests.support import REPO, LiveServer, free_port, live_server
 
 pytestmark = pytest.mark.acceptance
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFS)
-    yield live
-    live.stop()
+server = live_server(DEFS)
 
 
 def test_counters_of_server_daemon_and_workers_match_the_runs(

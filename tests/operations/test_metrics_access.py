@@ -11,7 +11,7 @@ from tests.operations.support import check_with_promtool, scrape, value
 from tests.security.conftest import _make_tokens
 from tests.support import LiveServer, free_port
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 
 
 def test_metrics_need_an_admin_token_or_the_loopback_metrics_port(database_url: str) -> None:

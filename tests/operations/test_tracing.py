@@ -22,12 +22,11 @@ from backfiller.storage import Database
 from backfiller.storage.repositories import BackfillRepository
 from backfiller.web.app import create_app
 from tests.operations.collector import Collector
+from tests.support import LAUNCH
 
 DEFS = "tests.operations.traced_defs:definitions"
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 CLIENT_SPAN = "b7ad6b7169203331"
-LAUNCH = """mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {
-  backfill { id } userErrors { code } } }"""
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ import pytest
 from backfiller.notify import signing
 from tests.acceptance.daemon_support import Daemon, gql, launch, wait_for, wait_status
 from tests.operations.receiver import Receiver
-from tests.support import LiveServer
+from tests.support import LiveServer, live_server
 
 pytestmark = pytest.mark.acceptance
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 SECRET = "webhook-test-secret"
 # The receivers listen on loopback, where webhooks may only go when an admin allows it: the
 # server (which checks a launch's `notify`) and the daemon (which delivers) are both told.
@@ -27,11 +27,7 @@ query($id: ID!) { backfill(id: $id) { notifications(first: 50) { nodes {
 """
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFS, env=ALLOW)
-    yield live
-    live.stop()
+server = live_server(DEFS, env=ALLOW)
 
 
 @pytest.fixture

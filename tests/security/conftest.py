@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,7 +19,7 @@ from backfiller.storage.engine import sync_database_url
 from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
 from tests.conftest import _truncate_postgres
-from tests.support import LiveServer
+from tests.support import LiveServer, live_server
 
 DEFS = "tests.security.defs:definitions"
 
@@ -83,15 +82,6 @@ def tokens(shared_database_url: str) -> Tokens:
     return asyncio.run(_make_tokens(shared_database_url))
 
 
-@pytest.fixture(scope="module")
-def secure_server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    """A server with ``--auth token`` (the default of ``serve``), shared by a module."""
-    live = LiveServer(shared_database_url, DEFS, auth="token", extra=["--rate-limit", "0"])
-    yield live
-    close_client(live)
-    live.stop()
-
-
 _clients: dict[str, httpx.Client] = {}
 # Idle connections are dropped after 0.5 s, well before the server closes them: some of these
 # servers give a client 3 s to send its next request (BACKFILLER_CLIENT_TIMEOUT), and a request
@@ -114,6 +104,30 @@ def close_client(server: LiveServer) -> None:
     found = _clients.pop(server.url, None)
     if found is not None:
         found.close()
+
+
+def token_server(definitions: str = DEFS, **options: Any) -> Any:
+    """A pytest fixture of a server with ``--auth token`` (the default of ``serve``) on the
+    module's ``shared_database_url``, shared by the module, set up after its ``tokens``; its
+    keep-alive client (:func:`client_of`) is closed before it stops. ``options`` go to
+    :func:`tests.support.live_server` (``extra`` is ``--rate-limit 0`` unless given)::
+
+        server = token_server(extra=["--rate-limit", "3"])
+    """
+    options.setdefault("extra", ["--rate-limit", "0"])
+    return live_server(
+        definitions,
+        scope="module",
+        database="shared_database_url",
+        needs=("tokens",),
+        auth="token",
+        before_stop=close_client,
+        **options,
+    )
+
+
+secure_server = token_server()
+"""A server with ``--auth token``, shared by a module."""
 
 
 def bearer(token: str | None) -> dict[str, str]:

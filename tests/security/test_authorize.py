@@ -13,13 +13,11 @@ from backfiller.storage.auth_records import AuditRecord, Role
 from backfiller.storage.records import BackfillRecord
 from tests.security.conftest import audit_entries
 from tests.security.operations import all_root_fields, operation_for
-from tests.support import GraphQLRunner, count_rows
+from tests.support import LAUNCH, LAUNCH_WITH_CREATOR, GraphQLRunner, count_rows
 
 VIEWER = Principal(name="watcher", role=Role.VIEWER, token_id=1)
 OPERATOR = Principal(name="ops", role=Role.OPERATOR, token_id=2)
 
-LAUNCH = """mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {
-  backfill { id creator } userErrors { code message field } } }"""
 DAILY = {"target": {"job": "daily_sales"}, "partitions": {"keys": ["2024-01-01"]}}
 
 
@@ -73,7 +71,7 @@ async def test_an_operator_launch_records_its_creator_and_is_audited(
     gql: GraphQLRunner, database_url: str
 ) -> None:
     gql.principal, gql.actor = OPERATOR, "ops (run run_12)"
-    data = await gql(LAUNCH, {"input": DAILY})
+    data = await gql(LAUNCH_WITH_CREATOR, {"input": DAILY})
     backfill = data["launchBackfill"]["backfill"]
     assert backfill["creator"] == "ops (run run_12)"
     [entry] = await audit_entries(database_url)

@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 import schemathesis
 from graphql import get_introspection_query, graphql_sync
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backfiller.api import schema
-from tests.security.conftest import Tokens, bearer
-from tests.support import LiveServer
+from tests.security.conftest import Tokens, bearer, token_server
+from tests.support import LAUNCH, LiveServer
 
 EXAMPLES = int(os.environ.get("BACKFILLER_FUZZ_EXAMPLES", "120"))
 FUZZ = settings(
@@ -36,18 +34,9 @@ FUZZ = settings(
 )
 
 
-@pytest.fixture(scope="module")
-def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    # The quick start's jobs: every internal error found here is a bug (DEFS has a job that
-    # fails on purpose).
-    live = LiveServer(
-        shared_database_url,
-        "backfiller.examples.quickstart:definitions",
-        auth="token",
-        extra=["--rate-limit", "0"],
-    )
-    yield live
-    live.stop()
+# The quick start's jobs: every internal error found here is a bug (DEFS has a job that fails
+# on purpose).
+server = token_server("backfiller.examples.quickstart:definitions")
 
 
 def error_codes(body: Any) -> list[str]:
@@ -235,8 +224,6 @@ def launch_inputs(draw: st.DrawFn) -> dict[str, Any]:
     return given
 
 
-LAUNCH = """mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {
-  backfill { id } userErrors { code field message } } }"""
 READ = """query($id: ID!) { backfill(id: $id) {
   id title description target { job } partitionSelection { range { start end } keys all }
   tags { key value } reprocess order maxConcurrentRuns runConfig creator status } }"""

@@ -11,37 +11,27 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.security.conftest import DEFS, Tokens, bearer, client_of, close_client, row_counts
+from tests.security.conftest import Tokens, bearer, client_of, row_counts, token_server
 from tests.security.defs import LEAK
-from tests.support import LiveServer
+from tests.support import LAUNCH, LiveServer
 
 UI_ORIGIN = "http://ui.example:3000"
 CAP = 1000
 RATE = 3
-
-LAUNCH = """mutation($input: LaunchBackfillInput!) { launchBackfill(input: $input) {
-  backfill { id title description tags { key value } counts { total } }
-  userErrors { code field message } } }"""
+PREVIEW = """mutation($input: LaunchBackfillInput!) { previewBackfill(input: $input) {
+  preview { total } userErrors { code field message } } }"""
 
 
-@pytest.fixture(scope="module")
-def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    live = LiveServer(
-        shared_database_url,
-        DEFS,
-        auth="token",
-        extra=[
-            "--max-partitions-per-backfill",
-            str(CAP),
-            "--rate-limit",
-            str(RATE),
-            "--cors-origin",
-            UI_ORIGIN,
-        ],
-    )
-    yield live
-    close_client(live)
-    live.stop()
+server = token_server(
+    extra=[
+        "--max-partitions-per-backfill",
+        str(CAP),
+        "--rate-limit",
+        str(RATE),
+        "--cors-origin",
+        UI_ORIGIN,
+    ]
+)
 
 
 def fresh_operator(server: LiveServer, tokens: Tokens, name: str) -> str:
@@ -481,10 +471,7 @@ def test_huge_and_malformed_partition_selections_are_refused(
     given = {"target": {"job": "daily_sales"}, "partitions": partitions}
     response = post(
         server,
-        LAUNCH.replace("launchBackfill", "previewBackfill").replace(
-            "backfill { id title description tags { key value } counts { total } }",
-            "preview { total }",
-        ),
+        PREVIEW,
         {"input": given},
         tokens.admin,
     )

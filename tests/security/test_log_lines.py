@@ -24,7 +24,7 @@ from tests.operations.receiver import Receiver
 from tests.security.conftest import _make_tokens
 from tests.support import LiveServer
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 FORGED = "2026-12-03 00:00:00,000 ERROR backfiller.auth: FORGED-LINE"
 
 

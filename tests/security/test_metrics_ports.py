@@ -19,7 +19,7 @@ from tests.support import LiveProcess, LiveServer, free_port
 
 pytestmark = pytest.mark.acceptance
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 CLIENT_TIMEOUT = 3.0
 HEADERS = ("x-frame-options", "x-content-type-options", "content-security-policy")
 MiB = 1024 * 1024

@@ -6,12 +6,10 @@ server logs no traceback for it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import httpx
-import pytest
 
-from tests.security.conftest import DEFS, Tokens, bearer, client_of, close_client, row_counts
+from tests.security.conftest import Tokens, bearer, client_of, row_counts, token_server
 from tests.security.sockets import Socket
 from tests.support import LiveServer
 
@@ -21,12 +19,7 @@ SUBSCRIPTION = 'subscription { backfillProgress(id: "bf_1") { status } }'
 HEADERS = ("x-frame-options", "x-content-type-options", "content-security-policy")
 
 
-@pytest.fixture(scope="module")
-def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    live = LiveServer(shared_database_url, DEFS, auth="token", extra=["--rate-limit", "0"])
-    yield live
-    close_client(live)
-    live.stop()
+server = token_server()
 
 
 def refused(response: httpx.Response, code: str) -> None:

@@ -5,25 +5,18 @@ client address's own (not one bucket shared by every caller without a name)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
-from tests.security.conftest import DEFS, Tokens, close_client, gql
-from tests.security.test_run_credentials import LAUNCH, _claim_runs, daily
-from tests.support import LiveServer
+from tests.security.conftest import DEFS, Tokens, gql, token_server
+from tests.security.test_run_credentials import _claim_runs, daily
+from tests.support import LAUNCH, LiveServer
 
 RATE = 3
 
 
-@pytest.fixture(scope="module")
-def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    live = LiveServer(shared_database_url, DEFS, auth="token", extra=["--rate-limit", str(RATE)])
-    yield live
-    close_client(live)
-    live.stop()
+server = token_server(extra=["--rate-limit", str(RATE)])
 
 
 def codes(response: httpx.Response) -> list[str]:
@@ -39,22 +32,22 @@ def test_a_run_spends_its_own_budget_not_its_launchers(
     token = made.json()["data"]["createApiToken"]["secret"]
     # The token launches two backfills; the daemon's claim gives each run a credential.
     for day in (11, 12):
-        assert codes(gql(server, LAUNCH, {"i": daily(day)}, token)) == []
+        assert codes(gql(server, LAUNCH, {"input": daily(day)}, token)) == []
     launcher = asyncio.run(_claim_runs(shared_database_url))
     first, second = [t.credential for t in launcher.submitted if t.credential][:2]
-    assert codes(gql(server, LAUNCH, {"i": daily(13)}, token)) == []
-    assert codes(gql(server, LAUNCH, {"i": daily(14)}, token)) == ["RATE_LIMITED"]
+    assert codes(gql(server, LAUNCH, {"input": daily(13)}, token)) == []
+    assert codes(gql(server, LAUNCH, {"input": daily(14)}, token)) == ["RATE_LIMITED"]
     # The token's budget is spent; each run has a budget of its own.
     for day in (15, 16, 17):
-        assert codes(gql(server, LAUNCH, {"i": daily(day)}, first)) == []
-    assert codes(gql(server, LAUNCH, {"i": daily(18)}, first)) == ["RATE_LIMITED"]
-    assert codes(gql(server, LAUNCH, {"i": daily(19)}, second)) == []
+        assert codes(gql(server, LAUNCH, {"input": daily(day)}, first)) == []
+    assert codes(gql(server, LAUNCH, {"input": daily(18)}, first)) == ["RATE_LIMITED"]
+    assert codes(gql(server, LAUNCH, {"input": daily(19)}, second)) == []
 
 
 def launch_from(server: LiveServer, source: str, day: int) -> list[str]:
     transport = httpx.HTTPTransport(local_address=source)
     with httpx.Client(transport=transport, timeout=30) as client:
-        body: dict[str, Any] = {"query": LAUNCH, "variables": {"i": daily(day)}}
+        body: dict[str, Any] = {"query": LAUNCH, "variables": {"input": daily(day)}}
         response = client.post(f"{server.url}/graphql/v1", json=body)
     return codes(response)
 

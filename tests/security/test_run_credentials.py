@@ -4,22 +4,17 @@ token that launched their backfill (capped at operator), and only while they run
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
-
-import pytest
 
 from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills, record_results
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
 from backfiller.storage.run_credentials import forget_signing_keys
-from tests.security.conftest import DEFS, Tokens, audit_entries_sync, close_client, gql
+from tests.security.conftest import Tokens, audit_entries_sync, gql, token_server
 from tests.security.defs import definitions
-from tests.support import LiveServer
+from tests.support import LAUNCH, LAUNCH_WITH_CREATOR, LiveServer
 
-LAUNCH = """mutation($i: LaunchBackfillInput!) { launchBackfill(input: $i) {
-  backfill { id creator } userErrors { code } } }"""
 CREATE = """mutation($i: CreateApiTokenInput!) { createApiToken(input: $i) {
   secret userErrors { code } } }"""
 REGION = {"target": {"job": "region_report"}, "partitions": {"all": True}}
@@ -30,12 +25,7 @@ def daily(day: int) -> dict[str, Any]:
     return {"target": {"job": "daily_sales"}, "partitions": {"keys": [f"2024-03-{day:02}"]}}
 
 
-@pytest.fixture(scope="module")
-def server(shared_database_url: str, tokens: Tokens) -> Iterator[LiveServer]:
-    live = LiveServer(shared_database_url, DEFS, auth="token", extra=["--rate-limit", "0"])
-    yield live
-    close_client(live)
-    live.stop()
+server = token_server()
 
 
 def new_token(server: LiveServer, tokens: Tokens, name: str, **extra: Any) -> str:
@@ -63,7 +53,7 @@ async def _claim_runs(url: str, hold: bool = True) -> InlineLauncher:
 
 
 def credential_of_a_run(server: LiveServer, url: str, token: str, given: dict[str, Any]) -> str:
-    launched = gql(server, LAUNCH, {"i": given}, token).json()["data"]["launchBackfill"]
+    launched = gql(server, LAUNCH, {"input": given}, token).json()["data"]["launchBackfill"]
     assert launched["userErrors"] == []
     launcher = asyncio.run(_claim_runs(url))
     credentials = [t.credential for t in launcher.submitted if t.credential]
@@ -84,7 +74,8 @@ def test_a_run_acts_as_the_launching_token_and_is_audited_as_its_run(
         "role": "OPERATOR",
         "authenticated": True,
     }
-    launched = gql(server, LAUNCH, {"i": daily(2)}, credential).json()["data"]["launchBackfill"]
+    answer = gql(server, LAUNCH_WITH_CREATOR, {"input": daily(2)}, credential).json()
+    launched = answer["data"]["launchBackfill"]
     entry = audit_entries_sync(shared_database_url)[-1]
     assert (entry.operation, entry.actor) == ("launchBackfill", "operator")
     assert entry.run_id is not None and entry.run_id.startswith("run_")
@@ -109,7 +100,7 @@ def test_a_run_keeps_the_job_scopes_of_its_launcher(
 ) -> None:
     scoped = new_token(server, tokens, "run-scoped", jobs=["daily_sales"])
     credential = credential_of_a_run(server, shared_database_url, scoped, daily(4))
-    refused = gql(server, LAUNCH, {"i": REGION}, credential).json()["data"]["launchBackfill"]
+    refused = gql(server, LAUNCH, {"input": REGION}, credential).json()["data"]["launchBackfill"]
     assert [e["code"] for e in refused["userErrors"]] == ["FORBIDDEN"]
 
 
@@ -138,7 +129,7 @@ def test_a_run_credential_dies_with_its_launcher_and_cannot_be_forged(
 def test_a_run_credential_stops_when_its_run_ends(
     server: LiveServer, tokens: Tokens, shared_database_url: str
 ) -> None:
-    gql(server, LAUNCH, {"i": daily(6)}, tokens.operator)
+    gql(server, LAUNCH, {"input": daily(6)}, tokens.operator)
     launcher = asyncio.run(_claim_runs(shared_database_url, hold=False))
     ended = [t.credential for t in launcher.submitted if t.credential]
     assert ended
@@ -154,7 +145,7 @@ def test_a_run_credential_stops_as_soon_as_its_backfill_is_canceled(
 ) -> None:
     """No daemon runs here: the run stays queued, as a run still executing would while its
     daemon gets to stop it; only the backfill's status says it is canceled (CANCELING)."""
-    launched = gql(server, LAUNCH, {"i": daily(7)}, tokens.operator).json()["data"]
+    launched = gql(server, LAUNCH, {"input": daily(7)}, tokens.operator).json()["data"]
     backfill = launched["launchBackfill"]["backfill"]["id"]
     launcher = asyncio.run(_claim_runs(shared_database_url))
     [credential] = [t.credential for t in launcher.submitted if t.credential]
@@ -168,5 +159,5 @@ def test_a_run_credential_stops_as_soon_as_its_backfill_is_canceled(
     refused = me(server, credential)
     assert refused.status_code == 401
     assert "canceled" in refused.json()["errors"][0]["message"]
-    again = gql(server, LAUNCH, {"i": daily(8)}, credential)
+    again = gql(server, LAUNCH, {"input": daily(8)}, credential)
     assert again.status_code == 401  # nothing launched with it after the cancel

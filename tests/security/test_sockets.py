@@ -27,10 +27,8 @@ from tests.security.conftest import (
 from tests.security.defs import LEAK
 from tests.security.sockets import Socket
 from tests.security.test_hostile import post
-from tests.support import LiveServer
+from tests.support import LAUNCH, LAUNCH_WITH_CREATOR, LiveServer
 
-LAUNCH = """mutation($i: LaunchBackfillInput!) { launchBackfill(input: $i) {
-  backfill { id creator } userErrors { code message } } }"""
 CREATE = """mutation($i: CreateApiTokenInput!) { createApiToken(input: $i) {
   secret token { id jobs } userErrors { code field } } }"""
 REVOKE = """mutation($i: RevokeApiTokenInput!) { revokeApiToken(input: $i) {
@@ -86,7 +84,7 @@ def test_a_revoked_token_stops_working_on_an_open_socket(
             "backfills"
         ]["nodes"]
     )
-    sock.send(LAUNCH, {"i": REGION})
+    sock.send(LAUNCH, {"input": REGION})
     assert sock.close_code() == 4401
     after = gql(server, "{ backfills { nodes { id } } }", token=tokens.admin).json()
     assert len(after["data"]["backfills"]["nodes"]) == before
@@ -140,7 +138,7 @@ def test_operations_on_one_socket_are_audited_apart(
     secret = new_token(server, tokens, "ws-audited")
     sock = Socket(server, secret)
     refused = sock.send(CREATE, {"i": {"name": "not-allowed", "role": "ADMIN"}})
-    launched = sock.send(LAUNCH, {"i": REGION})
+    launched = sock.send(LAUNCH, {"input": REGION})
     answers = {sock.answer(refused)["id"], sock.answer(launched)["id"]}
     assert answers == {refused, launched}
     mine = [e for e in audit_entries_sync(shared_database_url) if e.actor == "ws-audited"]
@@ -162,14 +160,14 @@ def test_a_message_over_the_body_limit_closes_the_socket_and_nothing_waits(
     server: LiveServer, tokens: Tokens
 ) -> None:
     sock = Socket(server, tokens.viewer)
-    huge = {"i": {**REGION, "description": "x" * 3_000_000}}
+    huge = {"input": {**REGION, "description": "x" * 3_000_000}}
     sock.send(LAUNCH, huge)
     assert sock.close_code() == 1009
     assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
 
 
 def test_operations_in_flight_are_capped_per_socket(server: LiveServer, tokens: Tokens) -> None:
-    launched = gql(server, LAUNCH, {"i": REGION}, tokens.operator).json()
+    launched = gql(server, LAUNCH, {"input": REGION}, tokens.operator).json()
     backfill = launched["data"]["launchBackfill"]["backfill"]["id"]
     sock = Socket(server, tokens.viewer)
     watch = "subscription($id: ID!) { backfillProgress(id: $id) { status } }"
@@ -214,7 +212,7 @@ def _refused(answer: dict[str, Any]) -> str:
 def test_operations_are_capped_per_socket_and_per_token_over_all_its_sockets(
     capped_server: LiveServer, tokens: Tokens
 ) -> None:
-    launched = gql(capped_server, LAUNCH, {"i": REGION}, tokens.operator).json()
+    launched = gql(capped_server, LAUNCH, {"input": REGION}, tokens.operator).json()
     watched = {"id": launched["data"]["launchBackfill"]["backfill"]["id"]}
     first, second = Socket(capped_server, tokens.viewer), Socket(capped_server, tokens.viewer)
     running = [first.send(WATCH, watched) for _ in range(2)]
@@ -245,7 +243,7 @@ def test_unexpected_errors_are_masked_on_sockets(server: LiveServer, tokens: Tok
     sock.close()
 
 
-BAD_LAUNCH = {"i": {"target": {"job": 12, "oops": []}, "partitions": "x" * 600_000}}
+BAD_LAUNCH = {"input": {"target": {"job": 12, "oops": []}, "partitions": "x" * 600_000}}
 """Variables that coercion would reject, and a large one: a refusal must not look at them."""
 
 
@@ -261,14 +259,14 @@ def test_a_refused_mutation_is_refused_before_its_variables_are_coerced(
     assert over_http.status_code == 200
     assert _launch_refusal(over_http.json()) == ["FORBIDDEN"]
     rest = client_of(server).post(
-        "/api/v1/backfills", json=BAD_LAUNCH["i"], headers=bearer(tokens.viewer)
+        "/api/v1/backfills", json=BAD_LAUNCH["input"], headers=bearer(tokens.viewer)
     )
     assert rest.status_code == 403, rest.text  # not 422: the body is not looked at
     sock = Socket(server, tokens.viewer)
     assert _launch_refusal(sock.ask(LAUNCH, BAD_LAUNCH)["payload"]) == ["FORBIDDEN"]
     # A directive's variable is still read; a fragment's root field is refused all the same.
-    guarded = """mutation($i: LaunchBackfillInput!, $b: Boolean!) { ...L }
-      fragment L on Mutation { launchBackfill(input: $i) @include(if: $b) {
+    guarded = """mutation($input: LaunchBackfillInput!, $b: Boolean!) { ...L }
+      fragment L on Mutation { launchBackfill(input: $input) @include(if: $b) {
       backfill { id } userErrors { code } } }"""
     answer = sock.ask(guarded, {**BAD_LAUNCH, "b": True})["payload"]
     assert _launch_refusal(answer) == ["FORBIDDEN"]
@@ -321,7 +319,13 @@ def test_queries_refused_by_role_are_refused_before_running(
 def test_the_run_header_changes_nothing_in_the_audit_log(
     server: LiveServer, tokens: Tokens, shared_database_url: str
 ) -> None:
-    gql(server, LAUNCH, {"i": REGION}, tokens.operator, headers={"X-Backfiller-Run-Id": "run_99"})
+    gql(
+        server,
+        LAUNCH,
+        {"input": REGION},
+        tokens.operator,
+        headers={"X-Backfiller-Run-Id": "run_99"},
+    )
     entries = audit_entries_sync(shared_database_url)
     assert entries[-1].actor == "operator"
     assert entries[-1].run_id is None
@@ -440,10 +444,10 @@ def test_json_nested_too_deeply_closes_a_socket_with_4400(
 
 def test_a_token_scoped_to_jobs_launches_only_those(server: LiveServer, tokens: Tokens) -> None:
     secret = new_token(server, tokens, "scoped", jobs=["region_report"])
-    allowed = gql(server, LAUNCH, {"i": REGION}, secret).json()["data"]["launchBackfill"]
+    allowed = gql(server, LAUNCH, {"input": REGION}, secret).json()["data"]["launchBackfill"]
     assert allowed["userErrors"] == []
     other = {"target": {"job": "daily_sales"}, "partitions": {"keys": ["2024-01-01"]}}
-    refused = gql(server, LAUNCH, {"i": other}, secret).json()["data"]["launchBackfill"]
+    refused = gql(server, LAUNCH, {"input": other}, secret).json()["data"]["launchBackfill"]
     assert [e["code"] for e in refused["userErrors"]] == ["FORBIDDEN"]
     trigger = gql(
         server,
@@ -487,7 +491,8 @@ def test_a_scoped_token_reaches_only_the_jobs_and_assets_in_its_scope(
     secret = new_token(server, tokens, "scoped-assets", jobs=["region_report", "raw_clicks"])
 
     def launch(given: dict[str, Any], token: str) -> dict[str, Any]:
-        found: dict[str, Any] = gql(server, LAUNCH, {"i": given}, token).json()["data"]
+        answer = gql(server, LAUNCH_WITH_CREATOR, {"input": given}, token).json()
+        found: dict[str, Any] = answer["data"]
         return found["launchBackfill"]  # type: ignore[no-any-return]
 
     outside = [
@@ -515,7 +520,7 @@ def test_a_scoped_token_reaches_only_the_jobs_and_assets_in_its_scope(
             assert rest.status_code == 403, rest.text
         read = gql(server, "query($id: ID!) { backfill(id: $id) { status } }", ids["p"], secret)
         assert read.json()["data"]["backfill"]["status"] in ("REQUESTED", "RUNNING")
-    over_socket = sock.ask(LAUNCH, {"i": _assets("click_report")})["payload"]["data"]
+    over_socket = sock.ask(LAUNCH, {"input": _assets("click_report")})["payload"]["data"]
     assert _codes(over_socket["launchBackfill"]) == ["FORBIDDEN"]
     sock.close()
     preview_rest = client_of(server).post(

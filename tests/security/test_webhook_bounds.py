@@ -5,7 +5,6 @@ longer than the deadline of an attempt, while other backfills' webhooks are deli
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,11 @@ from tests.acceptance.daemon_support import Daemon, gql, launch, wait_for, wait_
 from tests.operations.receiver import Receiver
 from tests.operations.support import scrape, value
 from tests.security.receivers import EndlessAnswer, Trickler
-from tests.support import LiveServer, free_port
+from tests.support import LiveServer, free_port, live_server
 
 pytestmark = pytest.mark.acceptance
 
-DEFS = "tests.acceptance.jobs_daemon:definitions"
+DEFS = "tests.defs.jobs_daemon:definitions"
 # The receivers listen on loopback: the server and the daemon are told to allow it (through
 # the environment, so that these tests run against a daemon without --webhook-allow too).
 ALLOW = {"BACKFILLER_WEBHOOK_ALLOW": "127.0.0.1"}
@@ -28,11 +27,7 @@ NOTIFICATIONS = """query($id: ID!) { backfill(id: $id) { notifications(first: 20
 MiB = 1024 * 1024
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, DEFS, env=ALLOW)
-    yield live
-    live.stop()
+server = live_server(DEFS, env=ALLOW)
 
 
 def rss(pid: int) -> int:

@@ -20,7 +20,7 @@ from backfiller.storage.records import BackfillRecord
 from tests.acceptance.daemon_support import Daemon, gql, launch, wait_for
 from tests.operations.receiver import Receiver
 from tests.operations.test_notify_input import LAUNCH, launch_input
-from tests.support import FrozenClock, GraphQLRunner, LiveServer, count_rows
+from tests.support import FrozenClock, GraphQLRunner, LiveServer, count_rows, live_server
 
 INSIDE = [
     "http://127.0.0.1/hook",
@@ -197,11 +197,7 @@ def _inside_addresses(name: str) -> list[str] | None:
     return found if found and inside else None
 
 
-@pytest.fixture
-def server(database_url: str) -> Iterator[LiveServer]:
-    live = LiveServer(database_url, "tests.acceptance.jobs_daemon:definitions")
-    yield live
-    live.stop()
+server = live_server("tests.defs.jobs_daemon:definitions")
 
 
 @pytest.mark.acceptance
