@@ -14,30 +14,21 @@ prometheus_client (a worker picks its storage when that is first imported).
 
 from __future__ import annotations
 
-from typing import Any
+from backfiller.observability.lazy_counter import LazyCounter
 
 QUEUE_KINDS = ("daemon", "worker", "lease", "task")
 """Where a message was refused: a daemon's queue, a worker's reply queue, the lease fanout,
 or a job's task queue (Celery's worker, and the task's body)."""
 
-_refused: Any = None
-
-
-def _counter() -> Any:
-    global _refused
-    if _refused is None:
-        from prometheus_client import Counter
-
-        _refused = Counter(
-            "backfiller_broker_messages_refused_total",
-            "Messages from the broker refused and dropped, by queue kind (daemon, worker, "
-            "lease, task) and reason (undecodable, malformed, unknown_kind, unsigned, "
-            "bad_signature, expired, replayed, misrouted).",
-            ["queue_kind", "reason"],
-        )
-    return _refused
+_refused = LazyCounter(
+    "backfiller_broker_messages_refused_total",
+    "Messages from the broker refused and dropped, by queue kind (daemon, worker, "
+    "lease, task) and reason (undecodable, malformed, unknown_kind, unsigned, "
+    "bad_signature, expired, replayed, misrouted).",
+    ["queue_kind", "reason"],
+)
 
 
 def refused(queue_kind: str, reason: str) -> None:
     """Count one refused message."""
-    _counter().labels(queue_kind, reason).inc()
+    _refused.get().labels(queue_kind, reason).inc()

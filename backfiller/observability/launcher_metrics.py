@@ -19,31 +19,22 @@ import prometheus_client.
 
 from __future__ import annotations
 
-from typing import Any
+from backfiller.observability.lazy_counter import LazyCounter
 
 REASONS = ("overtaken", "mates", "undelivered", "reconnected")
 
-_republished: Any = None
-
-
-def _counter() -> Any:
-    global _republished
-    if _republished is None:
-        from prometheus_client import Counter
-
-        _republished = Counter(
-            "backfiller_launcher_republished_total",
-            "Runs the Celery launcher published again on the broker, by reason (overtaken, "
-            "mates, undelivered, reconnected).",
-            ["reason"],
-        )
-    return _republished
+_republished = LazyCounter(
+    "backfiller_launcher_republished_total",
+    "Runs the Celery launcher published again on the broker, by reason (overtaken, "
+    "mates, undelivered, reconnected).",
+    ["reason"],
+)
 
 
 def install() -> None:
     """Make the counter, at 0 for every reason (a launcher that republishes nothing still
     shows it, so that a scrape tells "none" from "not measured")."""
-    counter = _counter()
+    counter = _republished.get()
     for reason in REASONS:
         counter.labels(reason)
 
@@ -51,13 +42,13 @@ def install() -> None:
 def republished(reason: str, count: int = 1) -> None:
     """Count ``count`` runs published again for ``reason``."""
     if count:
-        _counter().labels(reason).inc(count)
+        _republished.get().labels(reason).inc(count)
 
 
 def republished_total() -> dict[str, float]:
     """What was counted so far, by reason (for benchmarks and tests in the same process)."""
     from prometheus_client import REGISTRY
 
-    name = "backfiller_launcher_republished_total"
+    name = _republished.name
     found = {reason: REGISTRY.get_sample_value(name, {"reason": reason}) for reason in REASONS}
     return {reason: value for reason, value in found.items() if value}
