@@ -27,6 +27,7 @@ from backfiller.launchers.base import (
     RunStarted,
     StartCheck,
     StartRequest,
+    Warming,
 )
 from backfiller.observability import daemon_metrics
 from backfiller.storage import Database
@@ -34,6 +35,10 @@ from backfiller.storage.execution import ExecutionRepository, StartGate
 from backfiller.storage.launch_watch import watch_launches
 
 logger = logging.getLogger("backfiller.daemon")
+
+WARM_UP_SECONDS = 30.0
+"""At most this long, a starting daemon waits for its launcher's workers (see ``warm_up``)."""
+WARM_UP_POLL_SECONDS = 0.02
 
 
 @dataclass(frozen=True)
@@ -222,6 +227,7 @@ class Daemon:
             watch_launches(self.database, lambda: self.loop.run_soon("plan"))
         )
         try:
+            await self.warm_up(stop)
             await self.lease()
             await self.loop.run(stop)
         finally:
@@ -229,6 +235,23 @@ class Daemon:
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
             await self.shutdown()
+
+    async def warm_up(self, stop: asyncio.Event) -> None:
+        """Pay at start what the first backfill would otherwise wait for: the launcher's
+        workers started (a :class:`~backfiller.launchers.base.Warming` launcher; at most
+        ``WARM_UP_SECONDS``) and the daemon's first-use reads (``DaemonState.warm``). It comes
+        before the lease and the loop's first pass, so a daemon that answers ``/readyz`` is warm.
+        """
+        if isinstance(self.launcher, Warming):
+            deadline = time.monotonic() + WARM_UP_SECONDS
+            while (
+                self.launcher.warming() and time.monotonic() < deadline and not stop.is_set()
+            ):
+                await asyncio.sleep(WARM_UP_POLL_SECONDS)
+        try:
+            await self.state.warm(self.database)
+        except Exception:
+            logger.debug("warm-up read failed; the first claim reads it", exc_info=True)
 
     async def shutdown(self) -> None:
         """Stop claiming; let runs in flight finish for a grace period; requeue the rest."""

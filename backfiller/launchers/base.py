@@ -248,6 +248,17 @@ class DurableResults(Protocol):
         ...
 
 
+@runtime_checkable
+class Warming(Protocol):
+    """A launcher whose workers take a while to start (spawned processes importing the
+    definitions and the storage layer). The daemon waits for them, within a bound, before it
+    takes its lease and answers ready, so that its first run is not later than the next."""
+
+    def warming(self) -> bool:
+        """Whether a worker is still starting (False once all are ready, or none can be)."""
+        ...
+
+
 __all__ = [
     "MAX_LOG_LINES_PER_RUN",
     "MAX_LOG_LINE_CHARS",
@@ -264,5 +275,6 @@ __all__ = [
     "RunTask",
     "StartCheck",
     "StartRequest",
+    "Warming",
     "WorkerGate",
 ]

@@ -65,6 +65,9 @@ class WorkerOptions:
     token: str | None = None
     sys_path: tuple[str, ...] = ()
     results_dir: str | None = None
+    database_url: str | None = None
+    """The daemon's database: the worker opens its start gate's connection before it says it
+    is ready (see :meth:`_OwnGate.warm`)."""
 
 
 class _Sender:
@@ -153,9 +156,10 @@ def _serve(
     except Exception as exc:
         sender.send(Fatal(f"cannot load definitions: {exc}"))
         return
+    gate = _OwnGate()
+    gate.warm(options.database_url)
     name = f"{socket.gethostname()}:{os.getpid()}"
     sender.send(Ready(name))
-    gate = _OwnGate()
     while True:
         try:
             message = conn.recv()
@@ -187,6 +191,25 @@ class _OwnGate:
 
     def __init__(self) -> None:
         self.gate: StartGate | None = None
+
+    def warm(self, database_url: str | None) -> None:
+        """Pay before the worker says it is ready what its first run would otherwise pay: the
+        storage layer's import (SQLAlchemy, the tables: tenths of a second, seconds on a busy
+        machine) and, given the database, the driver's import, the connection and the check's
+        first compilation (one read of a run that does not exist). A failure here costs
+        nothing but that: the first run's check connects again."""
+        from backfiller.storage.execution.starts import StartGate
+
+        if database_url is None:
+            return
+        try:
+            from backfiller.storage.engine import normalize_database_url
+
+            self.gate = StartGate(normalize_database_url(database_url))
+            self.gate.start("", [(0, 0)], utc_now())
+        except Exception:
+            logging.getLogger("backfiller.worker").debug("start gate warm-up", exc_info=True)
+            self.dispose()
 
     def may_start(self, check: StartCheck, task: RunTask, at: datetime) -> bool:
         from backfiller.storage.execution.starts import StartGate

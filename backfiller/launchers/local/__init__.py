@@ -43,6 +43,7 @@ class LocalPlugin:
             api_url=config.api_url,
             token=config.token,
             results_dir=results_dir,
+            database_url=config.database_url,
         ).start()
 
     def describe(self, owner: str, config: LauncherConfig) -> str:

@@ -66,6 +66,8 @@ class LocalLauncher:
         api_url, token: given to runs so that ``context.client`` can reach the service.
         results_dir: where workers keep each run's end until the daemon has written it, so
             that the next daemon finds the results of runs that ended while this one was dead.
+        database_url: the daemon's database, which each worker connects to for its start
+            gate before it says it is ready (else at its first run).
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class LocalLauncher:
         api_url: str | None = None,
         token: str | None = None,
         results_dir: str | None = None,
+        database_url: str | None = None,
     ) -> None:
         self.size = workers or default_worker_count()
         self.max_active = max_active or self.size * MAX_BACKLOG_PER_WORKER
@@ -90,6 +93,7 @@ class LocalLauncher:
             token=token,
             sys_path=tuple(sys.path),
             results_dir=str(self.results_dir) if self.results_dir else None,
+            database_url=database_url,
         )
         context = multiprocessing.get_context("spawn")
         self.state = PoolState(
@@ -212,6 +216,14 @@ class LocalLauncher:
         """Worker processes started and ready to take runs."""
         with self.state.lock:
             return sum(1 for w in self.state.live() if w.name)
+
+    def warming(self) -> bool:
+        """Whether a worker process is still starting (none failed to load the definitions):
+        the daemon waits for them before it takes its lease (see ``launchers.base.Warming``)."""
+        with self.state.lock:
+            if self.state.fatal_error is not None:
+                return False
+            return any(w is None or w.name is None for w in self.state.workers)
 
     def worker_pids(self) -> list[int]:
         with self.state.lock:
