@@ -2,8 +2,9 @@
 
 A worker loads the definitions once, then runs one task at a time, sent by its launcher over a
 pipe (typed messages, see ``messages``). Log lines go back through the same pipe (in small
-batches); the result goes back when the job returns or raises, after it was written to the
-results directory (when there is one), where the next daemon finds it if this one is gone.
+batches); the result goes back when the job returns or raises, after it was appended to the
+worker's journal in the results directory (when there is one, see :class:`Journal`), where the
+next daemon finds it if this one is gone.
 A gated task (:class:`~backfiller.launchers.messages.Gated`) is checked by the worker itself
 right before its job runs: one read of the start gate on the worker's own connection (see
 ``storage.execution.starts``); refused, it ends ``NOT_STARTED`` without running.
@@ -158,6 +159,7 @@ def _serve(
         return
     gate = _OwnGate()
     gate.warm(options.database_url)
+    journal = Journal(Path(options.results_dir), "worker") if options.results_dir else None
     name = f"{socket.gethostname()}:{os.getpid()}"
     sender.send(Ready(name))
     while True:
@@ -167,6 +169,8 @@ def _serve(
             os._exit(0)
         if isinstance(message, Stop):
             gate.dispose()
+            if journal is not None:
+                journal.close()
             return
         assert isinstance(message, RunTask | Gated)
         task = message.task if isinstance(message, Gated) else message
@@ -175,13 +179,13 @@ def _serve(
         outcome, message_text, trace = _refusal(message, at, deadline, gate)
         if outcome is None:
             if isinstance(message, Gated):
-                _starting(task, at, options, sender)
+                _starting(task, at, journal, sender)
             current[0] = handler
             outcome, message_text, trace = _run(definitions, task, handler, options)
             current[0] = None
         end = RunFinished(task.run_id, utc_now(), outcome, message_text, trace, name, task.attempt)
-        if options.results_dir:
-            write_result(Path(options.results_dir), end)
+        if journal is not None:
+            journal.ended(end)  # kept before it is reported: a next daemon finds it
         sender.send(Done(end, tuple(handler.take(final=True))))
 
 
@@ -241,10 +245,10 @@ def _refusal(
     return None, None, None
 
 
-def _starting(task: RunTask, at: datetime, options: WorkerOptions, sender: _Sender) -> None:
-    """A gated task passed its gate: say so (marker first, so a next daemon knows it began)."""
-    if options.results_dir:
-        mark_started(Path(options.results_dir), task.run_id)
+def _starting(task: RunTask, at: datetime, journal: Journal | None, sender: _Sender) -> None:
+    """A gated task passed its gate: say so (journal first, so a next daemon knows it began)."""
+    if journal is not None:
+        journal.started(task.run_id)
     sender.send(Started(task.run_id, at, task.attempt))
 
 
@@ -267,29 +271,85 @@ def _run(
     return outcome, message, trace
 
 
-def result_path(folder: Path, run_id: int) -> Path:
-    """Where a run's end is kept (a run id names one attempt: each attempt is a new run)."""
-    return folder / f"{run_id}.json"
+SEGMENT_ENTRIES = 1024
+"""A journal segment holds about this many runs before its writer starts the next one."""
+OPEN_SUFFIX = ".journal"
+CLOSED_SUFFIX = ".closed"
+"""A segment is renamed from ``.journal`` to ``.closed`` once its writer stops appending."""
 
 
-def marker_path(folder: Path, run_id: int, what: str) -> Path:
-    """An empty file saying a run was handed to the launcher (``queued``) or a worker
-    (``started``): the next daemon tells a run that never started from a lost one by it."""
-    return folder / f"{run_id}.{what}"
+class Journal:
+    """What one process appends to the results folder: its segments
+    ``<kind>-<pid>-<nonce>-<n>.journal`` (``.closed`` once full or closed), one record a line (see ``local.folder``). A worker
+    appends ``s <run>`` when a run passes its gate and ``e <run> <end as JSON>`` when it ends;
+    the launcher ``q <run>`` for each run it holds (and ``s <run>`` for a run it hands over
+    after asking a plain gate itself). One ``write`` per record or batch on a file opened once
+    for appending, no file per run: the folder costs a run two small writes instead of six
+    file operations. Thread-safe."""
+
+    def __init__(self, folder: Path, kind: str, per_segment: int = SEGMENT_ENTRIES) -> None:
+        self.folder = folder
+        self.kind = kind
+        self.per_segment = per_segment
+        self.nonce = os.urandom(4).hex()
+        self.seq = 0
+        self.entries = 0
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+
+    def current(self) -> Path:
+        """The segment being written (the next one, before the first record)."""
+        return self.folder / f"{self.kind}-{os.getpid()}-{self.nonce}-{self.seq}{OPEN_SUFFIX}"
+
+    def queued(self, run_ids: list[int]) -> None:
+        self._append("".join(f"q {r}\n" for r in run_ids), len(run_ids))
+
+    def started(self, run_id: int) -> None:
+        self._append(f"s {run_id}\n", 0)
+
+    def ended(self, end: RunFinished) -> None:
+        self._append(f"e {end.run_id} {json.dumps(_record(end))}\n", 1)
+
+    def _append(self, text: str, entries: int) -> None:
+        if not text:
+            return
+        data = text.encode()
+        with self._lock:
+            try:
+                if self._fd is None:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+                    self._fd = os.open(self.current(), flags, 0o600)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+            except OSError:
+                logging.getLogger("backfiller.worker").warning(
+                    "cannot write to the results folder %s", self.folder, exc_info=True
+                )
+                self._close()
+                return
+            self.entries += entries
+            if self.entries >= self.per_segment:  # a run's records stay in one segment
+                self._close()
+                self.seq += 1
+                self.entries = 0
+
+    def _close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            path = self.current()
+            with contextlib.suppress(OSError):
+                os.replace(path, path.with_suffix(CLOSED_SUFFIX))
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
 
 
-def mark_started(folder: Path, run_id: int) -> None:
-    """``queued`` -> ``started``: the run reached a worker (see ``local.folder``)."""
-    try:
-        os.replace(marker_path(folder, run_id, "queued"), marker_path(folder, run_id, "started"))
-    except OSError:
-        with contextlib.suppress(OSError):
-            marker_path(folder, run_id, "started").touch()
-
-
-def write_result(folder: Path, end: RunFinished) -> None:
-    """Keep a run's end on disk (atomically) until its daemon has written it."""
-    record = {
+def _record(end: RunFinished) -> dict[str, Any]:
+    return {
         "run_id": end.run_id,
         "attempt": end.attempt,
         "at": end.at.isoformat(),
@@ -298,17 +358,12 @@ def write_result(folder: Path, end: RunFinished) -> None:
         "error_traceback": end.error_traceback,
         "worker": end.worker,
     }
-    path = result_path(folder, end.run_id)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    with contextlib.suppress(OSError):
-        temporary.write_text(json.dumps(record))
-        os.replace(temporary, path)
 
 
-def read_result(path: Path) -> RunFinished | None:
-    """A run's end kept by :func:`write_result`, or None if unreadable."""
+def parse_end(text: str) -> RunFinished | None:
+    """A run's end as :meth:`Journal.ended` keeps it (JSON), or None if unreadable."""
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(text)
         return RunFinished(
             run_id=int(record["run_id"]),
             at=datetime.fromisoformat(record["at"]),
@@ -318,5 +373,5 @@ def read_result(path: Path) -> RunFinished | None:
             worker=record["worker"],
             attempt=record["attempt"],
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None

@@ -24,7 +24,7 @@ from backfiller.daemon.ticks import (
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import BackfillState, Outcome, RunFinished, RunState, SlotState
 from backfiller.launchers import InlineLauncher, LocalLauncher
-from backfiller.launchers.worker import result_path, write_result
+from backfiller.launchers.worker import Journal
 from backfiller.storage import Database
 from backfiller.storage.records import (
     BackfillEventRecord,
@@ -426,8 +426,10 @@ async def test_a_dead_daemons_kept_results_count_at_the_runs_attempt_and_its_lea
     await record_results(database, definitions, clock, held, dead)
     first, second, third = sorted(held.submitted, key=lambda t: t.partition_key)
     # Its workers kept two ends: one of the run's attempt, one of another attempt (fenced off).
-    write_result(tmp_path, RunFinished(first.run_id, clock(), Outcome.SUCCESS, attempt=1))
-    write_result(tmp_path, RunFinished(second.run_id, clock(), Outcome.SUCCESS, attempt=2))
+    journal = Journal(tmp_path, "worker")
+    journal.ended(RunFinished(first.run_id, clock(), Outcome.SUCCESS, attempt=1))
+    journal.ended(RunFinished(second.run_id, clock(), Outcome.SUCCESS, attempt=2))
+    journal.close()
     kept = LocalLauncher("tests.defs.jobs_daemon:definitions", 1, results_dir=str(tmp_path))
     try:
         clock.advance(seconds=31)
@@ -438,8 +440,7 @@ async def test_a_dead_daemons_kept_results_count_at_the_runs_attempt_and_its_lea
     async with database.read() as session:
         owners = (await session.execute(select(DaemonLeaseRecord.owner))).scalars().all()
     assert dead.owner not in owners  # dropped once none of its runs was left
-    assert not result_path(tmp_path, first.run_id).exists()
-    assert not result_path(tmp_path, second.run_id).exists()
+    assert not list(tmp_path.glob("worker-*")), "the ends kept are deleted once written"
     await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
     backfill = await read(gql, backfill_id)
     runs = sorted((r["partitionKey"], r["attempt"], r["status"]) for r in backfill["runs"]["nodes"])

@@ -266,4 +266,6 @@ class LocalLauncher:
                 w.process.join(1)
             w.conn.close()
         self.dispatcher.close()
+        if self.folder is not None:
+            self.folder.close()
         return lost
