@@ -18,9 +18,10 @@ the workloads (``bench.stack_work``) talk to them over HTTP only. Parts (``--onl
 - ``celery``: ``first-run`` and ``dispatch`` (``--celery-size``) with the Celery launcher
   (PostgreSQL, ``--broker``), 2 workers x 4.
 
-``--against REV`` runs every part on the code of ``REV`` as well, in a ``git worktree`` with
-its own virtual environment, alternating with this checkout round by round (which goes first
-alternates too), so that both are measured in the same minutes. Each figure is printed with the
+``--against REV`` (repeatable) runs every part on the code of ``REV`` as well, in a ``git
+worktree`` with its own virtual environment, alternating with this checkout round by round
+(the order reverses every round), so that all are measured in the same minutes; a summary's
+ratios are this checkout's figure over each other side's. Each figure is printed with the
 CPUs that the rest of the machine kept busy meanwhile and the load average. Prints figures;
 asserts nothing. Run with ``python -m bench.stack --against 0ccc82d`` (``--rounds``).
 """
@@ -77,14 +78,14 @@ class Report:
                 medians.append(statistics.median(values))
                 each = ", ".join(f"{v:.3g}" for v in values)
                 cells.append(f"{side}: {medians[-1]:.4g} ({each})")
-            ratio = f"  [ratio {medians[0] / medians[1]:.2f}]" if len(medians) == 2 else ""
-            ratio = ratio if len(medians) == 2 and medians[1] else ""
-            print(f"  {name:48} " + " | ".join(cells) + ratio)
+            ratios = [f"{medians[0] / m:.2f}" for m in medians[1:] if m]
+            ratio = f"  [ratio {', '.join(ratios)}]" if len(ratios) == len(medians) - 1 else ""
+            print(f"  {name:48} " + " | ".join(cells) + (ratio if ratios else ""))
         print(flush=True)
 
 
 def orders(sides: list[Checkout], rounds: int) -> Iterator[tuple[int, Checkout]]:
-    """Each round, every side, the first side alternating."""
+    """Each round, every side, the order alternating."""
     for r in range(rounds):
         for side in sides if r % 2 == 0 else list(reversed(sides)):
             yield r, side
@@ -224,7 +225,9 @@ def celery_part(args: argparse.Namespace, sides: list[Checkout], folder: Path) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", help="also run this git revision, alternating")
+    parser.add_argument(
+        "--against", action="append", default=[], help="also run this git revision (repeatable)"
+    )
     parser.add_argument("--only", default=",".join(PARTS), help=f"some of {', '.join(PARTS)}")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--first-runs", type=int, default=5, help="daemons started per side")
@@ -240,8 +243,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-stack-") as tmp, ExitStack() as stack:
         folder = Path(tmp)
         sides = [this_code(folder)]
-        if args.against:
-            sides.append(stack.enter_context(checkout_of(args.against, folder)))
+        for revision in args.against:
+            sides.append(stack.enter_context(checkout_of(revision, folder)))
         print("sides: " + ", ".join(f"{s.label} ({s.root})" for s in sides), flush=True)
         if "first-run" in parts:
             first_run_part(args, sides, folder)
