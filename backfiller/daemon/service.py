@@ -242,11 +242,12 @@ class Daemon:
         ``WARM_UP_SECONDS``) and the daemon's first-use reads (``DaemonState.warm``). It comes
         before the lease and the loop's first pass, so a daemon that answers ``/readyz`` is warm.
         """
-        if isinstance(self.launcher, Warming):
+        launcher = self.launcher
+        if isinstance(launcher, Warming):
             deadline = time.monotonic() + WARM_UP_SECONDS
-            while (
-                self.launcher.warming() and time.monotonic() < deadline and not stop.is_set()
-            ):
+            while launcher.warming() and time.monotonic() < deadline:
+                if stop.is_set():  # (the workers' state is a thread's: it is polled)
+                    break
                 await asyncio.sleep(WARM_UP_POLL_SECONDS)
         try:
             await self.state.warm(self.database)

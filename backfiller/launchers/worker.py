@@ -280,12 +280,12 @@ CLOSED_SUFFIX = ".closed"
 
 class Journal:
     """What one process appends to the results folder: its segments
-    ``<kind>-<pid>-<nonce>-<n>.journal`` (``.closed`` once full or closed), one record a line (see ``local.folder``). A worker
-    appends ``s <run>`` when a run passes its gate and ``e <run> <end as JSON>`` when it ends;
-    the launcher ``q <run>`` for each run it holds (and ``s <run>`` for a run it hands over
-    after asking a plain gate itself). One ``write`` per record or batch on a file opened once
-    for appending, no file per run: the folder costs a run two small writes instead of six
-    file operations. Thread-safe."""
+    ``<kind>-<pid>-<nonce>-<n>.journal`` (``.closed`` once full or closed), one record a line
+    (see ``local.folder``). A worker appends ``s <run>`` when a run passes its gate and
+    ``e <run> <end as JSON>`` when it ends; the launcher ``q <run>`` for each run it holds (and
+    ``s <run>`` for a run it hands over after asking a plain gate itself). One ``write`` per
+    record or batch on a file opened once for appending, no file per run: the folder costs a
+    run two small writes instead of six file operations. Thread-safe."""
 
     def __init__(self, folder: Path, kind: str, per_segment: int = SEGMENT_ENTRIES) -> None:
         self.folder = folder
