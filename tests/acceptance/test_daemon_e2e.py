@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
 from tests.acceptance.daemon_support import (
     DEFINITIONS,
@@ -235,3 +238,42 @@ def test_cancel_stops_running_runs_and_retry_relaunches_them(
         )["backfill"]["events"]["nodes"]
     ]
     assert kinds == ["LAUNCHED", "STARTED", "CANCEL_REQUESTED", "CANCELED", "RETRIED"]
+
+
+def _connected_to(pid: int, database_url: str) -> bool:
+    """Whether process ``pid`` holds a connection to the database: the SQLite file open, or a
+    TCP socket to PostgreSQL's port."""
+    url = make_url(database_url)
+    fds = Path(f"/proc/{pid}/fd")
+    targets = []
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            targets.append(os.readlink(fd))
+    if url.get_backend_name() == "sqlite":
+        return str(Path(url.database or "").resolve()) in targets
+    sockets = {t[len("socket:[") : -1] for t in targets if t.startswith("socket:[")}
+    port = f":{url.port or 5432:04X}"
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[2].endswith(port) and fields[9] in sockets:
+                    return True
+    return False
+
+
+def test_a_ready_daemon_has_its_workers_started_and_connected(
+    daemon: Daemon, metrics: str, database_url: str
+) -> None:
+    """``/readyz`` answers once every worker is ready to run at once: the worker has imported
+    the storage layer and opened its start gate's connection, so the first backfill's first run
+    waits for neither."""
+
+    def ready() -> bool:
+        return httpx.get(f"{metrics}/readyz", timeout=2).status_code == 200
+
+    wait_for("the daemon's readiness", ready, timeout=60)
+    workers = daemon.workers()
+    assert len(workers) == 2
+    for pid in workers:
+        assert _connected_to(pid, database_url), f"worker {pid} has no database connection"
