@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -171,7 +172,9 @@ class Stack:
         c = self.checkout
         self.folder.mkdir(parents=True, exist_ok=True)
         queue = f"bench-{uuid.uuid4().hex[:8]}"
-        env = c.env(BACKFILLER_CELERY_QUEUE=queue)
+        # The key that daemons and workers sign the broker's messages with (releases without
+        # signed messages ignore it).
+        env = c.env(BACKFILLER_CELERY_QUEUE=queue, BACKFILLER_BROKER_KEY=secrets.token_hex(32))
         subprocess.run(
             c.command("db", "upgrade", "--database", self.database_url),
             check=True,
