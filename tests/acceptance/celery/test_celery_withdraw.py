@@ -76,7 +76,7 @@ def test_pause_and_cancel_withdraw_published_runs(
         config = {"seconds": 0.02}
 
         # Pause: the published runs go back to PENDING, with no CANCELED run left behind.
-        first, last, keys = _days("2021-01-01", 300)
+        first, last, keys = _days("2021-01-01", 200)
         paused = launch(c.api, "recorded", first, last, runConfig=config)
         _many_published(c, paused)
         _steer(c, "pause", paused)
@@ -98,7 +98,7 @@ def test_pause_and_cancel_withdraw_published_runs(
         assert {key: ids for key, ids in ran_paused.items() if len(ids) != 1} == {}
 
         # Cancel: no run left QUEUED or RUNNING, no partition executed after it settled.
-        first, last, keys = _days("2022-01-01", 300)
+        first, last, keys = _days("2022-01-01", 200)
         canceled = launch(c.api, "recorded", first, last, runConfig=config)
         _many_published(c, canceled)
         _steer(c, "cancel", canceled)
