@@ -162,15 +162,20 @@ def _run_delivery(
                 # Its grace passed first: the watch thread reports it and kills this process.
                 while True:
                     time.sleep(1.0)
-            if current.terminating is not None:
-                # Stopped: what the job started leaves with it, before its end is reported.
-                killed = process_group.stop_the_rest(current.kill_at)
-                if killed:
-                    logger.info("run %s: killed %d processes it left", task.run_id, killed)
+            _empty_group(current)
             result = _end(task, link, outcome, error, trace, buffer.take(True))
         finally:
             link.end()
     return outcome.value, result
+
+
+def _empty_group(current: Current) -> None:
+    """A stopped run: what its job started leaves with it, before its end is reported."""
+    if current.terminating is None:
+        return
+    killed = process_group.stop_the_rest(current.kill_at)
+    if killed:
+        logger.info("run %s: killed %d processes it left", current.task.run_id, killed)
 
 
 def _settled(link: Link, current: Current) -> bool:
