@@ -33,7 +33,7 @@ logger = logging.getLogger("backfiller.launcher")
 
 CHECK_SECONDS = 0.5
 REMEMBERED = 100_000
-WITHDRAWN = "withdrawn: its backfill is not running"
+WITHDRAWN = "withdrawn before it started: it may no longer start"
 
 
 class Withdrawals:
@@ -42,6 +42,7 @@ class Withdrawals:
     def __init__(self, shared: Shared) -> None:
         self.shared = shared
         self.checked_at = 0.0
+        self.failing = False
         self.withdrawn: OrderedDict[tuple[int, int], None] = OrderedDict()
 
     def check(self) -> None:
@@ -69,8 +70,11 @@ class Withdrawals:
         try:
             allowed = gate([StartRequest(r.task.run_id, r.task.attempt, at, "") for r in waiting])
         except Exception as exc:
-            logger.warning("could not check the runs waiting on the broker (%s)", exc)
+            if not self.failing:  # once per outage: the gate's own failures are logged too
+                logger.warning("could not check the runs waiting on the broker (%s)", exc)
+            self.failing = True
             return
+        self.failing = False
         with shared.lock:
             gone = [r for r in waiting if r.task.run_id not in allowed and self._withdraw(r)]
             if gone:

@@ -96,6 +96,8 @@ def test_pause_and_cancel_withdraw_published_runs(
         ran_paused = executions(marks)
         assert sorted(ran_paused) == keys
         assert {key: ids for key, ids in ran_paused.items() if len(ids) != 1} == {}
+        # The withdrawn runs' tasks reached the worker after all, and were refused.
+        assert "refused: withdrawn" in worker.output()
 
         # Cancel: no run left QUEUED or RUNNING, no partition executed after it settled.
         first, last, keys = _days("2022-01-01", 200)
