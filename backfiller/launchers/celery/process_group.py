@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-POLL_SECONDS = 0.02
+POLL_SECONDS = 0.05
+"""How often the group is read while waiting for it to empty (a read of /proc: a few ms)."""
 KILL_PATIENCE_SECONDS = 2.0
 """How long SIGKILLs are repeated for processes that keep appearing (a fork bomb's)."""
 
