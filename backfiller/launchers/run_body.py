@@ -43,9 +43,17 @@ def on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """While the block runs, SIGTERM raises :class:`Terminated` (the handler is restored)."""
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
+def sigterm_raises(unless: Callable[[], bool] | None = None) -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` (the handler is restored),
+    except once ``unless()`` is true: the job has returned, and a SIGTERM sent to its process
+    group as it returned is no news (without this, it would raise past the job's end, or,
+    once the handler is restored, end the process)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if unless is None or not unless():
+            raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:

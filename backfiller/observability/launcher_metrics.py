@@ -37,6 +37,8 @@ def install() -> None:
     counter = _republished.get()
     for reason in REASONS:
         counter.labels(reason)
+    for what in WITHDRAWN:
+        _withdrawn.get().labels(what)
 
 
 def republished(reason: str, count: int = 1) -> None:
@@ -52,3 +54,21 @@ def republished_total() -> dict[str, float]:
     name = _republished.name
     found = {reason: REGISTRY.get_sample_value(name, {"reason": reason}) for reason in REASONS}
     return {reason: value for reason, value in found.items() if value}
+
+
+# -- runs withdrawn (``launchers/celery/withdraw.py``) -------------------------------------------
+
+WITHDRAWN = ("withdrawn", "refused")
+
+_withdrawn = LazyCounter(
+    "backfiller_launcher_withdrawn_total",
+    "Runs the Celery launcher withdrew from the broker because they may no longer start "
+    "(withdrawn: a pause, a cancel), and late deliveries of withdrawn runs it refused (refused).",
+    ["what"],
+)
+
+
+def withdrawn(what: str, count: int = 1) -> None:
+    """Count ``count`` runs withdrawn, or deliveries of withdrawn runs refused (``what``)."""
+    if count:
+        _withdrawn.get().labels(what).inc(count)

@@ -19,6 +19,7 @@ from backfiller.launchers.base import Outcome, RunStarted, StartRequest
 from backfiller.launchers.celery.app import control_exchange
 from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.state import Shared, StartAsked
+from backfiller.launchers.celery.withdraw import Withdrawals
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -29,12 +30,14 @@ class Grants:
     def __init__(self, shared: Shared, broker_url: str) -> None:
         self.shared = shared
         self.replier = Replier(shared, broker_url)
+        self.withdrawals = Withdrawals(shared)  # pause and cancel withdraw published runs
 
     def run(self) -> None:
         """Answer start requests in batches, apart from the broker's thread (the gate is a
         database transaction; announcements must not wait for it)."""
         shared = self.shared
         while not shared.closing:
+            self.withdrawals.check()  # the runs not started that may no longer start
             if not shared.starts_waiting.wait(0.5):
                 continue
             shared.starts_waiting.clear()
@@ -88,7 +91,8 @@ class Grants:
                 if start.until and time.time() > start.until:
                     continue  # the worker no longer waits for this answer
                 if run is None or run.task.attempt != start.attempt:
-                    self.refuse(start, "stale attempt")
+                    withdrawn = self.withdrawals.refusal(start.run_id, start.attempt)
+                    self.refuse(start, withdrawn or "stale attempt")
                 elif run.reply is not None and run.reply == start.reply:
                     if run.dropped is None and run.cancel_at is None:
                         self.grant(start, run.fence)  # asked again: the answer was lost

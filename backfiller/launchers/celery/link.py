@@ -6,11 +6,16 @@ Three parts, each on its own connection or thread so that none waits for another
   results); a result is retried until the broker has confirmed it.
 - the listener thread: receives answers to start requests, cancels and lease announcements,
   and sends the run's heartbeats;
-- the watch thread: stops the run at its timeout or cancel (SIGTERM to the process, which the
-  task's body turns into an exception inside the job, then SIGKILL to the process group after
-  the grace period), and kills it at once when it reaches its daemon's ``stop_by`` without a
-  newer announcement (the daemon died, or the broker is out of reach), before any other daemon
-  may take the partition over.
+- the watch thread: stops the run at its timeout or cancel (SIGTERM to the process group,
+  which the task's body turns into an exception inside the job; SIGKILL after the grace period,
+  see :mod:`.process_group`), and kills it at once when it reaches its daemon's ``stop_by``
+  without a newer announcement (the daemon died, or the broker is out of reach), before any
+  other daemon may take the partition over.
+
+A stopped run's group is emptied whichever comes first: the job returns within the grace (the
+task's body waits out the grace for the rest of the group, SIGKILLs what is left, then reports
+the end: :meth:`Link.settle`), or the grace passes first (the watch SIGKILLs the job's children,
+reports the end and SIGKILLs the pool process with what is left).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backfiller.launchers.base import Outcome, RunTask
+from backfiller.launchers.celery import process_group
 from backfiller.launchers.celery.app import control_exchange, lease_exchange
 from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.poison import Guard, worker_queue_kind
@@ -57,6 +63,10 @@ class Current:
     started: float = field(default_factory=time.monotonic)
     terminating: Outcome | None = None
     kill_at: float | None = None
+    returned: bool = False
+    """The job returned: the task's body finishes the run (the watch no longer stops it)."""
+    killing: bool = False
+    """The watch finishes the run: its grace passed before the job returned."""
     on_kill: Callable[[], dict[str, Any] | None] | None = None
     flush: Callable[[], None] | None = None
 
@@ -229,6 +239,16 @@ class Link:
             self.current = current
             self._busy.set()
 
+    def settle(self, current: Current) -> bool:
+        """The job of ``current`` returned: from now on nothing stops it from outside (no
+        SIGTERM is sent for it), and the task's body reports it. False when the watch already
+        took it over (its grace passed): the watch reports it and kills this process."""
+        with self._lock:
+            if current.killing:
+                return False
+            current.returned = True
+            return True
+
     def end(self) -> None:
         with self._lock:
             self.current = None
@@ -356,26 +376,25 @@ class Link:
                 self._terminate(current, Outcome.TIMEOUT, grace=current.grace)
             lease_out = 0 < current.stop_by < time.time() + KILL_MARGIN_SECONDS
             due = current.kill_at is not None and now >= current.kill_at
+            due = due and not current.returned
+            current.killing = current.killing or due
         if lease_out:
             logger.error("run %s: its daemon's lease ran out; killing it", current.task.run_id)
-            _kill_group()
+            process_group.kill_group()
         if due:
+            # The job did not return within the grace: its children first, so that they are
+            # gone when its end is reported, then this process with what is left of its group.
+            process_group.kill_the_rest()
             final = current.on_kill() if current.on_kill is not None else None
             if final is not None:
                 self.publisher.try_send(current.owner, final, lock_timeout=1.0)
-            _kill_group()
+            process_group.kill_group()
 
     def _terminate(self, current: Current, outcome: Outcome, grace: float) -> None:
-        if current.terminating is not None:
+        """SIGTERM the run's group now (its job and its children); SIGKILL after ``grace``
+        (under the lock)."""
+        if current.terminating is not None or current.returned:
             return
         current.terminating = outcome
         current.kill_at = time.monotonic() + grace
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _kill_group() -> None:
-    """SIGKILL this process's group: the job, its children, and this process."""
-    with contextlib.suppress(OSError):
-        os.killpg(os.getpgid(0), signal.SIGKILL)
-    os.kill(os.getpid(), signal.SIGKILL)
+        process_group.signal_group(signal.SIGTERM)

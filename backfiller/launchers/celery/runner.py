@@ -20,11 +20,13 @@ from typing import Any
 
 from backfiller import ids
 from backfiller.launchers.base import LogLine, Outcome, RunTask
+from backfiller.launchers.celery import process_group
 from backfiller.launchers.celery.link import Current, Link
 from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message, wire_lines
 from backfiller.launchers.run_body import (
     Result,
     RunLogBuffer,
+    Terminated,
     execute,
     sigterm_raises,
     stop_reason,
@@ -140,19 +142,50 @@ def _run_delivery(
 
     current.on_kill = final_if_killed
     current.flush = buffer.flush_if_stale
-    link.begin(current)
-    try:
-        with sigterm_raises():
-            outcome, error, trace = _observed(
-                task,
-                link.name,
-                message.get("ts"),
-                lambda: execute(definitions, task, buffer, api_url, lambda: current.terminating),
-            )
-        result = _end(task, link, outcome, error, trace, buffer.take(True))
-    finally:
-        link.end()
+    # SIGTERM (to the run's group: cancel, timeout) raises inside the job until it returned.
+    with sigterm_raises(unless=lambda: current.returned):
+        link.begin(current)
+        try:
+            try:
+                outcome, error, trace = _observed(
+                    task,
+                    link.name,
+                    message.get("ts"),
+                    lambda: execute(
+                        definitions, task, buffer, api_url, lambda: current.terminating
+                    ),
+                )
+            except Terminated:  # stopped as the job returned, before it was settled
+                outcome = current.terminating or Outcome.WORKER_LOST
+                error, trace = stop_reason(outcome, task), None
+            if not _settled(link, current):
+                # Its grace passed first: the watch thread reports it and kills this process.
+                while True:
+                    time.sleep(1.0)
+            _empty_group(current)
+            result = _end(task, link, outcome, error, trace, buffer.take(True))
+        finally:
+            link.end()
     return outcome.value, result
+
+
+def _empty_group(current: Current) -> None:
+    """A stopped run: what its job started leaves with it, before its end is reported."""
+    if current.terminating is None:
+        return
+    killed = process_group.stop_the_rest(current.kill_at)
+    if killed:
+        logger.info("run %s: killed %d processes it left", current.task.run_id, killed)
+
+
+def _settled(link: Link, current: Current) -> bool:
+    """Settle ``current`` (see ``Link.settle``). A stop may come as the job returns: its
+    SIGTERM, one per run, then raises here, outside the job, and changes nothing."""
+    while True:
+        try:
+            return link.settle(current)
+        except Terminated:
+            continue
 
 
 def _observed(task: RunTask, worker: str, sealed_at: Any, body: Callable[[], Result]) -> Result:

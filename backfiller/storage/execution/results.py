@@ -31,6 +31,7 @@ from backfiller.storage.execution.common import (
     slots_t,
 )
 from backfiller.storage.execution.logs import insert_log_rows, write_log_files
+from backfiller.storage.execution.takebacks import leaves_no_record, take_back, write_take_backs
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
@@ -80,6 +81,8 @@ class _Changes:
     slots: list[dict[str, Any]] = field(default_factory=list)
     states: list[tuple[str, str, RunState, int]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    taken_back: list[dict[str, Any]] = field(default_factory=list)
+    """Runs that never executed, to delete (see ``takebacks``)."""
 
 
 class ActiveRun(NamedTuple):
@@ -143,6 +146,12 @@ class ResultsRepository(SessionRepository):
                 continue
             budget = (retry_rules or {}).get(r.job_name, Budget())
             backfill = statuses.get(int(r.backfill_id))
+            if leaves_no_record(self.dialect, end, r, budget, backfill):
+                take_back(changes.taken_back, changes.moves, r, owner)
+                if r.lead_run_id is None:
+                    outcomes.taken_back += 1
+                    outcomes.written.append(run_id)
+                continue
             _end(changes, r, end, (owner, started_at.get(run_id)), now, budget, backfill, outcomes)
         await self._write(changes, now)
         return outcomes
@@ -165,6 +174,7 @@ class ResultsRepository(SessionRepository):
         await self.run_many(_MOVE_SLOTS, changes.slots)
         await self.run_many(EVENTS, changes.events)
         await self.record_partition_states(changes.states, now)
+        await write_take_backs(self, changes.taken_back, now)
         await self.apply_moves(changes.moves, now)
 
 

@@ -11,6 +11,7 @@ import fcntl
 import os
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -94,4 +95,49 @@ def noop(context: RunContext) -> None:
     """Does nothing."""
 
 
-definitions = Definitions(jobs=[recorded, on_gpu, too_slow, sleepy, stalls, noop])
+STUBBORN = {
+    "type": "object",
+    "properties": {"stubborn": {"type": "string"}},
+    "additionalProperties": False,
+}
+
+
+def _parent(context: RunContext) -> None:
+    """Starts three child processes that sleep 30 s: ``sleep``, a ``sleep`` that ignores
+    SIGTERM, and a shell whose own ``sleep`` child is the job's grandchild; writes their pids
+    to ``children-<partition>`` (one a line), then sleeps 60 s. The partition named by
+    ``stubborn`` ignores SIGTERM itself (its worker kills it at the end of the grace)."""
+    key = context.partition_key
+    folder = _folder()
+    deaf, grand = folder / f"deaf-{key}", folder / f"grandchild-{key}"
+    kids = [
+        subprocess.Popen(["sleep", "30"]),
+        subprocess.Popen(["sh", "-c", f"trap '' TERM; echo ready > {deaf}; exec sleep 30"]),
+        subprocess.Popen(
+            ["sh", "-c", f"sleep 30 & echo $! > {grand}.t; mv {grand}.t {grand}; wait"]
+        ),
+    ]
+    while not (deaf.exists() and grand.exists()):
+        time.sleep(0.01)
+    pids = [kid.pid for kid in kids] + [int(grand.read_text())]
+    if key == context.run_config.get("stubborn"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    (folder / f"children-{key}").write_text("".join(f"{pid}\n" for pid in pids))
+    time.sleep(60)
+
+
+@job(partitions=DAYS, config=STUBBORN, lost_worker_retries=0)
+def parent(context: RunContext) -> None:
+    """Starts children and waits (to be canceled)."""
+    _parent(context)
+
+
+@job(partitions=DAYS, config=STUBBORN, timeout_seconds=3.0)
+def parent_times_out(context: RunContext) -> None:
+    """Starts children and waits past its 3 s timeout."""
+    _parent(context)
+
+
+definitions = Definitions(
+    jobs=[recorded, on_gpu, too_slow, sleepy, stalls, noop, parent, parent_times_out]
+)
