@@ -153,9 +153,7 @@ async def _claim_cron(
     return "claimed", plan.scheduled_at
 
 
-async def _claim_all(
-    services: Backend, report: TriggerTickReport, skip: set[str]
-) -> list[Claimed]:
+async def _claim_all(services: Backend, report: TriggerTickReport, skip: set[str]) -> list[Claimed]:
     due: list[Claimed] = []
     for definition in trigger_definitions(services):
         if not definition.scheduled:

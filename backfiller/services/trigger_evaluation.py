@@ -317,9 +317,7 @@ async def evaluate_trigger_now(
         scheduled_at: The tick the daemon evaluates it for (recorded, and given to the
             function as ``context.scheduled_time``); None on demand.
     """
-    started, context = await _context_of(
-        backend, definition, dry_run, client_factory, scheduled_at
-    )
+    started, context = await _context_of(backend, definition, dry_run, client_factory, scheduled_at)
     ran = await run_with_time_limit(definition, context, definition.timeout_seconds)
     cursor = context.cursor
     evaluation = await _judge(backend, definition, ran, cursor, dry_run)

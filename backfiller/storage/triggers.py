@@ -94,7 +94,11 @@ class TriggerStateRepository:
         )
 
     async def set_schedule(
-        self, name: str, schedule: str, expected_next: datetime | None, next_at: datetime | None,
+        self,
+        name: str,
+        schedule: str,
+        expected_next: datetime | None,
+        next_at: datetime | None,
         now: datetime,
     ) -> bool:
         """Follow a new or changed cron schedule from its tick ``next_at``, only if the next
