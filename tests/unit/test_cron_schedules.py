@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo
 
@@ -21,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from backfiller.definitions.loading import DefinitionsError, load_definitions
 from backfiller.definitions.schedules import (
     MAX_CATCH_UP,
     CatchUp,
@@ -291,3 +293,23 @@ def test_catch_up_none_skips_missed_ticks_but_evaluates_one_on_time() -> None:
     )
     on_time = plan_cron_claim(definition, at("2026-06-01T10:00Z"), at("2026-06-01T12:00:30Z"))
     assert on_time.scheduled_at == at("2026-06-01T12:00Z") and on_time.passed_over == 2
+
+
+def test_definitions_with_an_invalid_zone_do_not_load_and_say_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bad_cron_defs.py").write_text(
+        "import backfiller\n"
+        "\n"
+        "@backfiller.trigger(cron='0 3 * * *', timezone='Europe/Atlantis')\n"
+        "def nightly(context):\n"
+        "    return backfiller.SkipReason()\n"
+        "\n"
+        "definitions = backfiller.Definitions(triggers=[nightly])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(DefinitionsError) as raised:
+        load_definitions("bad_cron_defs:definitions")
+    message = str(raised.value)
+    assert "bad_cron_defs.py:3" in message
+    assert "ScheduleError: unknown timezone 'Europe/Atlantis' (use an IANA name)" in message
