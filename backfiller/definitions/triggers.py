@@ -289,12 +289,7 @@ def trigger(
     """
     schedule = _schedule_of(interval_seconds, cron, timezone)
     policy = parse_catch_up(catch_up)
-    if interval_seconds is not None and (
-        isinstance(interval_seconds, bool) or interval_seconds < MIN_INTERVAL_SECONDS
-    ):
-        raise ValueError(f"interval_seconds must be at least {MIN_INTERVAL_SECONDS}")
-    if timeout_seconds <= 0:
-        raise ValueError("timeout_seconds must be positive")
+    _check_limits(interval_seconds, timeout_seconds)
 
     def decorate(function: TriggerFunction) -> TriggerDefinition:
         trigger_name = name or str(getattr(function, "__name__", ""))
@@ -316,6 +311,15 @@ def trigger(
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def _check_limits(interval_seconds: float | None, timeout_seconds: float) -> None:
+    if interval_seconds is not None and (
+        isinstance(interval_seconds, bool) or interval_seconds < MIN_INTERVAL_SECONDS
+    ):
+        raise ValueError(f"interval_seconds must be at least {MIN_INTERVAL_SECONDS}")
+    if timeout_seconds <= 0:
+        raise ValueError("timeout_seconds must be positive")
 
 
 def _schedule_of(
