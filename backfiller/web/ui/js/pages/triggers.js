@@ -36,11 +36,11 @@ function scheduleText(t) {
   return `cron ${t.cron} (${t.timezone}), ${catchUp}`;
 }
 
-/** A time on the wall clock of a trigger's zone ("Mar 29, 2026, 3:00 AM GMT+2"). */
+/** A time on the wall clock of a trigger's zone ("Mar 29, 2026, 03:00 AM GMT+2"). */
 function zoneTime(iso, zone) {
   if (!zone) return formatTime(iso);
   try {
-    return new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short", timeZone: zone, timeZoneName: "short" }).format(new Date(iso));
+    return new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZone: zone, timeZoneName: "short" }).format(new Date(iso));
   } catch {
     return formatTime(iso);
   }
