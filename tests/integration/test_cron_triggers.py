@@ -12,7 +12,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import select
+from typer.testing import CliRunner
 
+from backfiller.cli.app import app, register_commands
 from backfiller.config import Settings
 from backfiller.daemon.triggers import TriggerRunner, tick_triggers
 from backfiller.definitions.loading import Definitions
@@ -21,7 +23,8 @@ from backfiller.definitions.triggers import SkipReason, TriggerContext, trigger
 from backfiller.resolvers.context import Services
 from backfiller.storage import Database
 from backfiller.storage.trigger_records import TriggerEvaluationRecord, TriggerOutcome
-from tests.support import FrozenClock, GraphQLRunner
+from backfiller_client import Client, TriggerCatchUp
+from tests.support import FrozenClock, GraphQLRunner, LiveServer
 
 CRON = "*/30 1-3 * * *"
 ZONE = "Europe/Berlin"
@@ -250,3 +253,34 @@ async def test_ticks_that_pass_while_a_trigger_is_disabled_are_not_caught_up(
             .all()
         )
     assert [t.astimezone(UTC) for t in ticks if t is not None] == [berlin("2026-06-16T02:30+02:00")]
+
+
+def test_the_python_client_and_the_cli_show_the_schedule(database_url: str) -> None:
+    live = LiveServer(database_url, definitions="tests.integration.test_cron_triggers:DEFINITIONS")
+    try:
+        with Client(live.url) as client:
+            found = client.trigger("cron_all")
+        assert found is not None
+        assert (found.cron, found.timezone, found.catch_up) == (CRON, ZONE, TriggerCatchUp.ALL)
+        assert len(found.next_fire_times) == 5
+        assert list(found.next_fire_times) == sorted(set(found.next_fire_times))
+        assert found.next_evaluation_at == found.next_fire_times[0]
+        for at in found.next_fire_times:
+            local = at.astimezone(BERLIN)
+            assert local.hour in (1, 2, 3) and local.minute in (0, 30)
+
+        register_commands()
+        env = {"BACKFILLER_URL": live.url, "BACKFILLER_TOKEN": None}
+        listed = CliRunner().invoke(app, ["trigger", "list"], env=env)
+        assert listed.exit_code == 0, listed.stderr
+        assert "cron */30 1-3 * * * (Europe/Berlin, catch-up all)" in listed.stdout
+        shown = CliRunner().invoke(app, ["trigger", "show", "cron_none"], env=env)
+        assert shown.exit_code == 0, shown.stderr
+        lines = shown.stdout.splitlines()
+        assert lines[0] == "cron_none: cron */30 1-3 * * * (Europe/Berlin, catch-up none)"
+        nexts = [line.removeprefix("next: ") for line in lines if line.startswith("next: ")]
+        assert len(nexts) == 5 and all(n.endswith(("+01:00", "+02:00")) for n in nexts)
+        missing = CliRunner().invoke(app, ["trigger", "show", "nope"], env=env)
+        assert missing.exit_code == 1 and "TRIGGER_NOT_FOUND" in missing.output
+    finally:
+        live.stop()
