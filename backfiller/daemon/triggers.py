@@ -142,10 +142,9 @@ async def _claim_cron(
         return "lost", None
     if plan.passed_over:
         logger.warning(
-            "trigger %s: %d tick(s) missed before %s passed over (catch_up=%s)",
+            "trigger %s: ticks missed from %s on passed over (catch_up=%s)",
             definition.name,
-            plan.passed_over,
-            now.isoformat(),
+            due.isoformat(),
             definition.catch_up.value,
         )
     if plan.scheduled_at is None:

@@ -201,25 +201,35 @@ class CronSchedule:
         self, first: datetime, now: datetime, keep: int
     ) -> tuple[list[datetime], int, datetime | None]:
         """The fire times in ``[first, now]`` (``first`` counts when it is one), the latest
-        ``keep`` of them; how many there were in all; and the first fire time after ``now``."""
+        ``keep`` of them; how many there were in all; and the first fire time after ``now``.
+        Walks every fire time between: see :meth:`latest_ticks` for long gaps."""
         kept: deque[datetime] = deque(maxlen=max(keep, 1))
         total = 0
-        start = first - timedelta(seconds=1)
-        for t in self._fires_after(start):
+        for t in self._fires_after(first - timedelta(seconds=1)):
             if t > now:
                 return list(kept), total, t
             kept.append(t)
             total += 1
         return list(kept), total, None
 
+    def latest_ticks(
+        self, first: datetime, now: datetime, keep: int
+    ) -> tuple[list[datetime], bool, datetime | None]:
+        """The latest ``keep`` fire times in ``[first, now]``, whether earlier ones were left
+        out, and the first fire time after ``now``.
 
-__all__ = [
-    "MAX_CATCH_UP",
-    "ON_TIME_SECONDS",
-    "CatchUp",
-    "CronSchedule",
-    "ScheduleError",
-    "parse_catch_up",
-    "parse_cron",
-    "parse_zone",
-]
+        Costs about the number of fire times in the latest stretch that holds ``keep`` of
+        them (a window growing back from ``now``), not in the whole gap: a minutely schedule
+        after a year without a daemon is not walked minute by minute.
+        """
+        span = timedelta(hours=1)
+        while True:
+            start = max(first, now - span)
+            kept, total, following = self.ticks_until(start, now, keep)
+            if start == first or total >= keep:
+                left_out = total > len(kept)
+                if not left_out and start > first:
+                    earlier = self.next_after(first - timedelta(seconds=1))
+                    left_out = earlier is not None and earlier < start
+                return kept, left_out, following
+            span *= 8

@@ -63,12 +63,12 @@ class CronClaim:
     Attributes:
         scheduled_at: The tick to evaluate; None: nothing to evaluate (``none`` after a gap).
         next_at: The trigger's next tick after this claim (None: it never fires again).
-        passed_over: How many ticks that came are never evaluated.
+        passed_over: Whether ticks that came are never evaluated.
     """
 
     scheduled_at: datetime | None
     next_at: datetime | None
-    passed_over: int
+    passed_over: bool
 
 
 def plan_cron_claim(definition: TriggerDefinition, due: datetime, now: datetime) -> CronClaim:
@@ -78,20 +78,20 @@ def plan_cron_claim(definition: TriggerDefinition, due: datetime, now: datetime)
     assert schedule is not None
     policy = definition.catch_up
     keep = MAX_CATCH_UP if policy is CatchUp.ALL else 1
-    ticks, total, after = schedule.ticks_until(due, now, keep)
+    ticks, left_out, after = schedule.latest_ticks(due, now, keep)
     if not ticks:
-        return CronClaim(None, after, 0)
+        return CronClaim(None, after, False)
     match policy:
         case CatchUp.ALL:
             following = ticks[1] if len(ticks) > 1 else after
-            return CronClaim(ticks[0], following, total - len(ticks))
+            return CronClaim(ticks[0], following, left_out)
         case CatchUp.NONE:
             latest = ticks[-1]
             if (now - latest).total_seconds() <= ON_TIME_SECONDS:
-                return CronClaim(latest, after, total - 1)
-            return CronClaim(None, after, total)
+                return CronClaim(latest, after, left_out)
+            return CronClaim(None, after, True)
         case _:
-            return CronClaim(ticks[-1], after, total - 1)
+            return CronClaim(ticks[-1], after, left_out)
 
 
 def next_fire_times(definition: TriggerDefinition, after: datetime, count: int) -> list[datetime]:
