@@ -136,8 +136,13 @@ async def _claim_cron(
             return "not_due", None
         if due > now:
             return "not_due", None
-        plan = plan_cron_claim(definition, due, now)
-        claimed = await states.claim_due(definition.name, due, plan.next_at, now)
+    # Which tick, computed outside the transaction; the claim stands only if no one moved
+    # the trigger's next tick meanwhile.
+    plan = plan_cron_claim(definition, due, now)
+    async with services.database.write() as session:
+        claimed = await TriggerStateRepository(session).claim_due(
+            definition.name, due, plan.next_at, now
+        )
     if not claimed:
         return "lost", None
     if plan.passed_over:
