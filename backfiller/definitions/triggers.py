@@ -1,7 +1,8 @@
 """Triggers: user functions that decide whether to launch backfills.
 
-A trigger is evaluated on a button (UI, CLI, ``evaluateTrigger``), on an interval by the
-daemon, or from a running job through the client. It returns a :class:`BackfillRequest`, a
+A trigger is evaluated on a button (UI, CLI, ``evaluateTrigger``), by the daemon on an
+interval or on a cron schedule in a time zone (:mod:`backfiller.definitions.schedules`), or
+from a running job through the client. It returns a :class:`BackfillRequest`, a
 list of them, or a :class:`SkipReason`; the service launches what it returns through the same
 path as ``launchBackfill`` and records every evaluation with its outcome.
 
@@ -12,6 +13,11 @@ Example:
     ...     if not missing:
     ...         return SkipReason("every day already ran")
     ...     return BackfillRequest(job="daily_sales", partitions=PartitionKeys(missing))
+
+    >>> @trigger(cron="0 3 * * *", timezone="Europe/Berlin")
+    ... def yesterday(context: TriggerContext) -> BackfillRequest:
+    ...     day = context.scheduled_local_time.date() - timedelta(days=1)
+    ...     return BackfillRequest(job="daily_sales", partitions=PartitionKeys([str(day)]))
 """
 
 from __future__ import annotations
@@ -24,6 +30,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, overload
 
 from backfiller.definitions.requests import BackfillRequest
+from backfiller.definitions.schedules import (
+    CatchUp,
+    CronSchedule,
+    ScheduleError,
+    parse_catch_up,
+    parse_zone,
+)
 
 if TYPE_CHECKING:
     from backfiller.client import Client
@@ -117,6 +130,11 @@ class TriggerContext:
             got. It is saved when the evaluation ends without error and is not a dry run.
         previous_evaluations: The latest recorded evaluations, newest first.
         dry_run: True when nothing will be launched (the "test" button).
+        scheduled_time: The tick this evaluation stands for (aware, UTC) when the daemon
+            evaluates it on its schedule: for a cron trigger the cron time (a tick caught up
+            after a gap keeps its own time), for an interval trigger the time it was due.
+            None when evaluated on demand or from a job.
+        timezone: The trigger's time zone (``UTC`` unless a cron trigger names one).
         log: A logger for the trigger.
     """
 
@@ -131,9 +149,13 @@ class TriggerContext:
         partition_reader: Callable[[str], PartitionStatuses],
         client_factory: Callable[[], Client] | None = None,
         log: logging.Logger | None = None,
+        scheduled_time: datetime | None = None,
+        timezone: str = "UTC",
     ) -> None:
         self.trigger_name = trigger_name
         self.now = now
+        self.scheduled_time = scheduled_time
+        self.timezone = timezone
         self.cursor = cursor
         self.previous_evaluations = tuple(previous_evaluations)
         self.dry_run = dry_run
@@ -141,6 +163,12 @@ class TriggerContext:
         self._partition_reader = partition_reader
         self._client_factory = client_factory
         self._client: Client | None = None
+
+    @property
+    def scheduled_local_time(self) -> datetime:
+        """The scheduled time (or, on demand, the evaluation's time) in the trigger's zone:
+        ``context.scheduled_local_time.date()`` is the day the tick stands for."""
+        return (self.scheduled_time or self.now).astimezone(parse_zone(self.timezone))
 
     def partition_statuses(self, job: str) -> PartitionStatuses:
         """Which partitions of ``job`` succeeded, failed or never ran (read-only).
@@ -187,6 +215,23 @@ class TriggerDefinition:
     interval_seconds: float | None = None
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     description: str | None = None
+    schedule: CronSchedule | None = None
+    catch_up: CatchUp = CatchUp.LATEST
+
+    @property
+    def cron(self) -> str | None:
+        """The cron expression the daemon evaluates it on, if any."""
+        return self.schedule.expression if self.schedule is not None else None
+
+    @property
+    def timezone(self) -> str | None:
+        """The time zone of its cron expression (None without one)."""
+        return self.schedule.timezone if self.schedule is not None else None
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether the daemon evaluates it by itself (an interval or a cron schedule)."""
+        return self.interval_seconds is not None or self.schedule is not None
 
     def __call__(self, context: TriggerContext) -> TriggerResult:
         return self.fn(context)
@@ -201,6 +246,9 @@ def trigger(
     *,
     name: str | None = None,
     interval_seconds: float | None = None,
+    cron: str | None = None,
+    timezone: str | None = None,
+    catch_up: Literal["latest", "all", "none"] = "latest",
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     description: str | None = None,
 ) -> Callable[[TriggerFunction], TriggerDefinition]: ...
@@ -212,6 +260,9 @@ def trigger(
     *,
     name: str | None = None,
     interval_seconds: float | None = None,
+    cron: str | None = None,
+    timezone: str | None = None,
+    catch_up: Literal["latest", "all", "none"] = "latest",
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     description: str | None = None,
 ) -> TriggerDefinition | Callable[[TriggerFunction], TriggerDefinition]:
@@ -220,16 +271,25 @@ def trigger(
     Args:
         name: The trigger's name (the function's name by default).
         interval_seconds: Evaluate it every this many seconds in the daemon (while enabled);
-            None evaluates it only on demand.
+            None (and no ``cron``) evaluates it only on demand.
+        cron: Evaluate it in the daemon at the times matching this 5-field cron expression
+            (``"0 3 * * *"``, ``@daily``) on the wall clock of ``timezone``; not with
+            ``interval_seconds``. Each matching wall-clock time fires once across clock
+            changes (see :mod:`backfiller.definitions.schedules`).
+        timezone: The IANA zone of ``cron`` (default ``UTC``).
+        catch_up: What to do with the ticks missed while no daemon ran: ``"latest"``
+            evaluate once, for the latest; ``"all"`` evaluate each in order (at most
+            ``MAX_CATCH_UP``, the latest ones); ``"none"`` skip them.
         timeout_seconds: An evaluation running longer is recorded FAILED.
         description: Shown in the UI (the function's docstring by default).
+
+    Raises:
+        ScheduleError: (a ValueError) an invalid cron expression, time zone or catch-up
+            policy, or ``cron`` with ``interval_seconds``; raised when the definitions load.
     """
-    if interval_seconds is not None and (
-        isinstance(interval_seconds, bool) or interval_seconds < MIN_INTERVAL_SECONDS
-    ):
-        raise ValueError(f"interval_seconds must be at least {MIN_INTERVAL_SECONDS}")
-    if timeout_seconds <= 0:
-        raise ValueError("timeout_seconds must be positive")
+    schedule = _schedule_of(interval_seconds, cron, timezone)
+    policy = parse_catch_up(catch_up)
+    _check_limits(interval_seconds, timeout_seconds)
 
     def decorate(function: TriggerFunction) -> TriggerDefinition:
         trigger_name = name or str(getattr(function, "__name__", ""))
@@ -244,11 +304,34 @@ def trigger(
             interval_seconds=float(interval_seconds) if interval_seconds is not None else None,
             timeout_seconds=float(timeout_seconds),
             description=doc,
+            schedule=schedule,
+            catch_up=policy,
         )
 
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def _check_limits(interval_seconds: float | None, timeout_seconds: float) -> None:
+    if interval_seconds is not None and (
+        isinstance(interval_seconds, bool) or interval_seconds < MIN_INTERVAL_SECONDS
+    ):
+        raise ValueError(f"interval_seconds must be at least {MIN_INTERVAL_SECONDS}")
+    if timeout_seconds <= 0:
+        raise ValueError("timeout_seconds must be positive")
+
+
+def _schedule_of(
+    interval_seconds: float | None, cron: str | None, timezone: str | None
+) -> CronSchedule | None:
+    if cron is None:
+        if timezone is not None:
+            raise ScheduleError("timezone is the zone of a cron expression: give cron too")
+        return None
+    if interval_seconds is not None:
+        raise ScheduleError("give a trigger interval_seconds or cron, not both")
+    return CronSchedule.of(cron, "UTC" if timezone is None else timezone)
 
 
 __all__ = [

@@ -96,6 +96,7 @@ def evaluation_from_record(
             backfill_from_record(backfills[i]) for i in record.backfill_ids if i in backfills
         ],
         requests=[request_from_stored(from_json(e), backfills) for e in record.requests],
+        scheduled_at=record.scheduled_at,
     )
 
 

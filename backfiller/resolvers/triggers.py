@@ -8,13 +8,15 @@ these resolvers call it and translate its stored records to public types
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 
 import strawberry
 
+from backfiller.definitions.schedules import CatchUp
 from backfiller.definitions.triggers import TriggerDefinition
 from backfiller.ids import encode_cursor, parse_evaluation_id
 from backfiller.resolvers.commands import user_error
-from backfiller.resolvers.context import Info, Services, check_page_size
+from backfiller.resolvers.context import Info, PublicError, Services, check_page_size
 from backfiller.resolvers.pages import cursor_value, page_info
 from backfiller.resolvers.trigger_evaluations import evaluations_from_records
 from backfiller.schema.common import UserError, UserErrorCode
@@ -24,6 +26,7 @@ from backfiller.schema.triggers import (
     SetTriggerEnabledInput,
     SetTriggerEnabledPayload,
     Trigger,
+    TriggerCatchUp,
     TriggerEvaluation,
     TriggerEvaluationConnection,
     TriggerEvaluationEdge,
@@ -33,6 +36,12 @@ from backfiller.services.trigger_evaluation import (
     evaluate_trigger_now,
     get_trigger_definition,
     trigger_definitions,
+)
+from backfiller.services.trigger_schedules import (
+    MAX_FIRE_TIMES,
+    ensure_state,
+    next_fire_times,
+    restart_schedule,
 )
 from backfiller.storage.trigger_records import TriggerStateRecord
 from backfiller.storage.triggers import TriggerEvaluationRepository, TriggerStateRepository
@@ -78,17 +87,45 @@ def _trigger_of(
     last: TriggerEvaluation | None,
 ) -> Trigger:
     enabled = state.enabled if state is not None else True
-    scheduled = definition.interval_seconds is not None and enabled and state is not None
+    next_at = state.next_evaluation_at if state is not None else None
+    if definition.schedule is not None and (
+        state is None or state.schedule != definition.schedule.key
+    ):
+        # Not yet followed by a daemon (new, or its expression or zone changed): its first tick.
+        next_at = definition.schedule.next_after(services.clock())
+    scheduled = definition.scheduled and enabled
     return Trigger(
         name=definition.name,
         description=definition.description,
         enabled=enabled,
         interval_seconds=definition.interval_seconds,
         timeout_seconds=definition.timeout_seconds,
-        next_evaluation_at=state.next_evaluation_at if scheduled and state else None,
+        next_evaluation_at=next_at if scheduled else None,
         last_evaluation=last,
+        cron=definition.cron,
+        timezone=definition.timezone,
+        catch_up=_CATCH_UP[definition.catch_up] if definition.schedule is not None else None,
         _evaluations=_evaluations_loader(services, definition.name),
+        _fire_times=_fire_times_loader(services, definition),
     )
+
+
+_CATCH_UP = {
+    CatchUp.LATEST: TriggerCatchUp.LATEST,
+    CatchUp.ALL: TriggerCatchUp.ALL,
+    CatchUp.NONE: TriggerCatchUp.NONE,
+}
+
+
+def _fire_times_loader(
+    services: Services, definition: TriggerDefinition
+) -> Callable[[int], list[datetime]]:
+    def load(count: int) -> list[datetime]:
+        if not 0 <= count <= MAX_FIRE_TIMES:
+            raise PublicError(f"`count` must be from 0 to {MAX_FIRE_TIMES}")
+        return next_fire_times(definition, services.clock(), count)
+
+    return load
 
 
 def _trigger_not_found(name: str) -> UserError:
@@ -148,7 +185,10 @@ async def set_trigger_enabled(
     now = ctx.now()
     async with ctx.database.write() as session:
         states = TriggerStateRepository(session)
-        await states.ensure(definition.name, definition.interval_seconds, now)
+        state = await ensure_state(states, definition, now)
+        if definition.schedule is not None and input.enabled and not state.enabled:
+            # Ticks that passed while disabled are not caught up: start from the next one.
+            await restart_schedule(states, definition, state, now)
         await states.set_enabled(definition.name, input.enabled, now)
     trigger = (await triggers_from_definitions(ctx.services, [definition]))[0]
     return SetTriggerEnabledPayload(trigger=trigger, user_errors=[])

@@ -37,6 +37,21 @@ class TriggerEvaluationOutcome(enum.Enum):
     )
 
 
+@strawberry.enum(
+    description="What a cron trigger does with the ticks that passed while no daemon ran."
+)
+class TriggerCatchUp(enum.Enum):
+    LATEST = strawberry.enum_value(
+        "LATEST", description="Evaluate once, for the latest missed tick (the default)."
+    )
+    ALL = strawberry.enum_value(
+        "ALL",
+        description="Evaluate every missed tick in order, each with its own scheduled time "
+        "(at most 100 after one gap: the latest ones).",
+    )
+    NONE = strawberry.enum_value("NONE", description="Skip the missed ticks; wait for the next.")
+
+
 @strawberry.type(description="A backfill request that a trigger returned, and what became of it.")
 class TriggerRequest:
     target: BackfillTarget
@@ -74,13 +89,18 @@ class TriggerEvaluation(Node):
     duration_seconds: float
     actor: str | None = strawberry.field(
         description="Who asked: a token's name, a run (when a job evaluates it through its "
-        "client), `daemon` for an interval evaluation, or null without auth."
+        "client), `daemon` for a scheduled evaluation, or null without auth."
     )
     dry_run: bool = strawberry.field(description="A dry run launches nothing.")
     evaluated_at: datetime
     backfills: list[Backfill] = strawberry.field(description="The backfills it launched.")
     requests: list[TriggerRequest] = strawberry.field(
         description="The requests the trigger returned, in its order."
+    )
+    scheduled_at: datetime | None = strawberry.field(
+        description="The tick this evaluation stands for, when the daemon evaluated it on "
+        "its schedule: a cron time (a tick caught up later keeps its own time) or the time an "
+        "interval evaluation was due. Null on demand or from a job."
     )
 
 
@@ -101,11 +121,13 @@ class TriggerEvaluationConnection:
 
 
 EvaluationsLoader = Callable[[int, str | None], Awaitable[TriggerEvaluationConnection]]
+FireTimesLoader = Callable[[int], list[datetime]]
 
 
 @strawberry.type(
     description="A function of the definitions that decides whether to launch backfills: "
-    "evaluated on demand (`evaluateTrigger`), on its interval by the daemon, or from a job."
+    "evaluated on demand (`evaluateTrigger`), by the daemon on its interval or cron schedule, "
+    "or from a job."
 )
 class Trigger:
     name: str
@@ -121,10 +143,31 @@ class Trigger:
         description="An evaluation running longer is recorded FAILED."
     )
     next_evaluation_at: datetime | None = strawberry.field(
-        description="When the daemon evaluates it next (null without interval, or disabled)."
+        description="When the daemon evaluates it next (null without interval or cron, or "
+        "disabled). For a cron trigger: its next tick not yet evaluated."
     )
     last_evaluation: TriggerEvaluation | None
+    cron: str | None = strawberry.field(
+        description="The cron expression (5 fields, or an alias such as `@daily`) on which the "
+        "daemon evaluates it, read on the wall clock of `timezone`; null without one."
+    )
+    timezone: str | None = strawberry.field(
+        description="The IANA time zone of `cron` (null without cron)."
+    )
+    catch_up: TriggerCatchUp | None = strawberry.field(
+        description="What it does with ticks missed while no daemon ran (null without cron)."
+    )
     _evaluations: strawberry.Private[EvaluationsLoader]
+    _fire_times: strawberry.Private[FireTimesLoader]
+
+    @strawberry.field(
+        description="The next times its cron expression fires, from now, in increasing order "
+        "(`count` from 0 to 100). Across clock changes every matching wall-clock time fires "
+        "once: a repeated time at its first occurrence, a skipped time at the end of the "
+        "jump. Empty without cron."
+    )
+    def next_fire_times(self, count: int = 5) -> list[datetime]:
+        return self._fire_times(count)
 
     @strawberry.field(description="Its recorded evaluations, newest first.")
     async def evaluations(

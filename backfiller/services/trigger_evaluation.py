@@ -14,7 +14,7 @@ writes exactly one row: its evaluation record, so the history shows who pressed 
 what it would have done. The user's traceback is logged and stored (``error_traceback``);
 only the exception's type and message are served.
 
-Used by ``evaluateTrigger`` (the resolvers) and by the daemon's interval tick; it imports no
+Used by ``evaluateTrigger`` (the resolvers) and by the daemon's schedule tick; it imports no
 GraphQL and returns the stored record.
 """
 
@@ -60,6 +60,7 @@ from backfiller.services.launching import (
 from backfiller.services.trigger_context import previous_evaluation, read_partition_statuses
 from backfiller.services.trigger_requests import EvaluatedRequest, to_json
 from backfiller.services.trigger_runner import MAX_MESSAGE, Ran, run_with_time_limit
+from backfiller.services.trigger_schedules import ensure_state
 from backfiller.storage.trigger_records import TriggerEvaluationRecord, TriggerOutcome
 from backfiller.storage.triggers import TriggerEvaluationRepository, TriggerStateRepository
 
@@ -248,6 +249,7 @@ class _Started:
     monotonic: float
     cursor: str | None
     cursor_version: int
+    scheduled_at: datetime | None
 
 
 async def _record(
@@ -267,7 +269,7 @@ async def _record(
     async with backend.database.write() as session:
         if not dry_run:
             states = TriggerStateRepository(session)
-            await states.ensure(name, definition.interval_seconds, evaluated_at)
+            await ensure_state(states, definition, evaluated_at)
             await states.mark_evaluated(name, evaluated_at)
             if evaluation.outcome is not TriggerOutcome.FAILED and cursor != started.cursor:
                 saved = await states.save_cursor(name, started.cursor_version, cursor, evaluated_at)
@@ -286,6 +288,7 @@ async def _record(
             duration_seconds=duration,
             actor=actor,
             dry_run=dry_run,
+            scheduled_at=started.scheduled_at,
             skip_reason=evaluation.skip_reason,
             error_message=evaluation.error_message,
             error_traceback=evaluation.error_traceback,
@@ -301,6 +304,7 @@ async def evaluate_trigger_now(
     actor: str | None,
     dry_run: bool,
     client_factory: Callable[[], Client] | None = None,
+    scheduled_at: datetime | None = None,
 ) -> TriggerEvaluationRecord:
     """Evaluate one trigger, launch what it returns (unless ``dry_run``), record it.
 
@@ -310,8 +314,10 @@ async def evaluate_trigger_now(
     Args:
         client_factory: Builds the client of ``context.client``; None when this process
             does not know where the service is (the function then gets a clear error).
+        scheduled_at: The tick the daemon evaluates it for (recorded, and given to the
+            function as ``context.scheduled_time``); None on demand.
     """
-    started, context = await _context_of(backend, definition, dry_run, client_factory)
+    started, context = await _context_of(backend, definition, dry_run, client_factory, scheduled_at)
     ran = await run_with_time_limit(definition, context, definition.timeout_seconds)
     cursor = context.cursor
     evaluation = await _judge(backend, definition, ran, cursor, dry_run)
@@ -339,6 +345,7 @@ async def _context_of(
     definition: TriggerDefinition,
     dry_run: bool,
     client_factory: Callable[[], Client] | None,
+    scheduled_at: datetime | None,
 ) -> tuple[_Started, TriggerContext]:
     """Read the trigger's cursor and previous evaluations; the context its function gets."""
     name = definition.name
@@ -350,6 +357,7 @@ async def _context_of(
         monotonic=time.monotonic(),
         cursor=state.cursor if state else None,
         cursor_version=state.cursor_version if state else 0,
+        scheduled_at=scheduled_at,
     )
     loop = asyncio.get_running_loop()
 
@@ -366,6 +374,8 @@ async def _context_of(
         dry_run=dry_run,
         partition_reader=partition_reader,
         client_factory=client_factory,
+        scheduled_time=scheduled_at,
+        timezone=definition.timezone or "UTC",
     )
     return started, context
 

@@ -35,6 +35,8 @@ class TriggerStateRecord(Base):
     ``cursor_version`` grows on every cursor write, so a cursor is only saved by an
     evaluation that read the latest one (a conditional update). ``next_evaluation_at`` is
     claimed by a conditional update too, so two daemons never evaluate one interval twice.
+    For a cron trigger it is the oldest tick not yet claimed, and ``schedule`` names the
+    cron expression and zone it follows (a change of either restarts the schedule from now).
     """
 
     __tablename__ = "trigger_states"
@@ -47,6 +49,7 @@ class TriggerStateRecord(Base):
     next_evaluation_at: Mapped[datetime | None]
     last_evaluation_at: Mapped[datetime | None]
     updated_at: Mapped[datetime]
+    schedule: Mapped[str | None] = mapped_column(String(300))
 
 
 class TriggerEvaluationRecord(Base):
@@ -71,6 +74,8 @@ class TriggerEvaluationRecord(Base):
     duration_seconds: Mapped[float] = mapped_column(Float)
     actor: Mapped[str | None] = mapped_column(String(200))
     dry_run: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The tick it stands for, when the daemon evaluated it on its schedule.
+    scheduled_at: Mapped[datetime | None]
     backfill_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
     requests: Mapped[list[Any]] = mapped_column(JSON, default=list)
 

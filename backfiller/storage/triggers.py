@@ -37,11 +37,18 @@ class TriggerStateRepository:
         return {r.name: r for r in result.scalars()}
 
     async def ensure(
-        self, name: str, interval_seconds: float | None, now: datetime
+        self,
+        name: str,
+        interval_seconds: float | None,
+        now: datetime,
+        *,
+        schedule: str | None = None,
+        first_at: datetime | None = None,
     ) -> TriggerStateRecord:
         """The state of ``name``, inserted first when missing (safe under concurrency).
 
-        A new trigger with an interval is due at once.
+        A new trigger with an interval is due at once; one with a cron ``schedule`` at its
+        first tick, ``first_at``.
         """
         values: dict[str, Any] = {
             "name": name,
@@ -49,9 +56,10 @@ class TriggerStateRepository:
             "cursor": None,
             "cursor_version": 0,
             "interval_seconds": interval_seconds,
-            "next_evaluation_at": now if interval_seconds is not None else None,
+            "next_evaluation_at": now if interval_seconds is not None else first_at,
             "last_evaluation_at": None,
             "updated_at": now,
+            "schedule": schedule,
         }
         dialect = self.session.get_bind().dialect.name
         await self.session.execute(
@@ -76,12 +84,45 @@ class TriggerStateRepository:
         await self.session.execute(
             update(TriggerStateRecord)
             .where(TriggerStateRecord.name == name)
-            .values(interval_seconds=interval_seconds, next_evaluation_at=next_at, updated_at=now)
+            .values(
+                interval_seconds=interval_seconds,
+                next_evaluation_at=next_at,
+                schedule=None,
+                updated_at=now,
+            )
             .execution_options(synchronize_session=False)
         )
 
+    async def set_schedule(
+        self,
+        name: str,
+        schedule: str,
+        expected_next: datetime | None,
+        next_at: datetime | None,
+        now: datetime,
+    ) -> bool:
+        """Follow a new or changed cron schedule from its tick ``next_at``, only if the next
+        evaluation time is still ``expected_next``. Returns whether this caller set it."""
+        condition = (
+            TriggerStateRecord.next_evaluation_at.is_(None)
+            if expected_next is None
+            else TriggerStateRecord.next_evaluation_at == expected_next
+        )
+        result = await self.session.execute(
+            update(TriggerStateRecord)
+            .where(TriggerStateRecord.name == name, condition)
+            .values(
+                interval_seconds=None,
+                schedule=schedule,
+                next_evaluation_at=next_at,
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return bool(changed(result))
+
     async def claim_due(
-        self, name: str, expected_next: datetime | None, next_at: datetime, now: datetime
+        self, name: str, expected_next: datetime | None, next_at: datetime | None, now: datetime
     ) -> bool:
         """Move the next evaluation time forward, only if nobody else did: the winner
         evaluates. Returns whether this caller won."""
@@ -142,6 +183,7 @@ class TriggerEvaluationRepository:
         duration_seconds: float,
         actor: str | None,
         dry_run: bool,
+        scheduled_at: datetime | None = None,
         skip_reason: str | None = None,
         error_message: str | None = None,
         error_traceback: str | None = None,
@@ -159,6 +201,7 @@ class TriggerEvaluationRepository:
             duration_seconds=duration_seconds,
             actor=actor,
             dry_run=dry_run,
+            scheduled_at=scheduled_at,
             backfill_ids=list(backfill_ids),
             requests=list(requests),
         )

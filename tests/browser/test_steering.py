@@ -304,6 +304,27 @@ def test_trigger_buttons(ui_stack: Stack, new_page: Callable[..., Any]) -> None:
     assert len([b for b in after if b["title"] == "March, first week (trigger)"]) == 1
 
 
+def test_a_cron_trigger_shows_its_schedule_and_next_fire_times_in_its_zone(
+    ui_stack: Stack, new_page: Callable[..., Any]
+) -> None:
+    page = new_page()
+    page.goto(f"{ui_stack.url}/#/triggers")
+    card = page.locator('[data-trigger="nightly_berlin"]')
+    card.wait_for()
+    expect(card.locator(".facts")).to_contain_text("cron 0 3 * * * (Europe/Berlin)")
+    times = card.locator(".fire-times li")
+    expect(times).to_have_count(5)
+    served = ui_stack.graphql('{ trigger(name: "nightly_berlin") { nextFireTimes(count: 5) } }')[
+        "trigger"
+    ]["nextFireTimes"]
+    shown = [times.nth(i).locator("time").get_attribute("datetime") for i in range(5)]
+    assert shown == served
+    # On Berlin's wall clock: 03:00 every time, whatever the browser's zone.
+    texts = [times.nth(i).inner_text() for i in range(5)]
+    assert all("3:00" in t for t in texts), texts
+    assert card.locator('input[type="checkbox"]').is_enabled()
+
+
 def test_live_page_survives_a_finished_backfill_without_console_errors(
     ui_stack: Stack, new_page: Callable[..., Any], console: ConsoleWatch
 ) -> None:

@@ -81,6 +81,15 @@ def march_landed(context: TriggerContext) -> TriggerResult:
     )
 
 
+@trigger(
+    cron="0 3 * * *",
+    timezone="Europe/Berlin",
+    description="Every night at 03:00 Berlin time: yesterday's partition.",
+)
+def nightly_berlin(context: TriggerContext) -> TriggerResult:
+    return SkipReason(f"nothing for {context.scheduled_local_time.date()}")
+
+
 @trigger(interval_seconds=3600, description="Waits for an upstream that never lands.")
 def upstream_ready(context: TriggerContext) -> TriggerResult:
     return SkipReason("the upstream export has not landed yet")
@@ -121,5 +130,5 @@ def monthly_report(context: RunContext) -> None:
 definitions = Definitions(
     jobs=[daily_sales, slow_rebuild, flaky_export, region_report, weather_history],
     assets=[raw_events, daily_visits, daily_signups, monthly_report],
-    triggers=[march_landed, upstream_ready],
+    triggers=[march_landed, upstream_ready, nightly_berlin],
 )

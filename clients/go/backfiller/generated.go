@@ -948,7 +948,7 @@ type TimelineRuns struct {
 	ErrorMessages []*string `json:"errorMessages"`
 }
 
-// A function of the definitions that decides whether to launch backfills: evaluated on demand (`evaluateTrigger`), on its interval by the daemon, or from a job.
+// A function of the definitions that decides whether to launch backfills: evaluated on demand (`evaluateTrigger`), by the daemon on its interval or cron schedule, or from a job.
 type Trigger struct {
 	Name        string  `json:"name"`
 	Description *string `json:"description,omitempty"`
@@ -958,12 +958,32 @@ type Trigger struct {
 	IntervalSeconds *float64 `json:"intervalSeconds,omitempty"`
 	// An evaluation running longer is recorded FAILED.
 	TimeoutSeconds float64 `json:"timeoutSeconds"`
-	// When the daemon evaluates it next (null without interval, or disabled).
+	// When the daemon evaluates it next (null without interval or cron, or disabled). For a cron trigger: its next tick not yet evaluated.
 	NextEvaluationAt *DateTime          `json:"nextEvaluationAt,omitempty"`
 	LastEvaluation   *TriggerEvaluation `json:"lastEvaluation,omitempty"`
+	// The cron expression (5 fields, or an alias such as `@daily`) on which the daemon evaluates it, read on the wall clock of `timezone`; null without one.
+	Cron *string `json:"cron,omitempty"`
+	// The IANA time zone of `cron` (null without cron).
+	Timezone *string `json:"timezone,omitempty"`
+	// What it does with ticks missed while no daemon ran (null without cron).
+	CatchUp *TriggerCatchUp `json:"catchUp,omitempty"`
+	// The next times its cron expression fires, from now, in increasing order (`count` from 0 to 100). Across clock changes every matching wall-clock time fires once: a repeated time at its first occurrence, a skipped time at the end of the jump. Empty without cron.
+	NextFireTimes []DateTime `json:"nextFireTimes"`
 	// Its recorded evaluations, newest first.
 	Evaluations *TriggerEvaluationConnection `json:"evaluations"`
 }
+
+// What a cron trigger does with the ticks that passed while no daemon ran.
+type TriggerCatchUp string
+
+const (
+	// Evaluate once, for the latest missed tick (the default).
+	TriggerCatchUpLatest TriggerCatchUp = "LATEST"
+	// Evaluate every missed tick in order, each with its own scheduled time (at most 100 after one gap: the latest ones).
+	TriggerCatchUpAll TriggerCatchUp = "ALL"
+	// Skip the missed ticks; wait for the next.
+	TriggerCatchUpNone TriggerCatchUp = "NONE"
+)
 
 // One evaluation of a trigger, with its outcome.
 type TriggerEvaluation struct {
@@ -976,7 +996,7 @@ type TriggerEvaluation struct {
 	// Why it FAILED. The user's traceback stays on the server.
 	ErrorMessage    *string `json:"errorMessage,omitempty"`
 	DurationSeconds float64 `json:"durationSeconds"`
-	// Who asked: a token's name, a run (when a job evaluates it through its client), `daemon` for an interval evaluation, or null without auth.
+	// Who asked: a token's name, a run (when a job evaluates it through its client), `daemon` for a scheduled evaluation, or null without auth.
 	Actor *string `json:"actor,omitempty"`
 	// A dry run launches nothing.
 	DryRun      bool     `json:"dryRun"`
@@ -985,6 +1005,8 @@ type TriggerEvaluation struct {
 	Backfills []Backfill `json:"backfills"`
 	// The requests the trigger returned, in its order.
 	Requests []TriggerRequest `json:"requests"`
+	// The tick this evaluation stands for, when the daemon evaluated it on its schedule: a cron time (a tick caught up later keeps its own time) or the time an interval evaluation was due. Null on demand or from a job.
+	ScheduledAt *DateTime `json:"scheduledAt,omitempty"`
 }
 
 type TriggerEvaluationConnection struct {

@@ -37,6 +37,7 @@ from backfiller_client.types import (
     RunWorker,
     SkippedPartition,
     Trigger,
+    TriggerCatchUp,
     TriggerEvaluation,
     TriggerOutcome,
     TriggerRequestResult,
@@ -306,6 +307,7 @@ def trigger_evaluation(value: Json) -> TriggerEvaluation:
             )
             for r in value["requests"]
         ),
+        scheduled_at=when(value.get("scheduledAt")),
     )
 
 
@@ -318,4 +320,9 @@ def trigger(value: Json) -> Trigger:
         interval_seconds=value.get("intervalSeconds"),
         timeout_seconds=value["timeoutSeconds"],
         last_evaluation=trigger_evaluation(last) if last else None,
+        cron=value.get("cron"),
+        timezone=value.get("timezone"),
+        catch_up=TriggerCatchUp(value["catchUp"]) if value.get("catchUp") else None,
+        next_evaluation_at=when(value.get("nextEvaluationAt")),
+        next_fire_times=tuple(required_when(t) for t in value.get("nextFireTimes") or ()),
     )

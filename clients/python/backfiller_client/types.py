@@ -324,6 +324,16 @@ class AssetPartition:
     status: RunStatus
 
 
+class TriggerCatchUp(TolerantEnum):
+    """What a cron trigger does with ticks missed while no daemon ran (``UNKNOWN`` for a
+    later value)."""
+
+    LATEST = "LATEST"
+    ALL = "ALL"
+    NONE = "NONE"
+    UNKNOWN = "UNKNOWN"
+
+
 @dataclass(frozen=True, slots=True)
 class TriggerRequestResult:
     """One backfill request a trigger returned, and what became of it.
@@ -356,6 +366,8 @@ class TriggerEvaluation:
     evaluated_at: datetime
     backfills: tuple[Backfill, ...]
     requests: tuple[TriggerRequestResult, ...]
+    scheduled_at: datetime | None = None
+    """The tick it stands for when the daemon evaluated it on its schedule; None on demand."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +380,13 @@ class Trigger:
     interval_seconds: float | None
     timeout_seconds: float
     last_evaluation: TriggerEvaluation | None
+    cron: str | None = None
+    """Its cron expression, read on the wall clock of ``timezone``; None without one."""
+    timezone: str | None = None
+    catch_up: TriggerCatchUp | None = None
+    next_evaluation_at: datetime | None = None
+    next_fire_times: tuple[datetime, ...] = ()
+    """The next five times its cron expression fires (empty without cron)."""
 
 
 __all__ = [
@@ -389,6 +408,7 @@ __all__ = [
     "SkippedPartition",
     "TolerantEnum",
     "Trigger",
+    "TriggerCatchUp",
     "TriggerEvaluation",
     "TriggerOutcome",
     "TriggerRequestResult",

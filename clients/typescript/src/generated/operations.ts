@@ -201,6 +201,16 @@ export type TagInput = {
   value: string;
 };
 
+/** What a cron trigger does with the ticks that passed while no daemon ran. */
+export type TriggerCatchUp =
+  /** Evaluate every missed tick in order, each with its own scheduled time (at most 100 after one gap: the latest ones). */
+  | 'ALL'
+  /** Evaluate once, for the latest missed tick (the default). */
+  | 'LATEST'
+  /** Skip the missed ticks; wait for the next. */
+  | 'NONE'
+  | '%future added value';
+
 /** How an evaluation of a trigger ended. */
 export type TriggerEvaluationOutcome =
   /** The trigger raised, ran past its time limit, returned something invalid, or a request it returned was refused; see `errorMessage`. */
@@ -327,7 +337,7 @@ export type RetryBackfillMutationVariables = Exact<{
 
 export type RetryBackfillMutation = { retryBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
-export type TsTriggerEvaluationFragment = { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> };
+export type TsTriggerEvaluationFragment = { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, scheduledAt: string | null, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> };
 
 export type EvaluateTriggerMutationVariables = Exact<{
   name: string;
@@ -335,12 +345,12 @@ export type EvaluateTriggerMutationVariables = Exact<{
 }>;
 
 
-export type EvaluateTriggerMutation = { evaluateTrigger: { evaluation: { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type EvaluateTriggerMutation = { evaluateTrigger: { evaluation: { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, scheduledAt: string | null, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type ListTriggersQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type ListTriggersQuery = { triggers: Array<{ name: string, description: string | null, enabled: boolean, intervalSeconds: number | null, timeoutSeconds: number, nextEvaluationAt: string | null, lastEvaluation: { id: string, outcome: TriggerEvaluationOutcome, evaluatedAt: string } | null }> };
+export type ListTriggersQuery = { triggers: Array<{ name: string, description: string | null, enabled: boolean, intervalSeconds: number | null, timeoutSeconds: number, nextEvaluationAt: string | null, cron: string | null, timezone: string | null, catchUp: TriggerCatchUp | null, nextFireTimes: Array<string>, lastEvaluation: { id: string, outcome: TriggerEvaluationOutcome, evaluatedAt: string, scheduledAt: string | null } | null }> };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -458,6 +468,7 @@ export const TsTriggerEvaluationFragmentDoc = new TypedDocumentString(`
   actor
   dryRun
   evaluatedAt
+  scheduledAt
   backfills {
     ...TsBackfill
   }
@@ -1196,6 +1207,7 @@ fragment TsTriggerEvaluation on TriggerEvaluation {
   actor
   dryRun
   evaluatedAt
+  scheduledAt
   backfills {
     ...TsBackfill
   }
@@ -1240,10 +1252,15 @@ export const ListTriggersDocument = new TypedDocumentString(`
     intervalSeconds
     timeoutSeconds
     nextEvaluationAt
+    cron
+    timezone
+    catchUp
+    nextFireTimes(count: 5)
     lastEvaluation {
       id
       outcome
       evaluatedAt
+      scheduledAt
     }
   }
 }

@@ -27,6 +27,34 @@ function intervalText(seconds) {
   return `every ${formatNumber(seconds / 3600)} h`;
 }
 
+const CATCH_UP_LABELS = { LATEST: "catch up: latest missed tick", ALL: "catch up: every missed tick", NONE: "catch up: none" };
+
+/** How the daemon evaluates a trigger: on a cron schedule, an interval, or only on demand. */
+function scheduleText(t) {
+  if (!t.cron) return intervalText(t.intervalSeconds);
+  const catchUp = CATCH_UP_LABELS[t.catchUp] || `catch up: ${String(t.catchUp).toLowerCase()}`;
+  return `cron ${t.cron} (${t.timezone}), ${catchUp}`;
+}
+
+/** A time on the wall clock of a trigger's zone ("Mar 29, 2026, 03:00 AM GMT+2"). */
+function zoneTime(iso, zone) {
+  if (!zone) return formatTime(iso);
+  try {
+    return new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZone: zone, timeZoneName: "short" }).format(new Date(iso));
+  } catch {
+    return formatTime(iso);
+  }
+}
+
+function fireTimesList(t) {
+  if (!t.nextFireTimes || !t.nextFireTimes.length) return "–";
+  return h(
+    "ol",
+    { class: "fire-times" },
+    t.nextFireTimes.map((at) => h("li", { title: formatTime(at) }, h("time", { datetime: at }, zoneTime(at, t.timezone)))),
+  );
+}
+
 function selectionText(selection) {
   if (selection.all) return "all partitions";
   if (selection.range) return `${selection.range.start} → ${selection.range.end}`;
@@ -106,7 +134,7 @@ function outcomePanel(evaluation) {
   );
 }
 
-function evaluationsTable(evaluations) {
+function evaluationsTable(evaluations, zone) {
   if (!evaluations.length) return h("p", { class: "muted" }, "Never evaluated.");
   return h(
     "table",
@@ -132,7 +160,12 @@ function evaluationsTable(evaluations) {
         h(
           "tr",
           { dataset: { evaluationId: e.id } },
-          h("td", { "data-label": "When" }, timeAgo(e.evaluatedAt)),
+          h(
+            "td",
+            { "data-label": "When" },
+            timeAgo(e.evaluatedAt),
+            e.scheduledAt ? h("div", { class: "muted", dataset: { scheduledAt: e.scheduledAt } }, `for ${zoneTime(e.scheduledAt, zone)}`) : null,
+          ),
           h("td", { "data-label": "Outcome" }, outcomeBadge(e.outcome, e.dryRun), e.dryRun ? h("span", { class: "badge badge-plain" }, " Dry run") : null),
           h("td", { "data-label": "By" }, e.actor || h("span", { class: "muted" }, "–")),
           h("td", { "data-label": "Duration" }, formatDuration(e.durationSeconds)),
@@ -162,7 +195,8 @@ export async function render(root) {
     const outcome = h("div", { class: "outcome", "aria-live": "polite", id: `outcome-${t.name}` });
     const error = h("span", { class: "action-error", role: "alert" });
     const toggleId = `trigger-enabled-${t.name}`;
-    const toggle = h("input", { type: "checkbox", id: toggleId, checked: t.enabled, disabled: !t.intervalSeconds });
+    const scheduled = Boolean(t.intervalSeconds || t.cron);
+    const toggle = h("input", { type: "checkbox", id: toggleId, checked: t.enabled, disabled: !scheduled });
     toggle.addEventListener("change", async () => {
       toggle.disabled = true;
       error.textContent = "";
@@ -177,7 +211,7 @@ export async function render(root) {
         error.textContent = e.message;
         toggle.checked = !toggle.checked;
       } finally {
-        toggle.disabled = !t.intervalSeconds;
+        toggle.disabled = !scheduled;
         refresh().catch(() => {});
       }
     });
@@ -227,7 +261,7 @@ export async function render(root) {
       h(
         "div",
         { class: "trigger-toggle" },
-        t.intervalSeconds ? h("label", { class: "choice", for: toggleId }, toggle, `Evaluate ${intervalText(t.intervalSeconds)}`) : null,
+        scheduled ? h("label", { class: "choice", for: toggleId }, toggle, t.cron ? `Evaluate on ${scheduleText(t)}` : `Evaluate ${intervalText(t.intervalSeconds)}`) : null,
         error,
       ),
       outcome,
@@ -243,13 +277,14 @@ export async function render(root) {
     if (!part) return;
     replace(
       part.facts,
-      h("div", {}, h("dt", {}, "Schedule"), h("dd", {}, intervalText(t.intervalSeconds))),
+      h("div", {}, h("dt", {}, "Schedule"), h("dd", { class: t.cron ? "mono" : null }, scheduleText(t))),
       h("div", {}, h("dt", {}, "Next evaluation"), h("dd", {}, t.nextEvaluationAt ? formatTime(t.nextEvaluationAt) : "–")),
+      t.cron ? h("div", { dataset: { fireTimes: t.name } }, h("dt", {}, `Next fire times (${t.timezone})`), h("dd", {}, fireTimesList(t))) : null,
       h("div", {}, h("dt", {}, "Time limit"), h("dd", {}, formatDuration(t.timeoutSeconds))),
       h("div", {}, h("dt", {}, "Last outcome"), h("dd", {}, t.evaluations.nodes[0] ? outcomeBadge(t.evaluations.nodes[0].outcome, t.evaluations.nodes[0].dryRun) : "never evaluated")),
     );
-    if (!part.toggle.disabled || !t.intervalSeconds) part.toggle.checked = t.enabled;
-    replace(part.evaluations, evaluationsTable(t.evaluations.nodes));
+    if (!part.toggle.disabled || !(t.intervalSeconds || t.cron)) part.toggle.checked = t.enabled;
+    replace(part.evaluations, evaluationsTable(t.evaluations.nodes, t.timezone));
   }
 
   let lastJson = "";

@@ -1073,6 +1073,26 @@ public class Types {
     public void setAfter(String after) { this.after = after; }
     public void setFirst(Integer first) { this.first = first; }
   }
+  public static class TriggerNextFireTimesArgs {
+    private Integer count;
+  
+    public TriggerNextFireTimesArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.count = (Integer) args.get("count");
+      }
+    }
+  
+    public Integer getCount() { return this.count; }
+    public void setCount(Integer count) { this.count = count; }
+  }
+  /** What a cron trigger does with the ticks that passed while no daemon ran. */
+  public enum TriggerCatchUp {
+    ALL,
+    LATEST,
+    NONE
+    
+  }
+  
   
   
   
