@@ -140,6 +140,8 @@ def run_status(state: domain.RunState) -> RunStatus:
             return RunStatus.FAILED
         case domain.RunState.CANCELED:
             return RunStatus.CANCELED
+        case domain.RunState.SKIPPED:  # a partition's state, never a run's
+            raise ValueError("no run is SKIPPED: it is a marked partition's state")
         case _:
             assert_never(state)
 
@@ -183,6 +185,8 @@ def partition_status_of_run(state: domain.RunState) -> PartitionStatus:
             return PartitionStatus.FAILED
         case domain.RunState.CANCELED:
             return PartitionStatus.CANCELED
+        case domain.RunState.SKIPPED:
+            return PartitionStatus.SKIPPED
         case _:
             assert_never(state)
 
@@ -253,6 +257,8 @@ def skip_reason(value: domain.SkipReason) -> SkipReason:
             return SkipReason.ALREADY_FAILED
         case domain.SkipReason.UPSTREAM_FAILED:
             return SkipReason.UPSTREAM_FAILED
+        case domain.SkipReason.MARKED_SKIPPED:
+            return SkipReason.MARKED_SKIPPED
         case _:
             assert_never(value)
 

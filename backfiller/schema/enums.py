@@ -93,6 +93,10 @@ class SkipReason(enum.Enum):
         "UPSTREAM_FAILED",
         description="An upstream asset partition it depends on failed after its retries.",
     )
+    MARKED_SKIPPED = strawberry.enum_value(
+        "MARKED_SKIPPED",
+        description="It was marked SKIPPED by hand (`markPartitions`); only `reprocess: ALL` runs it.",
+    )
 
 
 @strawberry.enum(description="The kind of a partitions definition.")
