@@ -27,8 +27,10 @@ from backfiller.services.marking import (
     MarkPlan,
     MarkRequest,
     audit_message,
-    mark_partitions as write_mark,
     validate_mark,
+)
+from backfiller.services.marking import (
+    mark_partitions as write_mark,
 )
 from backfiller.storage.marks import MarkedPart, MarkRow, PartitionsBusy, marks_of
 

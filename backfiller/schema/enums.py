@@ -95,7 +95,9 @@ class SkipReason(enum.Enum):
     )
     MARKED_SKIPPED = strawberry.enum_value(
         "MARKED_SKIPPED",
-        description="It was marked SKIPPED by hand (`markPartitions`); only `reprocess: ALL` runs it.",
+        description=(
+            "It was marked SKIPPED by hand (`markPartitions`); only `reprocess: ALL` runs it."
+        ),
     )
 
 

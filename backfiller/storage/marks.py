@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, bindparam, insert, select
+from sqlalchemy import Connection, Executable, and_, bindparam, insert, select
 
 from backfiller.domain import (
     ACTIVE_RUN_STATES,
@@ -203,11 +203,11 @@ def _state_row(marking: Marking, name: str, key: str) -> dict[str, object]:
     }
 
 
-def _states_upsert(dialect: str) -> object:
+def _states_upsert(dialect: str) -> Executable:
     """The partition's latest state becomes the mark's, with no run: nothing runs it now
     (checked under the locks), so no run's end can be older than the mark."""
     ins = upsert(dialect, _states)
-    return ins.on_conflict_do_update(
+    statement: Executable = ins.on_conflict_do_update(
         index_elements=[_states.c.job_name, _states.c.partition_key],
         set_={
             "status": ins.excluded.status,
@@ -215,6 +215,7 @@ def _states_upsert(dialect: str) -> object:
             "updated_at": ins.excluded.updated_at,
         },
     )
+    return statement
 
 
 @dataclass(frozen=True, slots=True)

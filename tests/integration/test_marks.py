@@ -41,7 +41,9 @@ query($job: String!, $key: String) {
 }
 """
 STRIP = """
-query($name: String!) { job(name: $name) { partitionStatusRanges { status startKey endKey count } } }
+query($name: String!) {
+  job(name: $name) { partitionStatusRanges { status startKey endKey count } }
+}
 """
 BACKFILL = """
 query($id: ID!) {
@@ -127,7 +129,9 @@ async def test_a_marked_success_is_skipped_by_a_missing_backfill_and_shown_as_su
     assert skipped["marked"] == 1
 
     strip = (await gql(STRIP, {"name": "steady"}))["job"]["partitionStatusRanges"]
-    assert [(r["status"], r["startKey"], r["count"]) for r in strip if r["status"] != "PENDING"] == [
+    assert [
+        (r["status"], r["startKey"], r["count"]) for r in strip if r["status"] != "PENDING"
+    ] == [
         ("SUCCEEDED", "2024-01-02", 1),
         ("SKIPPED", "2024-01-04", 1),
     ]
@@ -154,7 +158,9 @@ async def test_a_marked_success_is_skipped_by_a_missing_backfill_and_shown_as_su
     assert reasons["2024-01-04"] == "MARKED_SKIPPED"
 
     strip = (await gql(STRIP, {"name": "steady"}))["job"]["partitionStatusRanges"]
-    assert [(r["status"], r["startKey"], r["endKey"]) for r in strip if r["status"] != "PENDING"] == [
+    assert [
+        (r["status"], r["startKey"], r["endKey"]) for r in strip if r["status"] != "PENDING"
+    ] == [
         ("SUCCEEDED", "2024-01-01", "2024-01-03"),
         ("SKIPPED", "2024-01-04", "2024-01-04"),
         ("SUCCEEDED", "2024-01-05", "2024-01-05"),

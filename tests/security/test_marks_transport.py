@@ -99,7 +99,9 @@ def test_a_mark_is_audited_with_its_actor_and_reason(
     variables = given(partitions={"keys": ["2024-05-01", "2024-05-02"]}, reason="copied by hand")
     payload = gql(server, MARK, variables, tokens.operator).json()["data"]["markPartitions"]
     assert payload == {"marked": 2, "runningPartitions": [], "userErrors": []}
-    entries = [e for e in audit_entries_sync(shared_database_url) if e.operation == "markPartitions"]
+    entries = [
+        e for e in audit_entries_sync(shared_database_url) if e.operation == "markPartitions"
+    ]
     done = [e for e in entries if e.message and "copied by hand" in e.message]
     assert len(done) == 1
     assert (done[0].actor, done[0].outcome.value) == ("operator", "succeeded")
