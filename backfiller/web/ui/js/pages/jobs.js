@@ -3,6 +3,7 @@
 import { graphql } from "../api.js";
 import { buildHash, errorBox, formatNumber, h, replace } from "../dom.js";
 import { watch } from "../live.js";
+import { markForm } from "../marks.js";
 import { jobKeyResolver, showPartition } from "../runs.js";
 import { PartitionStrip } from "../strip.js";
 import { partitionsSummary } from "./launch.js";
@@ -98,6 +99,7 @@ export async function render(root) {
       ),
       strip.element,
       panel,
+      markForm(job.name, () => refresh()),
     );
     strip.setRanges(job.partitionStatusRanges, job.partitions.count);
     return card;
