@@ -140,8 +140,8 @@ def run_status(state: domain.RunState) -> RunStatus:
             return RunStatus.FAILED
         case domain.RunState.CANCELED:
             return RunStatus.CANCELED
-        case domain.RunState.SKIPPED:  # a partition's state, never a run's
-            raise ValueError("no run is SKIPPED: it is a marked partition's state")
+        case domain.RunState.SKIPPED:  # a partition's latest state, never a run's
+            return RunStatus.SKIPPED
         case _:
             assert_never(state)
 
@@ -168,6 +168,8 @@ def run_state(status: RunStatus) -> domain.RunState:
             return domain.RunState.FAILED
         case RunStatus.CANCELED:
             return domain.RunState.CANCELED
+        case RunStatus.SKIPPED:
+            return domain.RunState.SKIPPED
         case _:
             assert_never(status)
 

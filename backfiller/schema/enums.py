@@ -52,6 +52,13 @@ class RunStatus(enum.Enum):
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
+    SKIPPED = strawberry.enum_value(
+        "SKIPPED",
+        description=(
+            "Never a run's: a partition's latest status (`AssetPartition.status`) when it was "
+            "marked SKIPPED by hand (`markPartitions`)."
+        ),
+    )
 
 
 @strawberry.enum(description="Why a run failed.")

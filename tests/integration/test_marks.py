@@ -322,3 +322,39 @@ class TestAssets:
         )
         history = (await gql(MARKS, {"job": "top"}))["partitionMarks"]
         assert [(m["job"], m["partitionKey"]) for m in history] == [("top", "2024-01-02")]
+
+    async def test_a_marked_skip_blocks_its_downstream_and_reads_as_skipped(
+        self,
+        gql: GraphQLRunner,
+        database: Database,
+        definitions: Definitions,
+        clock: FrozenClock,
+        records: Path,
+    ) -> None:
+        target = {"assets": {"names": ["top"]}}
+        skipped = await mark(
+            gql, target=target, keys=["2024-02-02"], status="SKIPPED", reason="bad day"
+        )
+        assert skipped["marked"] == 1
+        await launch(
+            gql,
+            {
+                "target": {"assets": {"names": ["top"], "downstream": True}},
+                "partitions": {"range": {"start": "2024-02-01", "end": "2024-02-02"}},
+            },
+        )
+        await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
+        assert executions(records) == sorted(
+            (a, "2024-02-01") for a in ("top", "left", "right", "bottom")
+        )
+        data = await gql(
+            '{ asset(name: "top") { latestStatuses { key status } '
+            "partitionStatusRanges { status startKey } } }"
+        )
+        assert data["asset"]["latestStatuses"] == [
+            {"key": "2024-02-01", "status": "SUCCESS"},
+            {"key": "2024-02-02", "status": "SKIPPED"},
+        ]
+        assert {"status": "SKIPPED", "startKey": "2024-02-02"} in (
+            data["asset"]["partitionStatusRanges"]
+        )

@@ -907,6 +907,8 @@ const (
 	RunStatusSuccess  RunStatus = "SUCCESS"
 	RunStatusFailed   RunStatus = "FAILED"
 	RunStatusCanceled RunStatus = "CANCELED"
+	// Never a run's: a partition's latest status (`AssetPartition.status`) when it was marked SKIPPED by hand (`markPartitions`).
+	RunStatusSkipped RunStatus = "SKIPPED"
 )
 
 // One consistent read of a backfill: its status, counts, partition status ranges and newest runs, all from the same snapshot of the database, so that they agree.

@@ -100,6 +100,8 @@ class RunStatus(TolerantEnum):
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
+    SKIPPED = "SKIPPED"
+    """Only an asset partition's latest status, when it was marked skipped by hand."""
     UNKNOWN = "UNKNOWN"
 
 

@@ -183,6 +183,8 @@ export type RunStatus =
   | 'FAILED'
   | 'QUEUED'
   | 'RUNNING'
+  /** Never a run's: a partition's latest status (`AssetPartition.status`) when it was marked SKIPPED by hand (`markPartitions`). */
+  | 'SKIPPED'
   | 'SUCCESS'
   | '%future added value';
 

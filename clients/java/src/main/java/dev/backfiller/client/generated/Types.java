@@ -1068,6 +1068,7 @@ public class Types {
     FAILED,
     QUEUED,
     RUNNING,
+    SKIPPED,
     SUCCESS
     
   }
