@@ -86,3 +86,14 @@ export function markForm(job, onMarked) {
   );
   return details;
 }
+
+/** Under a partition's runs (the strip's panel): how it was marked by hand, if it was. */
+export async function appendPartitionMarks(panel, job, key) {
+  if (!key) return;
+  try {
+    const data = await graphql("UiPartitionMarks", { job, first: 5, partitionKey: key });
+    if (data.partitionMarks.length) panel.append(h("div", { class: "mark-history" }, h("h4", {}, "Marked by hand"), marksList(data.partitionMarks)));
+  } catch (error) {
+    panel.append(errorBox(error, "Could not load the marks of this partition."));
+  }
+}

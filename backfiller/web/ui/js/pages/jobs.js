@@ -3,7 +3,7 @@
 import { graphql } from "../api.js";
 import { buildHash, errorBox, formatNumber, h, replace } from "../dom.js";
 import { watch } from "../live.js";
-import { markForm } from "../marks.js";
+import { appendPartitionMarks, markForm } from "../marks.js";
 import { jobKeyResolver, showPartition } from "../runs.js";
 import { PartitionStrip } from "../strip.js";
 import { partitionsSummary } from "./launch.js";
@@ -49,7 +49,10 @@ export async function render(root) {
     const strip = new PartitionStrip({
       label: `Latest status of the ${formatNumber(job.partitions.count)} partitions of ${job.name}`,
       resolveKey: jobKeyResolver(job.name),
-      onSelect: (selection) => showPartition(panel, job.name, selection),
+      onSelect: async (selection) => {
+        await showPartition(panel, job.name, selection);
+        await appendPartitionMarks(panel, job.name, selection.key);
+      },
     });
     strips.set(job.name, strip);
     const headingId = `job-${job.name}`;
