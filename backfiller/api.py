@@ -28,6 +28,7 @@ from backfiller.resolvers import admin as admin_resolvers
 from backfiller.resolvers import assets as asset_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
+from backfiller.resolvers import marking as mark_resolvers
 from backfiller.resolvers import progress as progress_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.authorize import Authorize
@@ -51,6 +52,7 @@ from backfiller.schema.common import Node
 from backfiller.schema.extension_hooks import RememberingExtensionsRunner
 from backfiller.schema.input_values import build_inputs_directly
 from backfiller.schema.jobs import Job
+from backfiller.schema.marks import MarkPartitionsPayload, PartitionMark
 from backfiller.schema.naming import RememberingNameConverter
 from backfiller.schema.payloads import (
     CancelBackfillPayload,
@@ -102,6 +104,13 @@ class Query:
     )
     trigger: Trigger | None = strawberry.field(
         resolver=trigger_resolvers.get_trigger, description="A trigger by name."
+    )
+
+    partition_marks: list[PartitionMark] = strawberry.field(
+        resolver=mark_resolvers.list_partition_marks,
+        description="Partitions of a job (or asset) marked by hand (`markPartitions`), newest "
+        "first; of one partition with `partitionKey`; older than the mark `before` with it. "
+        "`first` is at most 100.",
     )
 
     me: Caller = strawberry.field(
@@ -170,6 +179,13 @@ class Mutation:
     set_trigger_enabled: SetTriggerEnabledPayload = strawberry.mutation(
         resolver=trigger_resolvers.set_trigger_enabled,
         description="Turn the daemon's interval evaluation of a trigger on or off.",
+    )
+    mark_partitions: MarkPartitionsPayload = strawberry.mutation(
+        resolver=mark_resolvers.mark_partitions,
+        description="Record partitions of a job (or assets) as SUCCEEDED or SKIPPED without "
+        "running them, with a reason (audited). A marked success counts as a success "
+        "(`reprocess: MISSING` skips it, asset downstreams run on it). Refused with "
+        "PARTITIONS_RUNNING, marking nothing, while a backfill runs one of them.",
     )
     create_api_token: CreateApiTokenPayload = strawberry.mutation(
         resolver=admin_resolvers.create_api_token,

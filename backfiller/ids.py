@@ -14,6 +14,7 @@ RUN_PREFIX = "run_"
 EVALUATION_PREFIX = "tev_"
 TOKEN_PREFIX = "tok_"
 AUDIT_PREFIX = "audit_"
+MARK_PREFIX = "mark_"
 
 MAX_ID_LENGTH = 64
 
@@ -39,6 +40,15 @@ def token_id(pk: int) -> str:
 def audit_id(pk: int) -> str:
     """The public id of an entry of the audit log."""
     return f"{AUDIT_PREFIX}{pk}"
+
+
+def mark_id(pk: int) -> str:
+    """A partition mark's public id (``markPartitions``)."""
+    return f"{MARK_PREFIX}{pk}"
+
+
+def parse_mark_id(value: str) -> int | None:
+    return parse_id(value, MARK_PREFIX)
 
 
 def parse_id(value: str, prefix: str) -> int | None:

@@ -66,7 +66,9 @@ class SkipReason:
 TriggerResult: TypeAlias = BackfillRequest | SkipReason | Sequence[BackfillRequest]
 """What a trigger function returns."""
 
-PartitionRunStatus = Literal["SUCCEEDED", "FAILED", "QUEUED", "RUNNING", "CANCELED", "NEVER_RAN"]
+PartitionRunStatus = Literal[
+    "SUCCEEDED", "FAILED", "QUEUED", "RUNNING", "CANCELED", "SKIPPED", "NEVER_RAN"
+]
 
 
 @dataclass(frozen=True)

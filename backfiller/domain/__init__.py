@@ -209,6 +209,9 @@ class RunState(enum.StrEnum):
     SUCCESS = "success"
     FAILED = "failed"
     CANCELED = "canceled"
+    SKIPPED = "skipped"
+    """Never a run's: a partition's latest state (``partition_states``) when it was marked
+    skipped by hand (``markPartitions``, see :class:`MarkStatus`)."""
 
     @property
     def is_active(self) -> bool:
@@ -225,6 +228,7 @@ RUN_TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
     RunState.SUCCESS: frozenset(),
     RunState.FAILED: frozenset(),
     RunState.CANCELED: frozenset(),
+    RunState.SKIPPED: frozenset(),
 }
 
 
@@ -304,6 +308,19 @@ class SkipReason(enum.StrEnum):
     ALREADY_SUCCEEDED = "already_succeeded"
     ALREADY_FAILED = "already_failed"  # reserved: FAILED_AND_MISSING reruns failures
     UPSTREAM_FAILED = "upstream_failed"  # an asset partition it depends on failed
+    MARKED_SKIPPED = "marked_skipped"  # it was marked skipped by hand (``markPartitions``)
+
+
+class MarkStatus(enum.StrEnum):
+    """What ``markPartitions`` records of a partition, without running it."""
+
+    SUCCEEDED = "succeeded"
+    SKIPPED = "skipped"
+
+    @property
+    def state(self) -> RunState:
+        """The partition's latest state once marked: a marked success is a success."""
+        return RunState.SUCCESS if self is MarkStatus.SUCCEEDED else RunState.SKIPPED
 
 
 def skip_reason_at_claim(
@@ -317,8 +334,8 @@ def skip_reason_at_claim(
     """
     if attempts == 0:
         return skip_reason_for(reprocess, latest)
-    if reprocess is not Reprocess.ALL and latest is RunState.SUCCESS:
-        return SkipReason.ALREADY_SUCCEEDED
+    if reprocess is not Reprocess.ALL and latest in (RunState.SUCCESS, RunState.SKIPPED):
+        return skip_reason_for(reprocess, latest)
     return None
 
 
@@ -326,12 +343,15 @@ def skip_reason_for(reprocess: Reprocess, latest: RunState | None) -> SkipReason
     """Decide, from the latest run of a (job, partition) in any backfill, whether to skip it.
 
     ``MISSING`` reruns only what never succeeded and never failed; ``FAILED_AND_MISSING`` also
-    reruns failures; ``ALL`` reruns everything.
+    reruns failures; ``ALL`` reruns everything. A partition marked succeeded counts as
+    succeeded; one marked skipped runs only under ``ALL``.
     """
     if reprocess is Reprocess.ALL or latest is None:
         return None
     if latest is RunState.SUCCESS:
         return SkipReason.ALREADY_SUCCEEDED
+    if latest is RunState.SKIPPED:
+        return SkipReason.MARKED_SKIPPED
     if latest is RunState.FAILED and reprocess is Reprocess.MISSING:
         return SkipReason.ALREADY_FAILED
     return None

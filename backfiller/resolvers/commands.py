@@ -18,7 +18,7 @@ from backfiller.schema.asset_backfills import AssetPreview
 from backfiller.schema.assets import AssetSelectionInput
 from backfiller.schema.backfills import BackfillPreview, SkippedPartition, WaitingPartition
 from backfiller.schema.common import UserError, UserErrorCode
-from backfiller.schema.inputs import LaunchBackfillInput
+from backfiller.schema.inputs import LaunchBackfillInput, PartitionSelectionInput
 from backfiller.services.launch_checks import MAX_KEY_LENGTH
 from backfiller.services.launch_types import (
     AssetRequest,
@@ -51,7 +51,11 @@ def _optional(value: Any) -> Any:
 
 
 def selection_of(input: LaunchBackfillInput) -> Selection:
-    chosen = input.partitions
+    return selection_from(input.partitions)
+
+
+def selection_from(chosen: PartitionSelectionInput) -> Selection:
+    """The private selection of a ``PartitionSelectionInput`` (``all`` checked apart)."""
     if _given(chosen.range):
         assert chosen.range is not None
         return Selection(domain.SelectionKind.RANGE, chosen.range.start, chosen.range.end)
@@ -60,7 +64,7 @@ def selection_of(input: LaunchBackfillInput) -> Selection:
     return Selection(domain.SelectionKind.ALL)
 
 
-def _assets_of(chosen: AssetSelectionInput | None) -> AssetRequest | None:
+def assets_of(chosen: AssetSelectionInput | None) -> AssetRequest | None:
     if not _given(chosen):
         return None
     assert chosen is not None
@@ -96,7 +100,7 @@ def request_from_input(input: LaunchBackfillInput) -> LaunchRequest | list[UserE
         description=_optional(input.description),
         idempotency_key=_optional(input.idempotency_key),
         notify=webhooks_of(input.notify),
-        assets=_assets_of(input.target.assets),
+        assets=assets_of(input.target.assets),
     )
 
 

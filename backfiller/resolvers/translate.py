@@ -140,6 +140,8 @@ def run_status(state: domain.RunState) -> RunStatus:
             return RunStatus.FAILED
         case domain.RunState.CANCELED:
             return RunStatus.CANCELED
+        case domain.RunState.SKIPPED:  # a partition's latest state, never a run's
+            return RunStatus.SKIPPED
         case _:
             assert_never(state)
 
@@ -166,6 +168,8 @@ def run_state(status: RunStatus) -> domain.RunState:
             return domain.RunState.FAILED
         case RunStatus.CANCELED:
             return domain.RunState.CANCELED
+        case RunStatus.SKIPPED:
+            return domain.RunState.SKIPPED
         case _:
             assert_never(status)
 
@@ -183,6 +187,8 @@ def partition_status_of_run(state: domain.RunState) -> PartitionStatus:
             return PartitionStatus.FAILED
         case domain.RunState.CANCELED:
             return PartitionStatus.CANCELED
+        case domain.RunState.SKIPPED:
+            return PartitionStatus.SKIPPED
         case _:
             assert_never(state)
 
@@ -253,6 +259,8 @@ def skip_reason(value: domain.SkipReason) -> SkipReason:
             return SkipReason.ALREADY_FAILED
         case domain.SkipReason.UPSTREAM_FAILED:
             return SkipReason.UPSTREAM_FAILED
+        case domain.SkipReason.MARKED_SKIPPED:
+            return SkipReason.MARKED_SKIPPED
         case _:
             assert_never(value)
 

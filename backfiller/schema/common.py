@@ -67,6 +67,13 @@ class UserErrorCode(enum.Enum):
     NOT_FOUND = strawberry.enum_value(
         "NOT_FOUND", description="The object named by the input does not exist."
     )
+    PARTITIONS_RUNNING = strawberry.enum_value(
+        "PARTITIONS_RUNNING",
+        description=(
+            "A partition of the request is being run now by a backfill (a QUEUED or RUNNING "
+            "run); the payload lists them."
+        ),
+    )
 
 
 @strawberry.type(description="An expected failure, returned as data next to the result.")

@@ -52,6 +52,13 @@ class RunStatus(enum.Enum):
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
+    SKIPPED = strawberry.enum_value(
+        "SKIPPED",
+        description=(
+            "Never a run's: a partition's latest status (`AssetPartition.status`) when it was "
+            "marked SKIPPED by hand (`markPartitions`)."
+        ),
+    )
 
 
 @strawberry.enum(description="Why a run failed.")
@@ -92,6 +99,12 @@ class SkipReason(enum.Enum):
     UPSTREAM_FAILED = strawberry.enum_value(
         "UPSTREAM_FAILED",
         description="An upstream asset partition it depends on failed after its retries.",
+    )
+    MARKED_SKIPPED = strawberry.enum_value(
+        "MARKED_SKIPPED",
+        description=(
+            "It was marked SKIPPED by hand (`markPartitions`); only `reprocess: ALL` runs it."
+        ),
     )
 
 

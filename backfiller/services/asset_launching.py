@@ -263,7 +263,7 @@ async def _skipped_within(
     """The partitions of ``part`` (by their number ``k`` in it) that would be skipped."""
     async with backend.database.read() as session:
         history = await PartitionStateRepository(session).all_of_job(
-            part.name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
+            part.name, [domain.RunState.SUCCESS, domain.RunState.FAILED, domain.RunState.SKIPPED]
         )
     numbers = {key: k for k, key in enumerate(part.keys)} if part.keys is not None else None
     found: dict[int, domain.SkipReason] = {}

@@ -100,7 +100,8 @@ async def preview_launch(backend: Backend, plan: LaunchPlan) -> LaunchPreview:
         history: dict[str, domain.RunState] = {}
         if new.reprocess is not domain.Reprocess.ALL:
             history = await PartitionStateRepository(session).all_of_job(
-                new.job_name, [domain.RunState.SUCCESS, domain.RunState.FAILED]
+                new.job_name,
+                [domain.RunState.SUCCESS, domain.RunState.FAILED, domain.RunState.SKIPPED],
             )
         active = await WaitsRepository(session).active_runs(new.job_name)
     for key, state in history.items():

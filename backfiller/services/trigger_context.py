@@ -35,6 +35,8 @@ def _run_status(state: domain.RunState) -> PartitionRunStatus:
             return "FAILED"
         case domain.RunState.CANCELED:
             return "CANCELED"
+        case domain.RunState.SKIPPED:
+            return "SKIPPED"
         case _:
             assert_never(state)
 

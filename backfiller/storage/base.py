@@ -26,6 +26,7 @@ from backfiller.domain import (
     BackfillKind,
     BackfillState,
     FailureReason,
+    MarkStatus,
     Order,
     Reprocess,
     RunState,
@@ -100,4 +101,5 @@ class Base(DeclarativeBase):
         SelectionKind: _enum(SelectionKind),
         Reprocess: _enum(Reprocess),
         Order: _enum(Order),
+        MarkStatus: _enum(MarkStatus),
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 from backfiller.storage import (
     auth_records,
     backfill_listing,
+    mark_records,
     notification_records,
     records,
     trigger_records,
@@ -21,6 +22,7 @@ metadata = Base.metadata
 __all__ = [
     "auth_records",
     "backfill_listing",
+    "mark_records",
     "metadata",
     "notification_records",
     "records",

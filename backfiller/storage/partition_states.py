@@ -107,8 +107,9 @@ def states_between(
     return [(str(k), RunState(s)) for k, s in rows]
 
 
-JobVersion = tuple[int | None, int, int]
-"""A job's newest run id and its numbers of queued and running runs (see :func:`job_versions`)."""
+JobVersion = tuple[int | None, int, int, int | None]
+"""A job's newest run id, its numbers of queued and running runs, and its newest mark's id
+(see :func:`job_versions`)."""
 
 
 def job_versions(conn: Connection, jobs: Sequence[str]) -> dict[str, JobVersion]:
@@ -120,11 +121,16 @@ def job_versions(conn: Connection, jobs: Sequence[str]) -> dict[str, JobVersion]
     (a start or an end of a queued run) and otherwise only the running ones do (an end).
     So states read after a version are at least as new as it, and a version unchanged since
     means states unchanged since (pruning, which deletes finished runs only, can change the
-    version without the states: a needless new read, never a stale one)."""
+    version without the states: a needless new read, never a stale one). A mark by hand
+    (``storage.marks``) changes states without a run but adds ``partition_marks`` rows: the
+    job's newest mark id is the fourth part of its version."""
     if not jobs:
         return {}
     rows = conn.execute(text(_VERSIONS[conn.dialect.name]), {"jobs": _names_param(conn, jobs)})
-    return {str(job): (newest, int(queued), int(running)) for job, newest, queued, running in rows}
+    return {
+        str(job): (newest, int(queued), int(running), marked)
+        for job, newest, queued, running, marked in rows
+    }
 
 
 def _names_param(conn: Connection, jobs: Sequence[str]) -> object:
@@ -135,7 +141,8 @@ _ACTIVE = "r.job_name = j.name AND r.status IN ('queued', 'running')"
 _VERSION_COLUMNS = (
     "j.name, (SELECT MAX(r.id) FROM runs r WHERE r.job_name = j.name), "
     f"(SELECT COUNT(CASE WHEN r.status = 'queued' THEN 1 END) FROM runs r WHERE {_ACTIVE}), "
-    f"(SELECT COUNT(CASE WHEN r.status = 'running' THEN 1 END) FROM runs r WHERE {_ACTIVE})"
+    f"(SELECT COUNT(CASE WHEN r.status = 'running' THEN 1 END) FROM runs r WHERE {_ACTIVE}), "
+    "(SELECT MAX(m.id) FROM partition_marks m WHERE m.job_name = j.name)"
 )
 _VERSIONS = {
     "postgresql": f"SELECT {_VERSION_COLUMNS} FROM unnest(CAST(:jobs AS varchar[])) AS j(name)",

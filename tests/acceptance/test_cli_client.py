@@ -215,6 +215,43 @@ def test_jobs_partitions_and_triggers(run: Any, proc: Any) -> None:
     assert triggers["quiet"]["last_evaluation"]["outcome"] == "SKIPPED"
 
 
+def test_mark_and_marks_and_the_python_client(run: Any, proc: Any, server: LiveServer) -> None:
+    from backfiller_client import Client, PartitionKeys, PartitionMarkStatus
+
+    done = proc("mark", "daily_sales", "--keys", "2024-01-06,2024-01-01", "--status", "skipped",
+                "--reason", "known-bad day", "-o", "json")  # fmt: skip
+    assert done.code == 0, done.stderr
+    assert done.json() == {"target": "daily_sales", "status": "SKIPPED", "marked": 2}
+    text = run("mark", "daily_sales", "--from", "2024-01-02", "--to", "2024-01-03",
+               "--reason", "loaded by hand")  # fmt: skip
+    assert (text.code, text.stdout.strip()) == (0, "marked 2 partitions of daily_sales succeeded")
+    listed = run("marks", "daily_sales", "-o", "json").json()
+    assert {(m["partition_key"], m["status"], m["reason"]) for m in listed} == {
+        ("2024-01-03", "SUCCEEDED", "loaded by hand"),
+        ("2024-01-02", "SUCCEEDED", "loaded by hand"),
+        ("2024-01-06", "SKIPPED", "known-bad day"),
+        ("2024-01-01", "SKIPPED", "known-bad day"),
+    }
+    no_reason = run("mark", "daily_sales", "--keys", "2024-01-04")
+    assert no_reason.code == 2 and "--reason" in no_reason.stderr
+    unknown = run("mark", "no_such_job", "--keys", "2024-01-04", "--reason", "x")
+    assert unknown.code == 1 and "JOB_NOT_FOUND" in unknown.stderr
+
+    with Client(server.url) as client:
+        marked = client.mark_partitions(
+            "daily_sales",
+            partitions=PartitionKeys(["2024-01-05"]),
+            status="SUCCEEDED",
+            reason="from the Python client",
+        )
+        assert marked == 1
+        (mark,) = client.partition_marks("daily_sales", partition_key="2024-01-05")
+        assert (mark.status, mark.reason) == (
+            PartitionMarkStatus.SUCCEEDED,
+            "from the Python client",
+        )
+
+
 def test_asset_launch_preview_show_list_and_the_graph(run: Any, proc: Any) -> None:
     graph = run("assets")
     assert graph.code == 0, graph.stderr

@@ -96,6 +96,15 @@ WORKING: dict[str, Prepare] = {
     "resumeBackfill": lambda h: {"input": {"id": h.backfill(then="pause")}},
     "cancelBackfill": lambda h: {"input": {"id": h.backfill()}},
     "retryBackfill": lambda h: {"input": {"id": h.backfill(then="cancel"), "include": ["NOT_RUN"]}},
+    "markPartitions": lambda h: {
+        "input": {
+            "target": {"job": "daily_sales"},
+            "partitions": {"keys": [f"2024-06-{1 + next(h.counter) % 28:02d}"]},
+            "status": "SUCCEEDED",
+            "reason": "produced out of band",
+        }
+    },
+    "partitionMarks": lambda h: {"job": "daily_sales"},
     "addDynamicPartitions": lambda h: {
         "input": {"name": "customers", "keys": [h.dynamic_key(existing=False)]}
     },
@@ -113,6 +122,7 @@ WORKING: dict[str, Prepare] = {
 ADDS: dict[str, dict[str, int]] = {
     "launchBackfill": {"backfills": 1},
     "retryBackfill": {"backfills": 1},
+    "markPartitions": {"partition_marks": 1},
     "addDynamicPartitions": {"dynamic_partitions": 1},
     "deleteDynamicPartitions": {"dynamic_partitions": -1},
     "createApiToken": {"api_tokens": 1},

@@ -112,6 +112,7 @@ INPUT_TYPES = {
     "DynamicPartitionsInput",
     "EvaluateTriggerInput",
     "LaunchBackfillInput",
+    "MarkPartitionsInput",
     "NotifyInput",
     "PartitionRangeInput",
     "PartitionSelectionInput",

@@ -509,6 +509,23 @@ type LaunchBackfillPayload struct {
 	UserErrors []UserError `json:"userErrors"`
 }
 
+// Partitions to record as SUCCEEDED or SKIPPED without running them: a target and a selection as `launchBackfill` takes them.
+type MarkPartitionsInput struct {
+	Target     BackfillTargetInput     `json:"target"`
+	Partitions PartitionSelectionInput `json:"partitions"`
+	Status     PartitionMarkStatus     `json:"status"`
+	// Why, for the audit log and the partition's history; required, not blank.
+	Reason string `json:"reason"`
+}
+
+type MarkPartitionsPayload struct {
+	// How many partitions were recorded; 0 with `userErrors`.
+	Marked int32 `json:"marked"`
+	// With PARTITIONS_RUNNING: the partitions (`asset/key` for assets) that a backfill runs now (a QUEUED or RUNNING run); at most 100. Nothing was marked.
+	RunningPartitions []string    `json:"runningPartitions"`
+	UserErrors        []UserError `json:"userErrors"`
+}
+
 // An object with a globally unique, opaque id.
 type Node struct {
 	Id string `json:"id"`
@@ -621,6 +638,29 @@ type PartitionKeyEdge struct {
 	Cursor string `json:"cursor"`
 	Node   string `json:"node"`
 }
+
+// A partition recorded by hand as SUCCEEDED or SKIPPED.
+type PartitionMark struct {
+	Id string `json:"id"`
+	// The job, or asset, of the partition.
+	Job          string              `json:"job"`
+	PartitionKey string              `json:"partitionKey"`
+	Status       PartitionMarkStatus `json:"status"`
+	Reason       string              `json:"reason"`
+	// The token (or user) that marked it.
+	Actor    *string  `json:"actor,omitempty"`
+	MarkedAt DateTime `json:"markedAt"`
+}
+
+// What `markPartitions` records of a partition, without running it.
+type PartitionMarkStatus string
+
+const (
+	// Produced out of band: counts as a success everywhere (`reprocess: MISSING` skips it, asset downstreams run on it).
+	PartitionMarkStatusSucceeded PartitionMarkStatus = "SUCCEEDED"
+	// Must not run (a known-bad day): shown SKIPPED; only `reprocess: ALL` runs it; an asset downstream of it is skipped.
+	PartitionMarkStatusSkipped PartitionMarkStatus = "SKIPPED"
+)
 
 type PartitionRange struct {
 	Start string `json:"start"`
@@ -867,6 +907,8 @@ const (
 	RunStatusSuccess  RunStatus = "SUCCESS"
 	RunStatusFailed   RunStatus = "FAILED"
 	RunStatusCanceled RunStatus = "CANCELED"
+	// Never a run's: a partition's latest status (`AssetPartition.status`) when it was marked SKIPPED by hand (`markPartitions`).
+	RunStatusSkipped RunStatus = "SKIPPED"
 )
 
 // One consistent read of a backfill: its status, counts, partition status ranges and newest runs, all from the same snapshot of the database, so that they agree.
@@ -911,6 +953,8 @@ const (
 	SkipReasonAlreadyFailed SkipReason = "ALREADY_FAILED"
 	// An upstream asset partition it depends on failed after its retries.
 	SkipReasonUpstreamFailed SkipReason = "UPSTREAM_FAILED"
+	// It was marked SKIPPED by hand (`markPartitions`); only `reprocess: ALL` runs it.
+	SkipReasonMarkedSkipped SkipReason = "MARKED_SKIPPED"
 )
 
 // A partition that a backfill would skip, and why.
@@ -1098,6 +1142,8 @@ const (
 	UserErrorCodeTriggerNotFound UserErrorCode = "TRIGGER_NOT_FOUND"
 	// The object named by the input does not exist.
 	UserErrorCodeNotFound UserErrorCode = "NOT_FOUND"
+	// A partition of the request is being run now by a backfill (a QUEUED or RUNNING run); the payload lists them.
+	UserErrorCodePartitionsRunning UserErrorCode = "PARTITIONS_RUNNING"
 )
 
 // A partition that would wait for another backfill's run.

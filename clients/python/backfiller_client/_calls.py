@@ -17,7 +17,7 @@ from backfiller_client.errors import (
     BackfillerUserError,
     UserErrorDetail,
 )
-from backfiller_client.requests import BackfillRequest
+from backfiller_client.requests import AssetSelection, BackfillRequest, PartitionSelection
 from backfiller_client.types import (
     Asset,
     AssetPartition,
@@ -26,6 +26,7 @@ from backfiller_client.types import (
     BackfillEvent,
     BackfillStatus,
     Job,
+    PartitionMark,
     PartitionStatusRange,
     Preview,
     Run,
@@ -38,6 +39,7 @@ T = TypeVar("T")
 Json = Mapping[str, Any]
 
 RetryInclude = Literal["FAILED", "CANCELED", "NOT_RUN"]
+MarkStatus = Literal["SUCCEEDED", "SKIPPED"]
 AUTH_CODES = frozenset({"UNAUTHENTICATED", "FORBIDDEN"})
 MAX_PAGE_SIZE = 100
 MAX_ASSET_PAGE_SIZE = 1000
@@ -387,6 +389,38 @@ def dynamic_partitions(verb: Literal["Add", "Delete"], name: str, keys: Sequence
         return int(_payload(operation, data, field)["keysChanged"])
 
     return Call(operation, {"input": {"name": name, "keys": list(keys)}}, read)
+
+
+def mark_partitions(
+    job: str | None,
+    partitions: PartitionSelection,
+    status: MarkStatus,
+    reason: str,
+    assets: AssetSelection | None,
+) -> Call[int]:
+    """``markPartitions``: the target and selection as a launch takes them."""
+    if status not in ("SUCCEEDED", "SKIPPED"):
+        raise ValueError("status must be SUCCEEDED or SKIPPED")
+    launch = BackfillRequest(job=job, partitions=partitions, assets=assets).as_graphql_input()
+    given = {
+        "target": launch["target"],
+        "partitions": launch["partitions"],
+        "status": status,
+        "reason": reason,
+    }
+
+    def read(data: Json) -> int:
+        return int(_payload("PyMarkPartitions", data, "markPartitions")["marked"])
+
+    return Call("PyMarkPartitions", {"input": given}, read)
+
+
+def partition_marks(job: str, partition_key: str | None, first: int) -> Call[list[PartitionMark]]:
+    def read(data: Json) -> list[PartitionMark]:
+        return [_parse.partition_mark(m) for m in data["partitionMarks"]]
+
+    variables = {"job": job, "partitionKey": partition_key, "first": check_page_size(first)}
+    return Call("PyPartitionMarks", variables, read)
 
 
 def evaluate_trigger(name: str, dry_run: bool) -> Call[TriggerEvaluation]:

@@ -28,6 +28,8 @@ from backfiller_client.types import (
     BackfillEvent,
     BackfillStatus,
     Job,
+    PartitionMark,
+    PartitionMarkStatus,
     PartitionsInfo,
     PartitionStatus,
     PartitionStatusRange,
@@ -192,6 +194,18 @@ def run(value: Json) -> Run:
         worker=RunWorker(host=worker["host"], pid=worker.get("pid")) if worker else None,
         asset=value.get("asset"),
         partition_keys=tuple(value.get("partitionKeys") or (value["partitionKey"],)),
+    )
+
+
+def partition_mark(value: Json) -> PartitionMark:
+    return PartitionMark(
+        id=str(value["id"]),
+        job=str(value["job"]),
+        partition_key=str(value["partitionKey"]),
+        status=PartitionMarkStatus(value["status"]),
+        reason=str(value["reason"]),
+        actor=value.get("actor"),
+        marked_at=required_when(value["markedAt"]),
     )
 
 

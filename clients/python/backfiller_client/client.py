@@ -21,7 +21,7 @@ from backfiller_client import _calls
 from backfiller_client._calls import Call, RetryInclude
 from backfiller_client._operations import operation
 from backfiller_client.errors import BackfillerConnectionError
-from backfiller_client.requests import BackfillRequest
+from backfiller_client.requests import AssetSelection, BackfillRequest, PartitionSelection
 from backfiller_client.types import (
     Asset,
     AssetPartition,
@@ -30,6 +30,7 @@ from backfiller_client.types import (
     BackfillEvent,
     BackfillStatus,
     Job,
+    PartitionMark,
     PartitionStatusRange,
     Preview,
     Run,
@@ -295,6 +296,27 @@ class Client:
         """Delete keys of a dynamic partitions definition; returns how many existed."""
         return self._execute(_calls.dynamic_partitions("Delete", name, _keys(keys)))
 
+    def mark_partitions(
+        self,
+        job: str | None = None,
+        *,
+        partitions: PartitionSelection,
+        status: _calls.MarkStatus,
+        reason: str,
+        assets: AssetSelection | None = None,
+    ) -> int:
+        """Record partitions of a job (or ``assets``) as ``SUCCEEDED`` or ``SKIPPED`` without
+        running them, with a reason (audited); returns how many. A marked success counts as
+        a success (``MISSING`` skips it). ``BackfillerUserError`` with ``PARTITIONS_RUNNING``
+        (nothing marked) while a backfill runs one of them."""
+        return self._execute(_calls.mark_partitions(job, partitions, status, reason, assets))
+
+    def partition_marks(
+        self, job: str, partition_key: str | None = None, first: int = 20
+    ) -> list[PartitionMark]:
+        """A job's (or asset's) partitions marked by hand, newest first (at most 100)."""
+        return self._execute(_calls.partition_marks(job, partition_key, first))
+
     def evaluate_trigger(self, name: str, dry_run: bool = False) -> TriggerEvaluation:
         """Evaluate a trigger now: it launches what it returns (nothing with ``dry_run``)."""
         return self._execute(_calls.evaluate_trigger(name, dry_run))
@@ -496,6 +518,22 @@ class AsyncClient:
 
     async def delete_dynamic_partitions(self, name: str, keys: Iterable[str]) -> int:
         return await self._execute(_calls.dynamic_partitions("Delete", name, _keys(keys)))
+
+    async def mark_partitions(
+        self,
+        job: str | None = None,
+        *,
+        partitions: PartitionSelection,
+        status: _calls.MarkStatus,
+        reason: str,
+        assets: AssetSelection | None = None,
+    ) -> int:
+        return await self._execute(_calls.mark_partitions(job, partitions, status, reason, assets))
+
+    async def partition_marks(
+        self, job: str, partition_key: str | None = None, first: int = 20
+    ) -> list[PartitionMark]:
+        return await self._execute(_calls.partition_marks(job, partition_key, first))
 
     async def evaluate_trigger(self, name: str, dry_run: bool = False) -> TriggerEvaluation:
         return await self._execute(_calls.evaluate_trigger(name, dry_run))

@@ -84,6 +84,14 @@ class PartitionStatus(TolerantEnum):
     UNKNOWN = "UNKNOWN"
 
 
+class PartitionMarkStatus(TolerantEnum):
+    """What a partition was marked by hand (``UNKNOWN`` for a later value)."""
+
+    SUCCEEDED = "SUCCEEDED"
+    SKIPPED = "SKIPPED"
+    UNKNOWN = "UNKNOWN"
+
+
 class RunStatus(TolerantEnum):
     """The status of one run (one attempt of one partition); ``UNKNOWN`` for a later value."""
 
@@ -92,6 +100,8 @@ class RunStatus(TolerantEnum):
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
     CANCELED = "CANCELED"
+    SKIPPED = "SKIPPED"
+    """Only an asset partition's latest status, when it was marked skipped by hand."""
     UNKNOWN = "UNKNOWN"
 
 
@@ -249,6 +259,19 @@ class BackfillEvent:
     at: datetime
     actor: str | None
     message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMark:
+    """A partition of a job (or asset) recorded by hand as SUCCEEDED or SKIPPED."""
+
+    id: str
+    job: str
+    partition_key: str
+    status: PartitionMarkStatus
+    reason: str
+    actor: str | None
+    marked_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,7 @@ def register_client_commands() -> None:
         assets,
         backfills,
         jobs,
+        marks,
         partitions,
         show,
         triggers,

@@ -29,6 +29,8 @@ CLIENT_COMMANDS = {
     "jobs": "jobs",
     "launch": "backfills",
     "list": "backfills",
+    "mark": "marks",
+    "marks": "marks",
     "partitions": "partitions",
     "pause": "backfills",
     "preview": "backfills",

@@ -183,6 +183,8 @@ export type RunStatus =
   | 'FAILED'
   | 'QUEUED'
   | 'RUNNING'
+  /** Never a run's: a partition's latest status (`AssetPartition.status`) when it was marked SKIPPED by hand (`markPartitions`). */
+  | 'SKIPPED'
   | 'SUCCESS'
   | '%future added value';
 
@@ -192,6 +194,8 @@ export type SkipReason =
   | 'ALREADY_FAILED'
   /** Its latest run, in any backfill, succeeded. */
   | 'ALREADY_SUCCEEDED'
+  /** It was marked SKIPPED by hand (`markPartitions`); only `reprocess: ALL` runs it. */
+  | 'MARKED_SKIPPED'
   /** An upstream asset partition it depends on failed after its retries. */
   | 'UPSTREAM_FAILED'
   | '%future added value';
@@ -245,6 +249,8 @@ export type UserErrorCode =
   | 'JOB_NOT_FOUND'
   /** The object named by the input does not exist. */
   | 'NOT_FOUND'
+  /** A partition of the request is being run now by a backfill (a QUEUED or RUNNING run); the payload lists them. */
+  | 'PARTITIONS_RUNNING'
   /** A well-formed partition key that is not a partition of the job. */
   | 'PARTITION_NOT_FOUND'
   /** The selection has more partitions than this server allows per backfill. */

@@ -3,6 +3,7 @@
 import { graphql } from "../api.js";
 import { buildHash, errorBox, formatNumber, h, replace } from "../dom.js";
 import { watch } from "../live.js";
+import { appendPartitionMarks, markForm } from "../marks.js";
 import { jobKeyResolver, showPartition } from "../runs.js";
 import { PartitionStrip } from "../strip.js";
 import { partitionsSummary } from "./launch.js";
@@ -48,7 +49,10 @@ export async function render(root) {
     const strip = new PartitionStrip({
       label: `Latest status of the ${formatNumber(job.partitions.count)} partitions of ${job.name}`,
       resolveKey: jobKeyResolver(job.name),
-      onSelect: (selection) => showPartition(panel, job.name, selection),
+      onSelect: async (selection) => {
+        await showPartition(panel, job.name, selection);
+        await appendPartitionMarks(panel, job.name, selection.key);
+      },
     });
     strips.set(job.name, strip);
     const headingId = `job-${job.name}`;
@@ -98,6 +102,7 @@ export async function render(root) {
       ),
       strip.element,
       panel,
+      markForm(job.name, () => refresh()),
     );
     strip.setRanges(job.partitionStatusRanges, job.partitions.count);
     return card;

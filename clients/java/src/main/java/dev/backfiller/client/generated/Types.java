@@ -425,6 +425,35 @@ public class Types {
     public void setTitle(String title) { this.title = title; }
   }
   
+  public static class MarkPartitionsInput {
+    private PartitionSelectionInput partitions;
+    private String reason;
+    private PartitionMarkStatus status;
+    private BackfillTargetInput target;
+  
+    public MarkPartitionsInput(Map<String, Object> args) {
+      if (args != null) {
+        this.partitions = new PartitionSelectionInput((Map<String, Object>) args.get("partitions"));
+        this.reason = (String) args.get("reason");
+        if (args.get("status") instanceof PartitionMarkStatus) {
+          this.status = (PartitionMarkStatus) args.get("status");
+        } else if (args.get("status") != null) {
+          this.status = PartitionMarkStatus.valueOf((String) args.get("status"));
+        }
+        this.target = new BackfillTargetInput((Map<String, Object>) args.get("target"));
+      }
+    }
+  
+    public PartitionSelectionInput getPartitions() { return this.partitions; }
+    public String getReason() { return this.reason; }
+    public PartitionMarkStatus getStatus() { return this.status; }
+    public BackfillTargetInput getTarget() { return this.target; }
+    public void setPartitions(PartitionSelectionInput partitions) { this.partitions = partitions; }
+    public void setReason(String reason) { this.reason = reason; }
+    public void setStatus(PartitionMarkStatus status) { this.status = status; }
+    public void setTarget(BackfillTargetInput target) { this.target = target; }
+  }
+  
   public static class MutationAddDynamicPartitionsArgs {
     private DynamicPartitionsInput input;
   
@@ -496,6 +525,18 @@ public class Types {
   
     public LaunchBackfillInput getInput() { return this.input; }
     public void setInput(LaunchBackfillInput input) { this.input = input; }
+  }
+  public static class MutationMarkPartitionsArgs {
+    private MarkPartitionsInput input;
+  
+    public MutationMarkPartitionsArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.input = new MarkPartitionsInput((Map<String, Object>) args.get("input"));
+      }
+    }
+  
+    public MarkPartitionsInput getInput() { return this.input; }
+    public void setInput(MarkPartitionsInput input) { this.input = input; }
   }
   public static class MutationPauseBackfillArgs {
     private PauseBackfillInput input;
@@ -631,6 +672,14 @@ public class Types {
   }
   
   
+  
+  
+  /** What `markPartitions` records of a partition, without running it. */
+  public enum PartitionMarkStatus {
+    SKIPPED,
+    SUCCEEDED
+    
+  }
   
   
   public static class PartitionRangeInput {
@@ -834,6 +883,30 @@ public class Types {
     public Object getId() { return this.id; }
     public void setId(Object id) { this.id = id; }
   }
+  public static class QueryPartitionMarksArgs {
+    private Object before;
+    private Integer first;
+    private String job;
+    private String partitionKey;
+  
+    public QueryPartitionMarksArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.before = (Object) args.get("before");
+        this.first = (Integer) args.get("first");
+        this.job = (String) args.get("job");
+        this.partitionKey = (String) args.get("partitionKey");
+      }
+    }
+  
+    public Object getBefore() { return this.before; }
+    public Integer getFirst() { return this.first; }
+    public String getJob() { return this.job; }
+    public String getPartitionKey() { return this.partitionKey; }
+    public void setBefore(Object before) { this.before = before; }
+    public void setFirst(Integer first) { this.first = first; }
+    public void setJob(String job) { this.job = job; }
+    public void setPartitionKey(String partitionKey) { this.partitionKey = partitionKey; }
+  }
   public static class QueryRunArgs {
     private Object id;
   
@@ -995,6 +1068,7 @@ public class Types {
     FAILED,
     QUEUED,
     RUNNING,
+    SKIPPED,
     SUCCESS
     
   }
@@ -1022,6 +1096,7 @@ public class Types {
   public enum SkipReason {
     ALREADY_FAILED,
     ALREADY_SUCCEEDED,
+    MARKED_SKIPPED,
     UPSTREAM_FAILED
     
   }
@@ -1119,6 +1194,7 @@ public class Types {
     INVALID_STATE,
     JOB_NOT_FOUND,
     NOT_FOUND,
+    PARTITIONS_RUNNING,
     PARTITION_NOT_FOUND,
     RANGE_TOO_LARGE,
     RATE_LIMITED,
