@@ -29,6 +29,7 @@ from backfiller.daemon.state import PLAN_WINDOW, DaemonState, Limits, new_owner
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import BackfillKind, BackfillState, EventKind, RunFinished, skip_reason_for
+from backfiller.domain.fair_share import Contender, share_room
 from backfiller.launchers.base import (
     DurableResults,
     Launcher,
@@ -175,7 +176,8 @@ async def launch_runs(
 
     Limits: the launcher's capacity and the daemon's ``max_runs``; each backfill's
     ``maxConcurrentRuns``; each job's ``max_concurrent_runs`` across all backfills (counted in
-    the database, so across daemons too). Free room is shared evenly among backfills.
+    the database, so across daemons too); each team's limit. Free room is shared by priority,
+    then fairly between teams, then between backfills (``backfiller.domain.fair_share``).
     """
     report = TickReport()
     if not lease_valid(state, clock()) or _renewal_due(state, clock()):
@@ -193,15 +195,28 @@ async def launch_runs(
     report += await launch_asset_runs(database, definitions, clock, launcher, state, room)
     room -= report.claimed
     runnable = await _runnable(database, definitions, state)
-    while room > 0 and runnable:
-        share = max(1, room // len(runnable))
-        still: list[Runnable] = []
-        for record, job, pinned in runnable:
-            if room <= 0:
-                break
-            want = min(share, room)
+    if room <= 0 or not runnable:
+        return report
+    team_limits = await state.team_limits(database)
+    team_active = _team_active(await state.running_backfills(database), state)
+    full: set[int] = set()  # claimed less than asked: nothing more for it this tick
+    for _ in range(SHARE_ROUNDS):
+        contenders = [_contender(r, job, state) for r, job, _ in runnable if r.id not in full]
+        shares = share_room(
+            contenders,
+            room,
+            team_active=team_active,
+            team_limits={t: state.team_limit(team_limits, t) for t in team_active},
+        )
+        if not shares:
+            break
+        # Higher priorities are claimed first, then in the order of the fair share.
+        for record, job, pinned in sorted(runnable, key=lambda r: -r[0].priority):
+            want = shares.get(record.id, 0)
+            if want <= 0 or room <= 0:
+                continue
             try:
-                tasks = await _claim(database, clock, state, record, job, pinned, want, report)
+                tasks = await _claim(database, clock, state, (record, job, pinned), want, report)
             except LeaseLost as exc:
                 lose_lease(state, launcher, str(exc))
                 return report
@@ -211,12 +226,45 @@ async def launch_runs(
                 launcher.submit(tasks)
                 room -= len(tasks)
                 report.claimed += len(tasks)
-            if len(tasks) == want:
-                still.append((record, job, pinned))
-        if still == runnable and share >= room:
+                state.claimed(record.id, len(tasks))
+                team_active[record.team] = team_active.get(record.team, 0) + len(tasks)
+            if len(tasks) < want:
+                full.add(record.id)
+        if room <= 0 or not full:
             break
-        runnable = still
     return report
+
+
+SHARE_ROUNDS = 3
+"""Rounds of sharing per tick: room that a backfill could not use (its partitions busy
+elsewhere, a limit met) is shared again among the others."""
+
+
+def _contender(record: BackfillRecord, job: JobDefinition, state: DaemonState) -> Contender:
+    """A runnable backfill as the fair share sees it (``backfiller.domain.fair_share``)."""
+    claimed = state.claimed_since_read.get(record.id, 0)
+    active = record.queued + record.running + claimed
+    wants = record.pending - (record.total - record.planned) - claimed
+    cap = record.max_concurrent_runs
+    if cap is not None and job.backfill_policy is None:  # a ranged run holds several: see claim
+        wants = min(wants, cap - active)
+    return Contender(
+        key=record.id,
+        team=record.team,
+        priority=record.priority,
+        active=active,
+        wants=max(0, wants),
+        waited_since=record.updated_at.timestamp(),
+    )
+
+
+def _team_active(records: list[BackfillRecord], state: DaemonState) -> dict[str | None, int]:
+    """Each team's runs in flight over its RUNNING backfills (job and asset ones)."""
+    active: dict[str | None, int] = {}
+    for r in records:
+        n = r.queued + r.running + state.claimed_since_read.get(r.id, 0)
+        active[r.team] = active.get(r.team, 0) + n
+    return active
 
 
 Runnable = tuple[BackfillRecord, JobDefinition, Pinned]
@@ -253,17 +301,17 @@ async def _claim(
     database: Database,
     clock: Clock,
     state: DaemonState,
-    record: BackfillRecord,
-    job: JobDefinition,
-    pinned: Pinned,
+    runnable: Runnable,
     want: int,
     report: TickReport,
 ) -> list[RunTask]:
+    record, job, pinned = runnable
     if job.backfill_policy is not None:
-        return await claim_ranged_runs(database, clock, state, (record, job, pinned), want, report)
+        return await claim_ranged_runs(database, clock, state, runnable, want, report)
     now = clock()
     if not lease_valid(state, now):
         return []
+    team_limit = state.team_limit(await state.team_limits(database), record.team)
     began = time.perf_counter()
     try:
         async with conflicts_translated(), database.write() as session:
@@ -276,6 +324,7 @@ async def _claim(
                 reprocess=record.reprocess,
                 backfill_limit=record.max_concurrent_runs,
                 job_limit=job.max_concurrent_runs,
+                team=(record.team, team_limit),
             )
     except Conflict as exc:
         logger.info("claim of backfill %s lost a race, retrying later: %s", record.id, exc)

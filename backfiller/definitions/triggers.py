@@ -187,6 +187,9 @@ class TriggerDefinition:
     interval_seconds: float | None = None
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     description: str | None = None
+    team: str | None = None
+    """The team its launches act for; None: the team of whoever evaluates it (none for the
+    daemon's evaluations)."""
 
     def __call__(self, context: TriggerContext) -> TriggerResult:
         return self.fn(context)
@@ -203,6 +206,7 @@ def trigger(
     interval_seconds: float | None = None,
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     description: str | None = None,
+    team: str | None = None,
 ) -> Callable[[TriggerFunction], TriggerDefinition]: ...
 
 
@@ -214,6 +218,7 @@ def trigger(
     interval_seconds: float | None = None,
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     description: str | None = None,
+    team: str | None = None,
 ) -> TriggerDefinition | Callable[[TriggerFunction], TriggerDefinition]:
     """Declare a trigger over a function ``(context) -> BackfillRequest | SkipReason | list``.
 
@@ -223,6 +228,8 @@ def trigger(
             None evaluates it only on demand.
         timeout_seconds: An evaluation running longer is recorded FAILED.
         description: Shown in the UI (the function's docstring by default).
+        team: The team its backfills act for (fair share, team limits); None: the team of
+            the token or person that evaluates it.
     """
     if interval_seconds is not None and (
         isinstance(interval_seconds, bool) or interval_seconds < MIN_INTERVAL_SECONDS
@@ -230,6 +237,8 @@ def trigger(
         raise ValueError(f"interval_seconds must be at least {MIN_INTERVAL_SECONDS}")
     if timeout_seconds <= 0:
         raise ValueError("timeout_seconds must be positive")
+    if team is not None and (not isinstance(team, str) or not 0 < len(team) <= 200):
+        raise ValueError("team must be a name of 1 to 200 characters")
 
     def decorate(function: TriggerFunction) -> TriggerDefinition:
         trigger_name = name or str(getattr(function, "__name__", ""))
@@ -244,6 +253,7 @@ def trigger(
             interval_seconds=float(interval_seconds) if interval_seconds is not None else None,
             timeout_seconds=float(timeout_seconds),
             description=doc,
+            team=team,
         )
 
     if fn is not None:

@@ -11,6 +11,7 @@ from backfiller.storage import (
     backfill_listing,
     notification_records,
     records,
+    teams,
     trigger_records,
     web_sessions,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "metadata",
     "notification_records",
     "records",
+    "teams",
     "trigger_records",
     "web_sessions",
 ]

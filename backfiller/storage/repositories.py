@@ -44,6 +44,7 @@ class BackfillQuery:
     tag: tuple[str, str] | None = None
     asset: str | None = None
     creator: str | None = None
+    team: str | None = None
     tags: Sequence[tuple[str, str]] = ()
     title_contains: str | None = None
     created_after: datetime | None = None
