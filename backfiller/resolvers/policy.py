@@ -38,6 +38,7 @@ FIELD_ROLES: Mapping[str, Mapping[str, Role | None]] = {
         "trigger": VIEWER,
         "apiTokens": ADMIN,
         "auditLog": ADMIN,
+        "teamLimits": ADMIN,
     },
     "Mutation": {
         "__typename": PUBLIC,
@@ -46,6 +47,7 @@ FIELD_ROLES: Mapping[str, Mapping[str, Role | None]] = {
         "pauseBackfill": OPERATOR,
         "resumeBackfill": OPERATOR,
         "cancelBackfill": OPERATOR,
+        "updateBackfill": OPERATOR,
         "retryBackfill": OPERATOR,
         "evaluateTrigger": OPERATOR,
         "setTriggerEnabled": ADMIN,
@@ -53,6 +55,8 @@ FIELD_ROLES: Mapping[str, Mapping[str, Role | None]] = {
         "deleteDynamicPartitions": ADMIN,
         "createApiToken": ADMIN,
         "revokeApiToken": ADMIN,
+        "updateApiToken": ADMIN,
+        "setTeamLimit": ADMIN,
     },
     "Subscription": {
         "__typename": PUBLIC,

@@ -86,6 +86,21 @@ def limit_problems(max_concurrent_runs: int | None, priority: int | None) -> lis
     return problems
 
 
+def update_problems(
+    max_concurrent_runs: int | None,
+    priority: int | None,
+    title: str | None,
+    description: str | None,
+) -> list[LaunchProblem]:
+    """What ``updateBackfill`` may not set: the launch's own rules for these fields."""
+    problems = limit_problems(max_concurrent_runs, priority)
+    if title is not None:
+        problems += _text_problems(title, MAX_TITLE, "title")
+    if description is not None:
+        problems += _text_problems(description, MAX_DESCRIPTION, "description")
+    return problems
+
+
 def scalar_problems(request: LaunchRequest) -> list[LaunchProblem]:
     """The checks that need neither the job nor the database (pure)."""
     problems: list[LaunchProblem] = []
@@ -114,4 +129,4 @@ def scalar_problems(request: LaunchRequest) -> list[LaunchProblem]:
     return problems
 
 
-__all__ = ["MAX_KEY_LENGTH", "limit_problems", "scalar_problems"]
+__all__ = ["MAX_KEY_LENGTH", "limit_problems", "scalar_problems", "update_problems"]

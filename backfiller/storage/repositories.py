@@ -98,6 +98,20 @@ class BackfillRepository:
         result = await self.session.execute(stmt)
         return changed(result) > 0
 
+    async def update_settings(
+        self, pk: int, expected: Iterable[BackfillState], now: datetime, **values: Any
+    ) -> bool:
+        """Change a backfill's settings (limit, priority, title, description) while it is in
+        one of the ``expected`` states; whether it changed (a stale caller changes nothing)."""
+        stmt = (
+            update(BackfillRecord)
+            .where(BackfillRecord.id == pk, BackfillRecord.status.in_(list(expected)))
+            .values(updated_at=now, version=BackfillRecord.version + 1, **values)
+            .execution_options(synchronize_session=False)
+        )
+        result = await self.session.execute(stmt)
+        return changed(result) > 0
+
     async def cancel_idle(self, pk: int, now: datetime) -> bool:
         """Cancel a backfill at once when nothing of it is queued or running.
 
