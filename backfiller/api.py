@@ -26,10 +26,10 @@ from backfiller.ids import parse_backfill_id, parse_evaluation_id, parse_run_id
 from backfiller.observability.api_metrics import OperationMetrics
 from backfiller.resolvers import admin as admin_resolvers
 from backfiller.resolvers import assets as asset_resolvers
+from backfiller.resolvers import backfill_updates as update_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
 from backfiller.resolvers import progress as progress_resolvers
-from backfiller.resolvers import backfill_updates as update_resolvers
 from backfiller.resolvers import teams as team_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.authorize import Authorize
@@ -63,9 +63,9 @@ from backfiller.schema.payloads import (
     LaunchBackfillPayload,
     PauseBackfillPayload,
     PreviewBackfillPayload,
-    UpdateBackfillPayload,
     ResumeBackfillPayload,
     RetryBackfillPayload,
+    UpdateBackfillPayload,
 )
 from backfiller.schema.subscriptions import BackfillProgress
 from backfiller.schema.triggers import (

@@ -111,4 +111,4 @@ class DaemonState:
         """The limit of ``team``: its own, else the daemon's default (no team: none)."""
         if team is None:
             return None
-        return limits[team] if team in limits else self.limits.team_max_runs
+        return limits.get(team, self.limits.team_max_runs)

@@ -195,8 +195,22 @@ async def launch_runs(
     report += await launch_asset_runs(database, definitions, clock, launcher, state, room)
     room -= report.claimed
     runnable = await _runnable(database, definitions, state)
-    if room <= 0 or not runnable:
-        return report
+    if room > 0 and runnable:
+        await _share_and_claim(database, clock, launcher, state, runnable, room, report)
+    return report
+
+
+async def _share_and_claim(
+    database: Database,
+    clock: Clock,
+    launcher: Launcher,
+    state: DaemonState,
+    runnable: list[Runnable],
+    room: int,
+    report: TickReport,
+) -> None:
+    """Share ``room`` between ``runnable`` (``backfiller.domain.fair_share``) and claim each
+    one's share, higher priorities first; room a backfill could not use is shared again."""
     team_limits = await state.team_limits(database)
     team_active = _team_active(await state.running_backfills(database), state)
     full: set[int] = set()  # claimed less than asked: nothing more for it this tick
@@ -209,8 +223,7 @@ async def launch_runs(
             team_limits={t: state.team_limit(team_limits, t) for t in team_active},
         )
         if not shares:
-            break
-        # Higher priorities are claimed first, then in the order of the fair share.
+            return
         for record, job, pinned in sorted(runnable, key=lambda r: -r[0].priority):
             want = shares.get(record.id, 0)
             if want <= 0 or room <= 0:
@@ -219,7 +232,7 @@ async def launch_runs(
                 tasks = await _claim(database, clock, state, (record, job, pinned), want, report)
             except LeaseLost as exc:
                 lose_lease(state, launcher, str(exc))
-                return report
+                return
             if tasks:
                 tasks = tracing.start_runs(tasks, record.trace_parent)
                 daemon_metrics.runs_submitted(t.run_id for t in tasks)
@@ -231,8 +244,7 @@ async def launch_runs(
             if len(tasks) < want:
                 full.add(record.id)
         if room <= 0 or not full:
-            break
-    return report
+            return
 
 
 SHARE_ROUNDS = 3

@@ -162,7 +162,7 @@ class JobDefinition:
         return self.fn(context)
 
 
-def job(
+def job(  # long: one check per parameter, then the definition
     *,
     partitions: PartitionsDefinition,
     name: str | None = None,

@@ -74,18 +74,7 @@ def share_room(
     if room <= 0 or not everyone:
         return {}
     lowest = min(c.priority for c in everyone)
-    in_team: dict[Team, int] = defaultdict(int)
-    if team_active is not None:
-        in_team.update(team_active)
-    else:
-        for c in everyone:
-            in_team[c.team] += c.active
-    limits = team_limits or {}
-    team_room: dict[Team, float] = {}
-    for c in everyone:
-        if c.team not in team_room:
-            cap = limits.get(c.team, default_team_limit)
-            team_room[c.team] = float("inf") if cap is None else max(0, cap - in_team[c.team])
+    team_room = _team_room(everyone, team_active, team_limits or {}, default_team_limit)
     # Runs in flight and work left per level, per (level, team) and per backfill.
     level_active: dict[int, int] = defaultdict(int)
     pair_active: dict[tuple[int, Team], int] = defaultdict(int)
@@ -123,6 +112,27 @@ def share_room(
         if not heap:
             del heaps[pair]
     return dict(given)
+
+
+def _team_room(
+    everyone: list[Contender],
+    team_active: Mapping[Team, int] | None,
+    limits: Mapping[Team, int | None],
+    default_team_limit: int | None,
+) -> dict[Team, float]:
+    """How many more runs each team's limit admits now (infinite without a limit)."""
+    in_team: dict[Team, int] = defaultdict(int)
+    if team_active is not None:
+        in_team.update(team_active)
+    else:
+        for c in everyone:
+            in_team[c.team] += c.active
+    room: dict[Team, float] = {}
+    for c in everyone:
+        if c.team not in room:
+            cap = limits.get(c.team, default_team_limit)
+            room[c.team] = float("inf") if cap is None else max(0, cap - in_team[c.team])
+    return room
 
 
 def _next_pair(

@@ -21,9 +21,7 @@ def team_name_errors(team: str | None, field: list[str]) -> list[UserError]:
         or len(team) > MAX_TEAM_NAME
         or any(ord(c) < 32 or ord(c) == 127 for c in team)
     ):
-        message = (
-            f"a team is 1 to {MAX_TEAM_NAME} printable characters, without surrounding spaces"
-        )
+        message = f"a team is 1 to {MAX_TEAM_NAME} printable characters, without surrounding spaces"
         return [user_error(UserErrorCode.INVALID_ARGUMENT, message, field)]
     return []
 

@@ -45,8 +45,7 @@ class ApiToken:
     )
     team: str | None = strawberry.field(
         default=None,
-        description="The team it belongs to: what it launches acts for this team; null for "
-        "none.",
+        description="The team it belongs to: what it launches acts for this team; null for none.",
     )
 
     @strawberry.field(description="Neither revoked nor expired (as of the request).")
@@ -103,7 +102,7 @@ class CreateApiTokenInput:
     team: str | None = strawberry.field(
         default=None,
         description="The team it belongs to (1 to 200 characters); what it launches acts for "
-        "this team. None when null.",
+        "this team; no team when null.",
     )
 
 

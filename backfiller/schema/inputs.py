@@ -86,8 +86,7 @@ class CancelBackfillInput:
 
 
 @strawberry.input(
-    description="What to change of a running or paused backfill; an absent field is left as "
-    "it is."
+    description="What to change of a running or paused backfill; an absent field is left as it is."
 )
 class UpdateBackfillInput:
     id: strawberry.ID

@@ -119,8 +119,11 @@ INPUT_TYPES = {
     "ResumeBackfillInput",
     "RetryBackfillInput",
     "RevokeApiTokenInput",
+    "SetTeamLimitInput",
     "SetTriggerEnabledInput",
     "TagInput",
+    "UpdateApiTokenInput",
+    "UpdateBackfillInput",
 }
 
 
