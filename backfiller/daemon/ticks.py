@@ -254,12 +254,15 @@ elsewhere, a limit met) is shared again among the others."""
 
 def _contender(record: BackfillRecord, job: JobDefinition, state: DaemonState) -> Contender:
     """A runnable backfill as the fair share sees it (``backfiller.domain.fair_share``)."""
-    claimed = state.claimed_since_read.get(record.id, 0)
-    active = record.queued + record.running + claimed
-    wants = record.pending - (record.total - record.planned) - claimed
+    # Its counters as read (at most ``backfills_ttl`` old) bound what it may take; the claim
+    # itself counts in the database. The runs claimed since they were read count as in flight
+    # for the share only, so that one tick's claims weigh in the next tick's share.
+    in_flight = record.queued + record.running
+    active = in_flight + state.claimed_since_read.get(record.id, 0)
+    wants = record.pending - (record.total - record.planned)
     cap = record.max_concurrent_runs
     if cap is not None and job.backfill_policy is None:  # a ranged run holds several: see claim
-        wants = min(wants, cap - active)
+        wants = min(wants, cap - in_flight)
     return Contender(
         key=record.id,
         team=record.team,
