@@ -115,7 +115,9 @@ def test_a_small_backfill_of_another_team_starts_at_once_beside_a_huge_one(
     seconds = {"runConfig": {"seconds": RUN_SECONDS}}
     running = daemon(database_url, marks, workers=4, max_runs=4)
     try:
-        # B alone, first: its time with the whole room.
+        # A warm daemon first (its workers started), then B alone: its time with all the room.
+        warm = launch_as(server, team_b, "2026-01-01", "2026-01-04", **seconds)
+        wait_status(server, warm, {"COMPLETED_SUCCESS"}, timeout=120)
         alone_at = time.time()
         alone = launch_as(server, team_b, "2025-01-01", "2025-01-10", **seconds)
         wait_status(server, alone, {"COMPLETED_SUCCESS"}, timeout=120)

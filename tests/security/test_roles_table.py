@@ -24,6 +24,7 @@ POLICY: dict[str, dict[str, Role]] = {
         "me": Role.VIEWER,
         "apiTokens": Role.ADMIN,
         "auditLog": Role.ADMIN,
+        "teamLimits": Role.ADMIN,
     },
     "Mutation": {
         "launchBackfill": Role.OPERATOR,
@@ -31,6 +32,7 @@ POLICY: dict[str, dict[str, Role]] = {
         "pauseBackfill": Role.OPERATOR,
         "resumeBackfill": Role.OPERATOR,
         "cancelBackfill": Role.OPERATOR,
+        "updateBackfill": Role.OPERATOR,
         "retryBackfill": Role.OPERATOR,
         "evaluateTrigger": Role.OPERATOR,
         "addDynamicPartitions": Role.ADMIN,
@@ -38,6 +40,8 @@ POLICY: dict[str, dict[str, Role]] = {
         "setTriggerEnabled": Role.ADMIN,
         "createApiToken": Role.ADMIN,
         "revokeApiToken": Role.ADMIN,
+        "updateApiToken": Role.ADMIN,
+        "setTeamLimit": Role.ADMIN,
     },
 }
 
