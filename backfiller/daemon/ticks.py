@@ -43,7 +43,14 @@ from backfiller.planning import keys_between
 from backfiller.services.selections import Pinned, Unpinnable
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated
-from backfiller.storage.execution import ExecutionRepository, LogEntry, PlannedSlot, RunStart
+from backfiller.storage.execution import (
+    Claim,
+    ClaimedRun,
+    ExecutionRepository,
+    LogEntry,
+    PlannedSlot,
+    RunStart,
+)
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
 from backfiller.storage.run_credentials import mint_run_credentials
@@ -224,15 +231,19 @@ async def _share_and_claim(
         )
         if not shares:
             return
-        for record, job, pinned in sorted(runnable, key=lambda r: -r[0].priority):
-            want = shares.get(record.id, 0)
-            if want <= 0 or room <= 0:
-                continue
-            try:
-                tasks = await _claim(database, clock, state, (record, job, pinned), want, report)
-            except LeaseLost as exc:
-                lose_lease(state, launcher, str(exc))
-                return
+        # Higher priorities first; the plain claims of the round in one transaction.
+        chosen = [
+            (r, shares[r[0].id])
+            for r in sorted(runnable, key=lambda r: -r[0].priority)
+            if shares.get(r[0].id, 0) > 0
+        ]
+        try:
+            claimed = await _claim_round(database, clock, state, chosen, report)
+        except LeaseLost as exc:
+            lose_lease(state, launcher, str(exc))
+            return
+        for (record, _, _), want in chosen:
+            tasks = claimed.get(record.id, [])
             if tasks:
                 tasks = tracing.start_runs(tasks, record.trace_parent)
                 daemon_metrics.runs_submitted(t.run_id for t in tasks)
@@ -312,6 +323,78 @@ async def _runnable(
     return runnable
 
 
+async def _claim_round(
+    database: Database,
+    clock: Clock,
+    state: DaemonState,
+    chosen: list[tuple[Runnable, int]],
+    report: TickReport,
+) -> dict[int, list[RunTask]]:
+    """Claim each backfill's share: ranged ones one by one, the plain ones together in one
+    transaction, in backfill id order (the order every transaction locks backfill rows in);
+    if any of those loses a race, they are claimed one by one instead."""
+    tasks: dict[int, list[RunTask]] = {}
+    plain = [(r, want) for r, want in chosen if r[1].backfill_policy is None]
+    for runnable, want in chosen:
+        if runnable[1].backfill_policy is not None:
+            tasks[runnable[0].id] = await _claim(database, clock, state, runnable, want, report)
+    if len(plain) == 1:
+        ((runnable, want),) = plain
+        tasks[runnable[0].id] = await _claim(database, clock, state, runnable, want, report)
+    elif plain:
+        together = await _claim_together(database, clock, state, plain, report)
+        if together is None:
+            for runnable, want in plain:
+                tasks[runnable[0].id] = await _claim(database, clock, state, runnable, want, report)
+        else:
+            tasks.update(together)
+    return tasks
+
+
+async def _claim_together(
+    database: Database,
+    clock: Clock,
+    state: DaemonState,
+    plain: list[tuple[Runnable, int]],
+    report: TickReport,
+) -> dict[int, list[RunTask]] | None:
+    """The plain claims of several backfills in one transaction (None: one lost a race)."""
+    now = clock()
+    if not lease_valid(state, now):
+        return {}
+    limits = await state.team_limits(database)
+    ordered = sorted(plain, key=lambda item: item[0][0].id)
+    began = time.perf_counter()
+    claims: list[Claim] = []
+    try:
+        async with conflicts_translated(), database.write() as session:
+            repo = ExecutionRepository(session)
+            for (record, job, _), want in ordered:
+                claims.append(
+                    await repo.claim_slots(
+                        record.id,
+                        record.job_name,
+                        want,
+                        now,
+                        state.owner,
+                        reprocess=record.reprocess,
+                        backfill_limit=record.max_concurrent_runs,
+                        job_limit=job.max_concurrent_runs,
+                        team=(record.team, state.team_limit(limits, record.team)),
+                    )
+                )
+    except Conflict as exc:
+        logger.info("a claim of %d backfills lost a race, one by one: %s", len(ordered), exc)
+        report.conflicts += 1
+        return None
+    daemon_metrics.observe_claim(time.perf_counter() - began)
+    tasks: dict[int, list[RunTask]] = {}
+    for ((record, job, pinned), _), claim in zip(ordered, claims, strict=True):
+        report.skipped += claim.skipped
+        tasks[record.id] = await _tasks_of(database, record, job, pinned, claim.runs, now)
+    return tasks
+
+
 async def _claim(
     database: Database,
     clock: Clock,
@@ -346,8 +429,19 @@ async def _claim(
         report.conflicts += 1
         return []
     report.skipped += claim.skipped
-    claimed = claim.runs
     daemon_metrics.observe_claim(time.perf_counter() - began)
+    return await _tasks_of(database, record, job, pinned, claim.runs, now)
+
+
+async def _tasks_of(
+    database: Database,
+    record: BackfillRecord,
+    job: JobDefinition,
+    pinned: Pinned,
+    claimed: list[ClaimedRun],
+    now: datetime,
+) -> list[RunTask]:
+    """The launcher's tasks of a claim's runs, each with its credential."""
     tags = {**dict(job.tags), **{str(k): str(v) for k, v in record.tags}}
     ids, timeout = [c.run_id for c in claimed], job.timeout_seconds
     credentials = await mint_run_credentials(database, record.id, record.creator, ids, now, timeout)

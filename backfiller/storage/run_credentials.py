@@ -24,6 +24,7 @@ import hmac
 import json
 import re
 import secrets
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -168,16 +169,7 @@ async def mint_run_credentials(
         return {}
     key = await signing_key(database)
     creator = launcher_of(creator)
-    parent_id: int | None = None
-    role = Role.OPERATOR
-    if creator is not None:
-        async with database.read() as session:
-            parent = await TokenRepository(session).active_by_name(creator)
-        if parent is not None and (parent.expires_at is None or parent.expires_at > now):
-            parent_id = parent.id
-            role = parent.role if parent.role is Role.VIEWER else Role.OPERATOR
-        elif not creator.startswith("trigger:"):
-            role = Role.VIEWER
+    parent_id, role = await _rights_of(database, creator, now)
     lifetime = (
         timedelta(seconds=timeout_seconds) if timeout_seconds is not None else DEFAULT_LIFETIME
     )
@@ -186,6 +178,39 @@ async def mint_run_credentials(
         run_id: sign(key, RunClaims(run_id, backfill_id, creator, parent_id, role, expires))
         for run_id in ids
     }
+
+
+RIGHTS_TTL = 1.0
+"""How long the rights read of a creator's token are reused (seconds): a daemon claiming from
+many backfills of one creator reads its token once a second, not once a claim. A token revoked
+meanwhile still fails at each use of the credential (``run_is_active`` and the API's check of
+the parent token)."""
+_rights: dict[tuple[str, str], tuple[float, int | None, Role]] = {}
+
+
+async def _rights_of(
+    database: Database, creator: str | None, now: datetime
+) -> tuple[int | None, Role]:
+    """The parent token's id and the role a run of ``creator`` gets."""
+    if creator is None:
+        return None, Role.OPERATOR
+    cache_key = (str(database.url), creator)
+    cached = _rights.get(cache_key)
+    if cached is not None and time.monotonic() - cached[0] < RIGHTS_TTL:
+        return cached[1], cached[2]
+    parent_id: int | None = None
+    role = Role.OPERATOR
+    async with database.read() as session:
+        parent = await TokenRepository(session).active_by_name(creator)
+    if parent is not None and (parent.expires_at is None or parent.expires_at > now):
+        parent_id = parent.id
+        role = parent.role if parent.role is Role.VIEWER else Role.OPERATOR
+    elif not creator.startswith("trigger:"):
+        role = Role.VIEWER
+    if len(_rights) > 10_000:
+        _rights.clear()
+    _rights[cache_key] = (time.monotonic(), parent_id, role)
+    return parent_id, role
 
 
 ENDED_BACKFILL_STATES = frozenset({BackfillState.CANCELING, *TERMINAL_BACKFILL_STATES})
