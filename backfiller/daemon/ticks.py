@@ -53,7 +53,7 @@ from backfiller.storage.execution import (
 )
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
-from backfiller.storage.run_credentials import mint_run_credentials
+from backfiller.storage.run_credentials import Rights, mint_run_credentials
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -389,9 +389,10 @@ async def _claim_together(
         return None
     daemon_metrics.observe_claim(time.perf_counter() - began)
     tasks: dict[int, list[RunTask]] = {}
+    rights: Rights = {}  # each creator's token read once for the round
     for ((record, job, pinned), _), claim in zip(ordered, claims, strict=True):
         report.skipped += claim.skipped
-        tasks[record.id] = await _tasks_of(database, record, job, pinned, claim.runs, now)
+        tasks[record.id] = await _tasks_of(database, record, job, pinned, claim.runs, now, rights)
     return tasks
 
 
@@ -440,11 +441,14 @@ async def _tasks_of(
     pinned: Pinned,
     claimed: list[ClaimedRun],
     now: datetime,
+    rights: Rights | None = None,
 ) -> list[RunTask]:
     """The launcher's tasks of a claim's runs, each with its credential."""
     tags = {**dict(job.tags), **{str(k): str(v) for k, v in record.tags}}
     ids, timeout = [c.run_id for c in claimed], job.timeout_seconds
-    credentials = await mint_run_credentials(database, record.id, record.creator, ids, now, timeout)
+    credentials = await mint_run_credentials(
+        database, record.id, record.creator, ids, now, timeout, rights
+    )
     tasks: list[RunTask] = []
     for c in claimed:
         window = pinned.space.window(c.partition_key)

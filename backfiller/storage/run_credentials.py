@@ -24,7 +24,6 @@ import hmac
 import json
 import re
 import secrets
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -161,6 +160,7 @@ async def mint_run_credentials(
     run_ids: Iterable[int],
     now: datetime,
     timeout_seconds: float | None = None,
+    rights: Rights | None = None,
 ) -> dict[int, str]:
     """A credential for each run of one backfill (one read of the creator's token, no write
     but the first key's). Lives as long as the run may (its timeout, else a day) plus an hour."""
@@ -169,7 +169,7 @@ async def mint_run_credentials(
         return {}
     key = await signing_key(database)
     creator = launcher_of(creator)
-    parent_id, role = await _rights_of(database, creator, now)
+    parent_id, role = await _rights_of(database, creator, now, rights)
     lifetime = (
         timedelta(seconds=timeout_seconds) if timeout_seconds is not None else DEFAULT_LIFETIME
     )
@@ -180,24 +180,19 @@ async def mint_run_credentials(
     }
 
 
-RIGHTS_TTL = 1.0
-"""How long the rights read of a creator's token are reused (seconds): a daemon claiming from
-many backfills of one creator reads its token once a second, not once a claim. A token revoked
-meanwhile still fails at each use of the credential (``run_is_active`` and the API's check of
-the parent token)."""
-_rights: dict[tuple[str, str], tuple[float, int | None, Role]] = {}
+Rights = dict[str, tuple[int | None, Role]]
+"""The rights of each creator read in one claim round (``mint_run_credentials``' ``rights``)."""
 
 
 async def _rights_of(
-    database: Database, creator: str | None, now: datetime
+    database: Database, creator: str | None, now: datetime, rights: Rights | None
 ) -> tuple[int | None, Role]:
-    """The parent token's id and the role a run of ``creator`` gets."""
+    """The parent token's id and the role a run of ``creator`` gets (read once per round when
+    the caller keeps ``rights``: a claim of many backfills of one creator reads its token once)."""
     if creator is None:
         return None, Role.OPERATOR
-    cache_key = (str(database.url), creator)
-    cached = _rights.get(cache_key)
-    if cached is not None and time.monotonic() - cached[0] < RIGHTS_TTL:
-        return cached[1], cached[2]
+    if rights is not None and creator in rights:
+        return rights[creator]
     parent_id: int | None = None
     role = Role.OPERATOR
     async with database.read() as session:
@@ -207,9 +202,8 @@ async def _rights_of(
         role = parent.role if parent.role is Role.VIEWER else Role.OPERATOR
     elif not creator.startswith("trigger:"):
         role = Role.VIEWER
-    if len(_rights) > 10_000:
-        _rights.clear()
-    _rights[cache_key] = (time.monotonic(), parent_id, role)
+    if rights is not None:
+        rights[creator] = (parent_id, role)
     return parent_id, role
 
 
