@@ -11,7 +11,6 @@ from tests.security.conftest import Tokens, gql
 from tests.security.sockets import Socket
 from tests.support import LiveServer
 
-
 CREATE = """mutation($i: CreateApiTokenInput!) { createApiToken(input: $i) {
   secret token { id team } userErrors { code field } } }"""
 SET_TEAM = """mutation($i: UpdateApiTokenInput!) { updateApiToken(input: $i) {
