@@ -26,10 +26,12 @@ from backfiller.ids import parse_backfill_id, parse_evaluation_id, parse_run_id
 from backfiller.observability.api_metrics import OperationMetrics
 from backfiller.resolvers import admin as admin_resolvers
 from backfiller.resolvers import assets as asset_resolvers
+from backfiller.resolvers import backfill_updates as update_resolvers
 from backfiller.resolvers import backfills as backfill_resolvers
 from backfiller.resolvers import jobs as job_resolvers
 from backfiller.resolvers import marking as mark_resolvers
 from backfiller.resolvers import progress as progress_resolvers
+from backfiller.resolvers import teams as team_resolvers
 from backfiller.resolvers import triggers as trigger_resolvers
 from backfiller.resolvers.authorize import Authorize
 from backfiller.resolvers.authorize_early import AuthorizingMixin
@@ -45,6 +47,9 @@ from backfiller.schema.admin import (
     Caller,
     CreateApiTokenPayload,
     RevokeApiTokenPayload,
+    SetTeamLimitPayload,
+    TeamLimit,
+    UpdateApiTokenPayload,
 )
 from backfiller.schema.asset_backfills import Asset
 from backfiller.schema.backfills import Backfill, BackfillConnection, Run, RunConnection
@@ -62,6 +67,7 @@ from backfiller.schema.payloads import (
     PreviewBackfillPayload,
     ResumeBackfillPayload,
     RetryBackfillPayload,
+    UpdateBackfillPayload,
 )
 from backfiller.schema.subscriptions import BackfillProgress
 from backfiller.schema.triggers import (
@@ -123,6 +129,11 @@ class Query:
     audit_log: AuditEntryConnection = strawberry.field(
         resolver=admin_resolvers.list_audit_entries,
         description="Every mutation (who, what, when, outcome), newest first. Admin only.",
+    )
+    team_limits: list[TeamLimit] = strawberry.field(
+        resolver=team_resolvers.team_limits,
+        description="The teams that have a limit of their own on runs in flight, by name. "
+        "Admin only.",
     )
 
     @strawberry.field(description="Any object by its opaque id.")
@@ -194,6 +205,22 @@ class Mutation:
     revoke_api_token: RevokeApiTokenPayload = strawberry.mutation(
         resolver=admin_resolvers.revoke_api_token,
         description="Revoke an API token at once. Admin only.",
+    )
+    update_backfill: UpdateBackfillPayload = strawberry.mutation(
+        resolver=update_resolvers.update_backfill,
+        description="Change the concurrency, priority, title or description of a backfill "
+        "that is not finished (requested, running or paused); recorded as an UPDATED event. "
+        "A lower `maxConcurrentRuns` holds from the daemon's next claim: no run starts beyond "
+        "it, runs in flight finish.",
+    )
+    update_api_token: UpdateApiTokenPayload = strawberry.mutation(
+        resolver=admin_resolvers.update_api_token,
+        description="Change an API token's team. Admin only.",
+    )
+    set_team_limit: SetTeamLimitPayload = strawberry.mutation(
+        resolver=team_resolvers.set_team_limit,
+        description="Set or remove a team's limit on its runs in flight, across all its "
+        "backfills and daemons. Admin only.",
     )
 
 

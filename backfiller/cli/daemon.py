@@ -73,6 +73,16 @@ MaxRunsOption = Annotated[
         "(default: adaptive, at most 64 per worker).",
     ),
 ]
+TeamMaxRunsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--team-max-runs",
+        envvar="BACKFILLER_TEAM_MAX_RUNS",
+        min=1,
+        help="Runs of one team's backfills in flight at once, across daemons, unless an admin "
+        "set the team a limit of its own (setTeamLimit). Default: no limit.",
+    ),
+]
 ApiUrlOption = Annotated[
     str | None,
     typer.Option(
@@ -179,6 +189,7 @@ class DaemonOptions:
     runs_per_task: int = 8
     broker_key_file: str | None = None
     insecure_broker: bool = False
+    team_max_runs: int | None = None
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -227,6 +238,7 @@ def build_daemon(database_url: str, defs: Definitions, options: DaemonOptions) -
     heartbeat = options.heartbeat_seconds or min(2.0, options.lease_timeout / 15)
     settings = DaemonSettings(
         max_runs=options.max_runs,
+        team_max_runs=options.team_max_runs,
         lease_timeout_seconds=options.lease_timeout,
         heartbeat_seconds=heartbeat,
         shutdown_grace_seconds=options.grace_seconds,
@@ -356,6 +368,7 @@ def daemon(
     insecure_broker: InsecureBrokerOption = False,
     heartbeat_timeout: HeartbeatTimeoutOption = 20.0,
     runs_per_task: RunsPerTaskOption = 8,
+    team_max_runs: TeamMaxRunsOption = None,
 ) -> None:
     """Run backfills: plan, launch runs on local workers, watch, retry, finish.
 
@@ -369,6 +382,7 @@ def daemon(
         definitions or EXAMPLE_DEFINITIONS, workers, max_runs, api_url, grace_seconds,
         lease_timeout, heartbeat_seconds, results_dir, metrics_port, metrics_host, None,
         launcher, broker, heartbeat_timeout, runs_per_task, broker_key_file, insecure_broker,
+        team_max_runs,
     )  # fmt: skip
     _check_launcher(launcher, launcher_config(options))
     defs = definitions_or_exit(options.target)
@@ -441,6 +455,7 @@ def dev(
     allowed_host: AllowedHostOption = None,
     max_operations_per_token: OperationsPerTokenOption = None,
     max_operations_per_socket: OperationsPerSocketOption = None,
+    team_max_runs: TeamMaxRunsOption = None,
 ) -> None:
     """The quick start: API, UI and daemon together, on SQLite, with the example jobs."""
     configure_logging("WARNING")
@@ -452,7 +467,9 @@ def dev(
 
         land_example_export()  # so the example trigger launches on its first press
     # Runs launched by the quick start talk back to this very server through context.client.
-    options = DaemonOptions(target, workers, None, f"http://{host}:{port}", 5.0, 30.0)
+    options = DaemonOptions(
+        target, workers, None, f"http://{host}:{port}", 5.0, 30.0, team_max_runs=team_max_runs
+    )
     settings = _dev_settings(
         url,
         target,

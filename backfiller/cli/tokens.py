@@ -44,6 +44,26 @@ def parse_expiry(text: str, now: datetime) -> datetime:
     return when
 
 
+TeamOption = Annotated[
+    str | None,
+    typer.Option(
+        "--team",
+        help="The team the token belongs to: what it launches acts for this team (fair "
+        "share, team limits).",
+    ),
+]
+
+
+def _checked_team(team: str | None) -> str | None:
+    if team is None:
+        return None
+    if not team.strip() or team != team.strip() or len(team) > 200:
+        raise fail("--team must be 1 to 200 characters without surrounding spaces")
+    if any(ord(c) < 32 or ord(c) == 127 for c in team):
+        raise fail("--team must be printable")
+    return team
+
+
 @token_app.command("create")
 def token_create(
     name: Annotated[str, typer.Option("--name", help="A name people recognize, e.g. ci-nightly.")],
@@ -64,6 +84,7 @@ def token_create(
             "repeat for more.",
         ),
     ] = None,
+    team: TeamOption = None,
 ) -> None:
     """Create a token and print it, once: only its hash is stored."""
     from backfiller.storage.auth import NewToken, TokenNameTaken
@@ -71,8 +92,9 @@ def token_create(
 
     now = datetime.now(UTC)
     name, expires_at, jobs = _checked_token_options(name, role, expires, job, now)
+    team = _checked_team(team)
     url = prepare_database(database)
-    new = NewToken(name, Role(role), expires_at, created_by="cli", jobs=jobs)
+    new = NewToken(name, Role(role), expires_at, created_by="cli", jobs=jobs, team=team)
     try:
         record_id, secret = asyncio.run(_create(url, new, now))
     except TokenNameTaken:
@@ -169,6 +191,7 @@ def token_list(
                 f"{row['id']:<10} {row['name']:<30} {row['role']:<9} {state:<8} "
                 f"{row['hint']}...  created {row['createdAt']}"
                 + (f"  expires {row['expiresAt']}" if row["expiresAt"] else "")
+                + (f"  team {row['team']}" if row["team"] else "")
             )
 
 
@@ -195,11 +218,51 @@ async def _list(url: str, include_revoked: bool) -> list[dict[str, object]]:
                             "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None,
                             "lastUsedAt": r.last_used_at.isoformat() if r.last_used_at else None,
                             "jobs": r.jobs,
+                            "team": r.team,
                         }
                     )
                 if len(page) < 500:
                     return found
                 after = page[-1].id
+    finally:
+        await db.dispose()
+
+
+@token_app.command("set-team")
+def token_set_team(
+    token: Annotated[str, typer.Argument(help="The token's id (tok_12) or its name.")],
+    team: TeamOption = None,
+    no_team: Annotated[bool, typer.Option("--none", help="Remove the token's team.")] = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Set (or with --none remove) the team of an active token. Backfills launched before keep
+    the team they were launched for."""
+    if (team is None) == (not no_team):
+        raise fail("give either --team NAME or --none")
+    team = _checked_team(team)
+    url = prepare_database(database)
+    changed = asyncio.run(_set_team(url, token, team))
+    if changed is None:
+        raise fail(f"no active token has id or name {token!r}", code=1)
+    typer.echo(f"{changed}: team {team or '(none)'}")
+
+
+async def _set_team(url: str, token: str, team: str | None) -> str | None:
+    from backfiller.ids import parse_token_id
+    from backfiller.storage import Database
+    from backfiller.storage.auth import TokenRepository
+
+    db = Database(url)
+    try:
+        async with db.write() as session:
+            repo = TokenRepository(session)
+            pk = parse_token_id(token)
+            record = await repo.get(pk) if pk is not None else None
+            if record is None or record.revoked_at is not None:
+                record = await repo.active_by_name(token)
+            if record is None or not await repo.set_team(record.id, team):
+                return None
+            return f"tok_{record.id} {record.name!r}"
     finally:
         await db.dispose()
 

@@ -47,6 +47,8 @@ class DaemonSettings:
 
     Args:
         max_runs: runs this daemon keeps active at once (default: the launcher's capacity).
+        team_max_runs: runs of one team in flight at once across daemons, for a team without
+            a limit of its own (``setTeamLimit``); None: no limit.
         plan_window: slots materialized ahead of launching, per backfill.
         lease_timeout_seconds: the lease's length: a daemon that could not renew it for this
             long has stopped its runs (at 80% of it) and is taken over by another daemon.
@@ -59,6 +61,7 @@ class DaemonSettings:
     """
 
     max_runs: int | None = None
+    team_max_runs: int | None = None
     plan_window: int = ticks.PLAN_WINDOW
     lease_timeout_seconds: float = 30.0
     heartbeat_seconds: float = 2.0
@@ -83,7 +86,9 @@ class Daemon:
         self.settings = settings or DaemonSettings()
         self.clock = clock
         self.state = DaemonState(
-            limits=Limits(max_runs=self.settings.max_runs),
+            limits=Limits(
+                max_runs=self.settings.max_runs, team_max_runs=self.settings.team_max_runs
+            ),
             plan_window=self.settings.plan_window,
             lease_timeout=timedelta(seconds=self.settings.lease_timeout_seconds),
         )

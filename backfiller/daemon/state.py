@@ -15,6 +15,7 @@ from backfiller.storage import Database
 from backfiller.storage.execution import ExecutionRepository
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.run_credentials import signing_key
+from backfiller.storage.teams import TeamRepository
 
 PLAN_WINDOW = 1_000
 
@@ -31,9 +32,13 @@ class Limits:
     Args:
         max_runs: runs this daemon keeps active at once (queued and running), None for the
             launcher's capacity only.
+        team_max_runs: the default limit of a team (see the attribute).
     """
 
     max_runs: int | None = None
+    team_max_runs: int | None = None
+    """Each team's runs in flight at once, across daemons, unless the team has a limit of its
+    own (``setTeamLimit``); None: no limit."""
 
 
 @dataclass
@@ -58,6 +63,12 @@ class DaemonState:
     backfills_ttl: float = 0.25
     """How long the list of RUNNING backfills is reused between claims (seconds)."""
     _running: tuple[float, list[BackfillRecord]] | None = None
+    claimed_since_read: dict[int, int] = field(default_factory=dict)
+    """Runs this daemon claimed per backfill since the RUNNING backfills were read: their
+    cached counters do not count them yet (the fair share adds them)."""
+    team_limits_ttl: float = 1.0
+    """How long the teams' own limits are reused between claims (seconds)."""
+    _team_limits: tuple[float, dict[str, int | None]] | None = None
     warmed: bool = False
     """Whether :meth:`warm` ran: what the first claim would otherwise pay is paid."""
 
@@ -75,7 +86,29 @@ class DaemonState:
         async with database.read() as session:
             records = await ExecutionRepository(session).backfills_in([BackfillState.RUNNING])
         self._running = (time.monotonic(), records)
+        self.claimed_since_read = {}
         return records
 
     def forget_backfills(self) -> None:
         self._running = None
+        self.claimed_since_read = {}
+
+    def claimed(self, backfill_id: int, n: int) -> None:
+        """Count ``n`` runs claimed for a backfill since its counters were read."""
+        self.claimed_since_read[backfill_id] = self.claimed_since_read.get(backfill_id, 0) + n
+
+    async def team_limits(self, database: Database) -> dict[str, int | None]:
+        """The teams' own limits (``team_limits``), read at most every ``team_limits_ttl``."""
+        cached = self._team_limits
+        if cached is not None and time.monotonic() - cached[0] < self.team_limits_ttl:
+            return cached[1]
+        async with database.read() as session:
+            limits = await TeamRepository(session).limits()
+        self._team_limits = (time.monotonic(), limits)
+        return limits
+
+    def team_limit(self, limits: dict[str, int | None], team: str | None) -> int | None:
+        """The limit of ``team``: its own, else the daemon's default (no team: none)."""
+        if team is None:
+            return None
+        return limits.get(team, self.limits.team_max_runs)

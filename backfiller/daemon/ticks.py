@@ -29,6 +29,7 @@ from backfiller.daemon.state import PLAN_WINDOW, DaemonState, Limits, new_owner
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import BackfillKind, BackfillState, EventKind, RunFinished, skip_reason_for
+from backfiller.domain.fair_share import Contender, share_room
 from backfiller.launchers.base import (
     DurableResults,
     Launcher,
@@ -42,10 +43,17 @@ from backfiller.planning import keys_between
 from backfiller.services.selections import Pinned, Unpinnable
 from backfiller.storage import Database
 from backfiller.storage.errors import Conflict, LeaseLost, conflicts_translated
-from backfiller.storage.execution import ExecutionRepository, LogEntry, PlannedSlot, RunStart
+from backfiller.storage.execution import (
+    Claim,
+    ClaimedRun,
+    ExecutionRepository,
+    LogEntry,
+    PlannedSlot,
+    RunStart,
+)
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
-from backfiller.storage.run_credentials import mint_run_credentials
+from backfiller.storage.run_credentials import Rights, mint_run_credentials
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -175,7 +183,8 @@ async def launch_runs(
 
     Limits: the launcher's capacity and the daemon's ``max_runs``; each backfill's
     ``maxConcurrentRuns``; each job's ``max_concurrent_runs`` across all backfills (counted in
-    the database, so across daemons too). Free room is shared evenly among backfills.
+    the database, so across daemons too); each team's limit. Free room is shared by priority,
+    then fairly between teams, then between backfills (``backfiller.domain.fair_share``).
     """
     report = TickReport()
     if not lease_valid(state, clock()) or _renewal_due(state, clock()):
@@ -193,30 +202,95 @@ async def launch_runs(
     report += await launch_asset_runs(database, definitions, clock, launcher, state, room)
     room -= report.claimed
     runnable = await _runnable(database, definitions, state)
-    while room > 0 and runnable:
-        share = max(1, room // len(runnable))
-        still: list[Runnable] = []
-        for record, job, pinned in runnable:
-            if room <= 0:
-                break
-            want = min(share, room)
-            try:
-                tasks = await _claim(database, clock, state, record, job, pinned, want, report)
-            except LeaseLost as exc:
-                lose_lease(state, launcher, str(exc))
-                return report
+    if room > 0 and runnable:
+        await _share_and_claim(database, clock, launcher, state, runnable, room, report)
+    return report
+
+
+async def _share_and_claim(
+    database: Database,
+    clock: Clock,
+    launcher: Launcher,
+    state: DaemonState,
+    runnable: list[Runnable],
+    room: int,
+    report: TickReport,
+) -> None:
+    """Share ``room`` between ``runnable`` (``backfiller.domain.fair_share``) and claim each
+    one's share, higher priorities first; room a backfill could not use is shared again."""
+    team_limits = await state.team_limits(database)
+    team_active = _team_active(await state.running_backfills(database), state)
+    full: set[int] = set()  # claimed less than asked: nothing more for it this tick
+    for _ in range(SHARE_ROUNDS):
+        contenders = [_contender(r, job, state) for r, job, _ in runnable if r.id not in full]
+        shares = share_room(
+            contenders,
+            room,
+            team_active=team_active,
+            team_limits={t: state.team_limit(team_limits, t) for t in team_active},
+        )
+        if not shares:
+            return
+        # Higher priorities first; the plain claims of the round in one transaction.
+        chosen = [
+            (r, shares[r[0].id])
+            for r in sorted(runnable, key=lambda r: -r[0].priority)
+            if shares.get(r[0].id, 0) > 0
+        ]
+        try:
+            claimed = await _claim_round(database, clock, state, chosen, report)
+        except LeaseLost as exc:
+            lose_lease(state, launcher, str(exc))
+            return
+        for (record, _, _), want in chosen:
+            tasks = claimed.get(record.id, [])
             if tasks:
                 tasks = tracing.start_runs(tasks, record.trace_parent)
                 daemon_metrics.runs_submitted(t.run_id for t in tasks)
                 launcher.submit(tasks)
                 room -= len(tasks)
                 report.claimed += len(tasks)
-            if len(tasks) == want:
-                still.append((record, job, pinned))
-        if still == runnable and share >= room:
-            break
-        runnable = still
-    return report
+                state.claimed(record.id, len(tasks))
+                team_active[record.team] = team_active.get(record.team, 0) + len(tasks)
+            if len(tasks) < want:
+                full.add(record.id)
+        if room <= 0 or not full:
+            return
+
+
+SHARE_ROUNDS = 3
+"""Rounds of sharing per tick: room that a backfill could not use (its partitions busy
+elsewhere, a limit met) is shared again among the others."""
+
+
+def _contender(record: BackfillRecord, job: JobDefinition, state: DaemonState) -> Contender:
+    """A runnable backfill as the fair share sees it (``backfiller.domain.fair_share``)."""
+    # Its counters as read (at most ``backfills_ttl`` old) bound what it may take; the claim
+    # itself counts in the database. The runs claimed since they were read count as in flight
+    # for the share only, so that one tick's claims weigh in the next tick's share.
+    in_flight = record.queued + record.running
+    active = in_flight + state.claimed_since_read.get(record.id, 0)
+    wants = record.pending - (record.total - record.planned)
+    cap = record.max_concurrent_runs
+    if cap is not None and job.backfill_policy is None:  # a ranged run holds several: see claim
+        wants = min(wants, cap - in_flight)
+    return Contender(
+        key=record.id,
+        team=record.team,
+        priority=record.priority,
+        active=active,
+        wants=max(0, wants),
+        waited_since=record.updated_at.timestamp(),
+    )
+
+
+def _team_active(records: list[BackfillRecord], state: DaemonState) -> dict[str | None, int]:
+    """Each team's runs in flight over its RUNNING backfills (job and asset ones)."""
+    active: dict[str | None, int] = {}
+    for r in records:
+        n = r.queued + r.running + state.claimed_since_read.get(r.id, 0)
+        active[r.team] = active.get(r.team, 0) + n
+    return active
 
 
 Runnable = tuple[BackfillRecord, JobDefinition, Pinned]
@@ -249,21 +323,94 @@ async def _runnable(
     return runnable
 
 
+async def _claim_round(
+    database: Database,
+    clock: Clock,
+    state: DaemonState,
+    chosen: list[tuple[Runnable, int]],
+    report: TickReport,
+) -> dict[int, list[RunTask]]:
+    """Claim each backfill's share: ranged ones one by one, the plain ones together in one
+    transaction, in backfill id order (the order every transaction locks backfill rows in);
+    if any of those loses a race, they are claimed one by one instead."""
+    tasks: dict[int, list[RunTask]] = {}
+    plain = [(r, want) for r, want in chosen if r[1].backfill_policy is None]
+    for runnable, want in chosen:
+        if runnable[1].backfill_policy is not None:
+            tasks[runnable[0].id] = await _claim(database, clock, state, runnable, want, report)
+    if len(plain) == 1:
+        ((runnable, want),) = plain
+        tasks[runnable[0].id] = await _claim(database, clock, state, runnable, want, report)
+    elif plain:
+        together = await _claim_together(database, clock, state, plain, report)
+        if together is None:
+            for runnable, want in plain:
+                tasks[runnable[0].id] = await _claim(database, clock, state, runnable, want, report)
+        else:
+            tasks.update(together)
+    return tasks
+
+
+async def _claim_together(
+    database: Database,
+    clock: Clock,
+    state: DaemonState,
+    plain: list[tuple[Runnable, int]],
+    report: TickReport,
+) -> dict[int, list[RunTask]] | None:
+    """The plain claims of several backfills in one transaction (None: one lost a race)."""
+    now = clock()
+    if not lease_valid(state, now):
+        return {}
+    limits = await state.team_limits(database)
+    ordered = sorted(plain, key=lambda item: item[0][0].id)
+    began = time.perf_counter()
+    claims: list[Claim] = []
+    try:
+        async with conflicts_translated(), database.write() as session:
+            repo = ExecutionRepository(session)
+            for (record, job, _), want in ordered:
+                claims.append(
+                    await repo.claim_slots(
+                        record.id,
+                        record.job_name,
+                        want,
+                        now,
+                        state.owner,
+                        reprocess=record.reprocess,
+                        backfill_limit=record.max_concurrent_runs,
+                        job_limit=job.max_concurrent_runs,
+                        team=(record.team, state.team_limit(limits, record.team)),
+                    )
+                )
+    except Conflict as exc:
+        logger.info("a claim of %d backfills lost a race, one by one: %s", len(ordered), exc)
+        report.conflicts += 1
+        return None
+    daemon_metrics.observe_claim(time.perf_counter() - began)
+    tasks: dict[int, list[RunTask]] = {}
+    rights: Rights = {}  # each creator's token read once for the round
+    for ((record, job, pinned), _), claim in zip(ordered, claims, strict=True):
+        report.skipped += claim.skipped
+        tasks[record.id] = await _tasks_of(database, record, job, pinned, claim.runs, now, rights)
+    return tasks
+
+
 async def _claim(
     database: Database,
     clock: Clock,
     state: DaemonState,
-    record: BackfillRecord,
-    job: JobDefinition,
-    pinned: Pinned,
+    runnable: Runnable,
     want: int,
     report: TickReport,
 ) -> list[RunTask]:
+    record, job, pinned = runnable
     if job.backfill_policy is not None:
-        return await claim_ranged_runs(database, clock, state, (record, job, pinned), want, report)
+        return await claim_ranged_runs(database, clock, state, runnable, want, report)
     now = clock()
     if not lease_valid(state, now):
         return []
+    team_limit = state.team_limit(await state.team_limits(database), record.team)
     began = time.perf_counter()
     try:
         async with conflicts_translated(), database.write() as session:
@@ -276,17 +423,32 @@ async def _claim(
                 reprocess=record.reprocess,
                 backfill_limit=record.max_concurrent_runs,
                 job_limit=job.max_concurrent_runs,
+                team=(record.team, team_limit),
             )
     except Conflict as exc:
         logger.info("claim of backfill %s lost a race, retrying later: %s", record.id, exc)
         report.conflicts += 1
         return []
     report.skipped += claim.skipped
-    claimed = claim.runs
     daemon_metrics.observe_claim(time.perf_counter() - began)
+    return await _tasks_of(database, record, job, pinned, claim.runs, now)
+
+
+async def _tasks_of(
+    database: Database,
+    record: BackfillRecord,
+    job: JobDefinition,
+    pinned: Pinned,
+    claimed: list[ClaimedRun],
+    now: datetime,
+    rights: Rights | None = None,
+) -> list[RunTask]:
+    """The launcher's tasks of a claim's runs, each with its credential."""
     tags = {**dict(job.tags), **{str(k): str(v) for k, v in record.tags}}
     ids, timeout = [c.run_id for c in claimed], job.timeout_seconds
-    credentials = await mint_run_credentials(database, record.id, record.creator, ids, now, timeout)
+    credentials = await mint_run_credentials(
+        database, record.id, record.creator, ids, now, timeout, rights
+    )
     tasks: list[RunTask] = []
     for c in claimed:
         window = pinned.space.window(c.partition_key)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from backfiller.definitions.partitions import PartitionsDefinition
 from backfiller.definitions.policies import BackfillPolicy
 from backfiller.domain import DEFAULT_LOST_WORKER_RETRIES
+from backfiller.domain.fair_share import MAX_PRIORITY, MIN_PRIORITY
 
 if TYPE_CHECKING:
     from backfiller.client import Client
@@ -154,12 +155,14 @@ class JobDefinition:
     """The Celery queue its runs go to (the Celery launcher only; None: the default queue)."""
     backfill_policy: BackfillPolicy | None = None
     """Ranged runs (``single_run()``, ``multi_run(N)``); None: one run per partition."""
+    priority: int = 0
+    """The priority of its backfills when a launch names none (higher is claimed first)."""
 
     def __call__(self, context: RunContext) -> object:
         return self.fn(context)
 
 
-def job(
+def job(  # long: one check per parameter, then the definition
     *,
     partitions: PartitionsDefinition,
     name: str | None = None,
@@ -172,13 +175,16 @@ def job(
     description: str | None = None,
     queue: str | None = None,
     backfill_policy: BackfillPolicy | None = None,
+    priority: int = 0,
 ) -> Callable[[JobFunction], JobDefinition]:
     """Declare a partitioned job over a function that takes a :class:`RunContext`.
 
     ``queue`` names the Celery queue its runs go to with the Celery launcher, so that heavy
     jobs run on the workers that listen on it (``backfiller worker --queues gpu``).
     ``backfill_policy`` (``single_run()`` or ``multi_run(N)``) makes a backfill run chunks of
-    consecutive partitions, one run each (see docs/ranged-runs.md).
+    consecutive partitions, one run each (see docs/ranged-runs.md). ``priority`` is its
+    backfills' priority when a launch names none (see docs/execution.md, "Priority and fair
+    share").
 
     Example:
         >>> @job(partitions=DailyPartitions(start="2024-01-01"))
@@ -195,6 +201,10 @@ def job(
             raise ValueError("timeout_seconds must be positive")
         if lost_worker_retries < 0:
             raise ValueError("lost_worker_retries must not be negative")
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise TypeError("priority must be an int")
+        if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+            raise ValueError(f"priority must be between {MIN_PRIORITY} and {MAX_PRIORITY}")
         if queue is not None and not QUEUE_NAME.match(queue):
             raise ValueError(f"invalid queue name {queue!r}")
         doc = description if description is not None else (fn.__doc__ or "").strip() or None
@@ -211,6 +221,7 @@ def job(
             description=doc,
             queue=queue,
             backfill_policy=backfill_policy,
+            priority=priority,
         )
 
     return decorate

@@ -234,6 +234,9 @@ class TriggerDefinition:
     def scheduled(self) -> bool:
         """Whether the daemon evaluates it by itself (an interval or a cron schedule)."""
         return self.interval_seconds is not None or self.schedule is not None
+    team: str | None = None
+    """The team its launches act for; None: the team of whoever evaluates it (none for the
+    daemon's evaluations)."""
 
     def __call__(self, context: TriggerContext) -> TriggerResult:
         return self.fn(context)
@@ -253,6 +256,7 @@ def trigger(
     catch_up: Literal["latest", "all", "none"] = "latest",
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     description: str | None = None,
+    team: str | None = None,
 ) -> Callable[[TriggerFunction], TriggerDefinition]: ...
 
 
@@ -267,6 +271,7 @@ def trigger(
     catch_up: Literal["latest", "all", "none"] = "latest",
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     description: str | None = None,
+    team: str | None = None,
 ) -> TriggerDefinition | Callable[[TriggerFunction], TriggerDefinition]:
     """Declare a trigger over a function ``(context) -> BackfillRequest | SkipReason | list``.
 
@@ -284,6 +289,8 @@ def trigger(
             ``MAX_CATCH_UP``, the latest ones); ``"none"`` skip them.
         timeout_seconds: An evaluation running longer is recorded FAILED.
         description: Shown in the UI (the function's docstring by default).
+        team: The team its backfills act for (fair share, team limits); None: the team of
+            the token or person that evaluates it.
 
     Raises:
         ScheduleError: (a ValueError) an invalid cron expression, time zone or catch-up
@@ -292,6 +299,8 @@ def trigger(
     schedule = _schedule_of(interval_seconds, cron, timezone)
     policy = parse_catch_up(catch_up)
     _check_limits(interval_seconds, timeout_seconds)
+    if team is not None and (not isinstance(team, str) or not 0 < len(team) <= 200):
+        raise ValueError("team must be a name of 1 to 200 characters")
 
     def decorate(function: TriggerFunction) -> TriggerDefinition:
         trigger_name = name or str(getattr(function, "__name__", ""))
@@ -308,6 +317,7 @@ def trigger(
             description=doc,
             schedule=schedule,
             catch_up=policy,
+            team=team,
         )
 
     if fn is not None:

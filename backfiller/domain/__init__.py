@@ -368,6 +368,8 @@ class EventKind(enum.StrEnum):
     RETRIED = "retried"
     COMPLETED = "completed"
     FAILED = "failed"
+    UPDATED = "updated"
+    """``updateBackfill`` changed its limit, priority, title or description."""
 
 
 @dataclass(frozen=True, slots=True)

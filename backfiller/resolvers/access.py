@@ -32,6 +32,9 @@ class Principal:
     backfill_id: int | None = None
     session_id: int | None = None
     """A person signed in with OpenID Connect (``web/sessions.py``): the session's id."""
+    team: str | None = None
+    """The team it acts for: its token's, its session's (the OpenID team claim), or for a
+    run's credential the token's that launched the run. What it launches acts for this team."""
 
     @property
     def authenticated(self) -> bool:

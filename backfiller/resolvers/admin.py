@@ -12,6 +12,7 @@ from backfiller.ids import audit_id, encode_cursor, parse_token_id, token_id
 from backfiller.resolvers.commands import user_error
 from backfiller.resolvers.context import Info, check_page_size
 from backfiller.resolvers.pages import cursor_value, page_info
+from backfiller.resolvers.teams import team_name_errors
 from backfiller.schema.admin import (
     ApiToken,
     ApiTokenConnection,
@@ -26,6 +27,8 @@ from backfiller.schema.admin import (
     CreateApiTokenPayload,
     RevokeApiTokenInput,
     RevokeApiTokenPayload,
+    UpdateApiTokenInput,
+    UpdateApiTokenPayload,
 )
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.storage.auth import AuditRepository, NewToken, TokenNameTaken, TokenRepository
@@ -86,6 +89,7 @@ def api_token_from_record(record: ApiTokenRecord, now: datetime) -> ApiToken:
         revoked_at=record.revoked_at,
         last_used_at=record.last_used_at,
         jobs=[str(j) for j in record.jobs] if record.jobs is not None else None,
+        team=record.team,
         _active=record.revoked_at is None and not expired,
     )
 
@@ -118,6 +122,7 @@ def me(info: Info) -> Caller:
         name=principal.name,
         role=api_token_role(principal.role),
         authenticated=principal.authenticated,
+        team=principal.team,
     )
 
 
@@ -170,6 +175,7 @@ async def create_api_token(info: Info, input: CreateApiTokenInput) -> CreateApiT
                 user_error(UserErrorCode.INVALID_ARGUMENT, "must be in the future", ["expiresAt"])
             )
     errors += job_scope_errors(ctx.definitions, input.jobs)
+    errors += team_name_errors(input.team, ["team"])
     if errors:
         return CreateApiTokenPayload(token=None, secret=None, user_errors=errors)
     new = NewToken(
@@ -178,6 +184,7 @@ async def create_api_token(info: Info, input: CreateApiTokenInput) -> CreateApiT
         expires_at=input.expires_at,
         created_by=ctx.actor,
         jobs=frozenset(input.jobs) if input.jobs is not None else None,
+        team=input.team,
     )
     try:
         async with ctx.database.write() as session:
@@ -213,6 +220,36 @@ async def revoke_api_token(info: Info, input: RevokeApiTokenInput) -> RevokeApiT
     if record is None:
         return RevokeApiTokenPayload(token=None, user_errors=[not_found])
     return RevokeApiTokenPayload(token=api_token_from_record(record, now), user_errors=[])
+
+
+async def update_api_token(info: Info, input: UpdateApiTokenInput) -> UpdateApiTokenPayload:
+    """Change a token's team (the only thing of a token that changes)."""
+    ctx = info.context
+    pk = parse_token_id(input.id)
+    not_found = user_error(UserErrorCode.NOT_FOUND, f"no token has id {input.id!r}", ["id"])
+    if pk is None:
+        return UpdateApiTokenPayload(token=None, user_errors=[not_found])
+    if input.team is strawberry.UNSET:
+        errors = [user_error(UserErrorCode.INVALID_ARGUMENT, "name something to change", None)]
+        return UpdateApiTokenPayload(token=None, user_errors=errors)
+    errors = team_name_errors(input.team, ["team"])
+    if errors:
+        return UpdateApiTokenPayload(token=None, user_errors=errors)
+    now = ctx.now()
+    async with ctx.database.write() as session:
+        repo = TokenRepository(session)
+        record = await repo.get(pk)
+        if record is None:
+            return UpdateApiTokenPayload(token=None, user_errors=[not_found])
+        if record.revoked_at is not None:
+            message = "the token is revoked"
+            return UpdateApiTokenPayload(
+                token=None, user_errors=[user_error(UserErrorCode.INVALID_STATE, message, ["id"])]
+            )
+        await repo.set_team(pk, input.team)
+        record = await repo.get(pk)
+    assert record is not None
+    return UpdateApiTokenPayload(token=api_token_from_record(record, now), user_errors=[])
 
 
 async def list_api_tokens(

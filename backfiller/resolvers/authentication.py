@@ -62,7 +62,9 @@ async def authenticate(services: Services, secret: str, now: datetime) -> Princi
                 await TokenRepository(session).mark_used(record.id, now)
         except Exception:
             logger.warning("could not record the use of token %s", record.name, exc_info=True)
-    return Principal(name=record.name, role=record.role, token_id=record.id, jobs=_jobs(record))
+    return Principal(
+        name=record.name, role=record.role, token_id=record.id, jobs=_jobs(record), team=record.team
+    )
 
 
 async def _authenticate_run(
@@ -77,7 +79,7 @@ async def _authenticate_run(
         return AuthFailure("the run's credential has expired")
     if not await run_is_active(services.database, claims.run_id, claims.backfill_id):
         return AuthFailure("the run of this credential has ended, or its backfill was canceled")
-    role, jobs = claims.role, None
+    role, jobs, team = claims.role, None, None
     if claims.parent_token_id is None and services.settings.auth_mode == "none":
         # Without auth every caller is an admin: a run is no less than one who has no token.
         role = Role.ADMIN
@@ -90,7 +92,7 @@ async def _authenticate_run(
                 f"the token that launched this run is no longer valid: {failure.reason}"
             )
         assert parent is not None
-        jobs = _jobs(parent)
+        jobs, team = _jobs(parent), parent.team
         if parent.role is Role.VIEWER:
             role = Role.VIEWER
     return Principal(
@@ -99,4 +101,5 @@ async def _authenticate_run(
         jobs=jobs,
         run_id=claims.run_id,
         backfill_id=claims.backfill_id,
+        team=team,
     )

@@ -81,7 +81,7 @@ async def launch_backfill(info: Info, input: LaunchBackfillInput) -> LaunchBackf
     request = request_from_input(input)
     if not isinstance(request, LaunchRequest):
         return LaunchBackfillPayload(backfill=None, user_errors=request)
-    plan = await validate_launch(ctx.services, request, creator=ctx.actor)
+    plan = await validate_launch(ctx.services, request, creator=ctx.actor, team=ctx.team)
     if not isinstance(plan, LaunchPlan):
         return LaunchBackfillPayload(backfill=None, user_errors=user_errors_of(plan))
     refused = _asset_scope(ctx, plan)
@@ -106,7 +106,7 @@ async def preview_backfill(info: Info, input: LaunchBackfillInput) -> PreviewBac
     request = request_from_input(input)
     if not isinstance(request, LaunchRequest):
         return PreviewBackfillPayload(preview=None, user_errors=request)
-    plan = await validate_launch(ctx.services, request, creator=ctx.actor)
+    plan = await validate_launch(ctx.services, request, creator=ctx.actor, team=ctx.team)
     if not isinstance(plan, LaunchPlan):
         return PreviewBackfillPayload(preview=None, user_errors=user_errors_of(plan))
     refused = _asset_scope(ctx, plan)
@@ -226,6 +226,7 @@ def _retry_of(
     include: list[RetryInclude],
     input: RetryBackfillInput,
     creator: str | None,
+    team: str | None,
 ) -> NewBackfill:
     """The child backfill that runs ``keys`` of ``parent`` again."""
     return new_backfill(
@@ -235,6 +236,7 @@ def _retry_of(
         first_index=0,
         total=len(keys),
         creator=creator,
+        team=team,
         parent_id=parent.id,
         fingerprint=_retry_fingerprint(parent, include),
     )
@@ -298,7 +300,7 @@ async def retry_backfill(info: Info, input: RetryBackfillInput) -> RetryBackfill
             backfill=None, user_errors=[user_error(refused.code, refused.message, refused.field)]
         )
     keys = [key_at(resolved, parent.order, space, p) for p in sorted(chosen)]
-    new = _retry_of(parent, job, keys, include, input, ctx.actor)
+    new = _retry_of(parent, job, keys, include, input, ctx.actor, ctx.team)
     return await _create_child(ctx, parent, new)
 
 
@@ -321,6 +323,7 @@ async def _retry_assets(
         _retry_fingerprint(parent, include),
         idempotency_key=input.idempotency_key,
         creator=ctx.actor,
+        team=ctx.team,
     )
     if isinstance(child, str):
         error = user_error(UserErrorCode.EMPTY_SELECTION, child, ["include"])
@@ -381,6 +384,7 @@ def backfill_query(filter: BackfillFilter) -> BackfillQuery:
         tag=(filter.tag.key, filter.tag.value) if filter.tag is not None else None,
         asset=filter.asset,
         creator=filter.creator,
+        team=filter.team,
         tags=[(t.key, t.value) for t in filter.tags or ()],
         title_contains=search or None,
         created_after=filter.created_after,

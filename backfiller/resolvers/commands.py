@@ -94,6 +94,7 @@ def request_from_input(input: LaunchBackfillInput) -> LaunchRequest | list[UserE
         reprocess=reprocess_of(input.reprocess),
         order=order_of(input.order),
         max_concurrent_runs=_optional(input.max_concurrent_runs),
+        priority=_optional(input.priority),
         run_config=cast(dict[str, Any] | None, _optional(input.run_config)),
         tags=tuple((t.key, t.value) for t in (input.tags or [])),
         title=_optional(input.title),

@@ -71,6 +71,11 @@ class Context:
         return self.services.database
 
     @property
+    def team(self) -> str | None:
+        """The team the caller acts for (its token's or session's; None: no team)."""
+        return self.principal.team if self.principal is not None else None
+
+    @property
     def assets(self) -> AssetReadsImpl:
         """Reads of assets and asset backfills (``schema.asset_backfills.AssetReads``)."""
         from backfiller.resolvers.assets import StorageAssetReads

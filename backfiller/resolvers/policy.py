@@ -39,6 +39,7 @@ FIELD_ROLES: Mapping[str, Mapping[str, Role | None]] = {
         "partitionMarks": VIEWER,
         "apiTokens": ADMIN,
         "auditLog": ADMIN,
+        "teamLimits": ADMIN,
     },
     "Mutation": {
         "__typename": PUBLIC,
@@ -47,6 +48,7 @@ FIELD_ROLES: Mapping[str, Mapping[str, Role | None]] = {
         "pauseBackfill": OPERATOR,
         "resumeBackfill": OPERATOR,
         "cancelBackfill": OPERATOR,
+        "updateBackfill": OPERATOR,
         "retryBackfill": OPERATOR,
         "evaluateTrigger": OPERATOR,
         "markPartitions": OPERATOR,
@@ -55,6 +57,8 @@ FIELD_ROLES: Mapping[str, Mapping[str, Role | None]] = {
         "deleteDynamicPartitions": ADMIN,
         "createApiToken": ADMIN,
         "revokeApiToken": ADMIN,
+        "updateApiToken": ADMIN,
+        "setTeamLimit": ADMIN,
     },
     "Subscription": {
         "__typename": PUBLIC,

@@ -2,14 +2,15 @@
 
 A token may be limited to some names (``jobs`` of ``createApiToken``, ``--job`` of
 ``backfiller token create``). Definitions refuse a name that is both a job and an asset, so a
-scope names either. A scoped token may launch, preview, pause, resume, cancel and retry only
+scope names either. A scoped token may launch, preview, pause, resume, cancel, update and retry
+only
 backfills whose every target is in its scope: the job of a job backfill, every asset of an
 asset backfill (upstream and downstream ones included). Reads are not scoped.
 
 - a launch or a preview of a job: ``target.job`` of the input, checked before it runs;
 - of assets: the assets its plan runs, checked once the selection is resolved
   (``resolvers/backfills.py``);
-- pause, resume, cancel and retry: the stored backfill's targets, read here before the
+- pause, resume, cancel, update and retry: the stored backfill's targets, read here before the
   mutation runs (a backfill's targets never change).
 """
 
@@ -29,6 +30,7 @@ STEERING_VERBS = {
     "resumeBackfill": "resume",
     "cancelBackfill": "cancel",
     "retryBackfill": "retry",
+    "updateBackfill": "update",
 }
 """Mutations of a stored backfill, checked against the backfill's targets."""
 

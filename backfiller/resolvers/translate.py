@@ -287,6 +287,8 @@ def event_kind(value: domain.EventKind) -> BackfillEventKind:
             return BackfillEventKind.COMPLETED
         case domain.EventKind.FAILED:
             return BackfillEventKind.FAILED
+        case domain.EventKind.UPDATED:
+            return BackfillEventKind.UPDATED
         case _:
             assert_never(value)
 
@@ -411,6 +413,8 @@ def _backfill(
         run_config=JSON(run_config) if run_config is not None else None,
         tags=tags,
         creator=stored.creator,
+        team=stored.team,
+        priority=stored.priority,
         created_at=stored.created_at,
         started_at=stored.started_at,
         ended_at=stored.ended_at,

@@ -170,6 +170,7 @@ async def evaluate_trigger(info: Info, input: EvaluateTriggerInput) -> EvaluateT
         # The trigger acts as whoever pressed the button: it gets the caller's token, never
         # the server's (without one, under --auth none, the server needs none).
         client_factory=client_factory_for(service_url(ctx.services.settings), ctx.token),
+        team=ctx.team,
     )
     evaluation = (await evaluations_from_records(ctx.services, [record]))[0]
     return EvaluateTriggerPayload(evaluation=evaluation, user_errors=[])

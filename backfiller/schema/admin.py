@@ -43,6 +43,10 @@ class ApiToken:
         description="The only jobs and assets (one namespace) whose backfills it may launch, "
         "preview, pause, resume, cancel and retry; null for every one.",
     )
+    team: str | None = strawberry.field(
+        default=None,
+        description="The team it belongs to: what it launches acts for this team; null for none.",
+    )
 
     @strawberry.field(description="Neither revoked nor expired (as of the request).")
     def active(self) -> bool:
@@ -76,6 +80,10 @@ class Caller:
     authenticated: bool = strawberry.field(
         description="Whether a token was presented (false when the server runs without auth)."
     )
+    team: str | None = strawberry.field(
+        default=None,
+        description="The team it acts for (its token's, or a signed-in person's); null for none.",
+    )
 
 
 @strawberry.input
@@ -91,6 +99,11 @@ class CreateApiTokenInput:
         "namespace): it may launch, preview, pause, resume, cancel and retry only those, and "
         "may not evaluate triggers; every one when null.",
     )
+    team: str | None = strawberry.field(
+        default=None,
+        description="The team it belongs to (1 to 200 characters); what it launches acts for "
+        "this team; no team when null.",
+    )
 
 
 @strawberry.type
@@ -99,6 +112,49 @@ class CreateApiTokenPayload:
     secret: str | None = strawberry.field(
         description="The token to send as `Authorization: Bearer <secret>`. Shown only here, "
         "only once: the server keeps only its hash."
+    )
+    user_errors: list[UserError]
+
+
+@strawberry.input(description="What to change of an API token; an absent field is left as it is.")
+class UpdateApiTokenInput:
+    id: strawberry.ID
+    team: str | None = strawberry.field(
+        default=strawberry.UNSET,
+        description="Its team (1 to 200 characters); null removes it. Backfills launched "
+        "before keep the team they were launched for.",
+    )
+
+
+@strawberry.type
+class UpdateApiTokenPayload:
+    token: ApiToken | None
+    user_errors: list[UserError]
+
+
+@strawberry.type(description="A team's limit on its runs in flight, across all its backfills.")
+class TeamLimit:
+    team: str
+    max_concurrent_runs: int = strawberry.field(
+        description="At most this many runs of the team's backfills at once (queued and "
+        "running), across daemons."
+    )
+    updated_at: datetime
+    updated_by: str | None
+
+
+@strawberry.input
+class SetTeamLimitInput:
+    team: str = strawberry.field(description="The team's name, 1 to 200 characters.")
+    max_concurrent_runs: int | None = strawberry.field(
+        description="Its limit (1..100000); null removes it (the daemon's default applies)."
+    )
+
+
+@strawberry.type
+class SetTeamLimitPayload:
+    team_limit: TeamLimit | None = strawberry.field(
+        description="The limit as set; null once removed."
     )
     user_errors: list[UserError]
 

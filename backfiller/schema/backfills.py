@@ -339,6 +339,14 @@ class Backfill(Node):
     creator: str | None = strawberry.field(
         description="Who launched it: a token's name, a run, a trigger, or null without auth."
     )
+    team: str | None = strawberry.field(
+        description="The team it acts for: its launcher's (a token's, a signed-in person's or "
+        "a trigger's); null for none. The daemon shares room fairly between teams."
+    )
+    priority: int = strawberry.field(
+        description="Higher priorities are claimed first and get a bigger share of the room; "
+        "a lower one still progresses (docs/execution.md). 0 by default."
+    )
     created_at: datetime
     started_at: datetime | None
     ended_at: datetime | None

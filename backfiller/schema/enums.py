@@ -127,6 +127,10 @@ class BackfillEventKind(enum.Enum):
     RETRIED = "RETRIED"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
+    UPDATED = strawberry.enum_value(
+        "UPDATED",
+        description="`updateBackfill` changed its concurrency, priority, title or description.",
+    )
 
 
 @strawberry.enum(description="Which partitions of a backfill `retryBackfill` runs again.")

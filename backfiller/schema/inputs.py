@@ -46,6 +46,11 @@ class LaunchBackfillInput:
     max_concurrent_runs: int | None = strawberry.field(
         default=None, description="At most this many runs of this backfill at once (1..10000)."
     )
+    priority: int | None = strawberry.field(
+        default=None,
+        description="Higher is claimed first, with a bigger share of the room (-1000..1000); "
+        "the job's default (0 unless it names one) when null.",
+    )
     run_config: JSON | None = strawberry.field(
         default=None, description="Given to every run; validated against the job's config schema."
     )
@@ -80,6 +85,28 @@ class CancelBackfillInput:
     id: strawberry.ID
 
 
+@strawberry.input(
+    description="What to change of a running or paused backfill; an absent field is left as it is."
+)
+class UpdateBackfillInput:
+    id: strawberry.ID
+    max_concurrent_runs: int | None = strawberry.field(
+        default=strawberry.UNSET,
+        description="At most this many runs at once (1..10000), null for no limit of its own. "
+        "A lower limit holds from the daemon's next claim: no run starts beyond it, runs in "
+        "flight finish.",
+    )
+    priority: int | None = strawberry.field(
+        default=strawberry.UNSET, description="Its new priority (-1000..1000); not null."
+    )
+    title: str | None = strawberry.field(
+        default=strawberry.UNSET, description="Its new title; null removes it."
+    )
+    description: str | None = strawberry.field(
+        default=strawberry.UNSET, description="Its new description; null removes it."
+    )
+
+
 @strawberry.input
 class RetryBackfillInput:
     id: strawberry.ID
@@ -99,6 +126,9 @@ class BackfillFilter:
     )
     creator: str | None = strawberry.field(
         default=None, description="Backfills created by this name (a token or a person)."
+    )
+    team: str | None = strawberry.field(
+        default=None, description="Backfills that act for this team."
     )
     tags: list[TagInput] | None = strawberry.field(
         default=None, description="Backfills that carry every one of these tags."

@@ -27,6 +27,12 @@ class PauseBackfillPayload:
 
 
 @strawberry.type
+class UpdateBackfillPayload:
+    backfill: Backfill | None
+    user_errors: list[UserError]
+
+
+@strawberry.type
 class ResumeBackfillPayload:
     backfill: Backfill | None
     user_errors: list[UserError]

@@ -105,6 +105,7 @@ async def validate_asset_launch(
     request: LaunchRequest,
     *,
     creator: str | None,
+    team: str | None = None,
     parent_id: int | None = None,
 ) -> LaunchPlan | list[LaunchProblem]:
     """Check an asset ``request`` against the graph and the database; plan its one insert."""
@@ -151,6 +152,7 @@ async def validate_asset_launch(
         first_index=resolved.first_index,
         total=target.total,
         creator=creator,
+        team=team,
         parent_id=parent_id,
     )
     return LaunchPlan(root.job, spaces[root.name], resolved, new, assets=launch)
@@ -304,6 +306,7 @@ async def asset_retry_of(
     *,
     idempotency_key: str | None,
     creator: str | None,
+    team: str | None = None,
 ) -> NewBackfill | str:
     """The child of an asset backfill, or why there is nothing to retry.
 
@@ -335,6 +338,7 @@ async def asset_retry_of(
         first_index=0,
         total=child.total,
         creator=creator,
+        team=team,
         parent_id=parent.id,
         fingerprint=fingerprint,
     )

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 from backfiller import domain
+from backfiller.domain.fair_share import MAX_PRIORITY, MIN_PRIORITY
 from backfiller.planning import Selection
 from backfiller.services.launch_types import LaunchProblem, LaunchRequest, ProblemCode, problem
 
@@ -72,6 +73,34 @@ def _selection_problems(selection: Selection) -> list[LaunchProblem]:
     return problems
 
 
+def limit_problems(max_concurrent_runs: int | None, priority: int | None) -> list[LaunchProblem]:
+    """A backfill's ``max_concurrent_runs`` and ``priority`` out of bounds (at launch and in
+    ``updateBackfill``)."""
+    problems: list[LaunchProblem] = []
+    if max_concurrent_runs is not None and not 1 <= max_concurrent_runs <= MAX_CONCURRENT_RUNS:
+        message = f"must be between 1 and {MAX_CONCURRENT_RUNS}"
+        problems.append(problem(ProblemCode.INVALID_ARGUMENT, message, "max_concurrent_runs"))
+    if priority is not None and not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+        message = f"must be between {MIN_PRIORITY} and {MAX_PRIORITY}"
+        problems.append(problem(ProblemCode.INVALID_ARGUMENT, message, "priority"))
+    return problems
+
+
+def update_problems(
+    max_concurrent_runs: int | None,
+    priority: int | None,
+    title: str | None,
+    description: str | None,
+) -> list[LaunchProblem]:
+    """What ``updateBackfill`` may not set: the launch's own rules for these fields."""
+    problems = limit_problems(max_concurrent_runs, priority)
+    if title is not None:
+        problems += _text_problems(title, MAX_TITLE, "title")
+    if description is not None:
+        problems += _text_problems(description, MAX_DESCRIPTION, "description")
+    return problems
+
+
 def scalar_problems(request: LaunchRequest) -> list[LaunchProblem]:
     """The checks that need neither the job nor the database (pure)."""
     problems: list[LaunchProblem] = []
@@ -86,10 +115,7 @@ def scalar_problems(request: LaunchRequest) -> list[LaunchProblem]:
                 problem(ProblemCode.INVALID_ARGUMENT, "must not be blank", "idempotency_key")
             )
         problems += _text_problems(key, MAX_IDEMPOTENCY_KEY, "idempotency_key")
-    mcr = request.max_concurrent_runs
-    if mcr is not None and not 1 <= mcr <= MAX_CONCURRENT_RUNS:
-        message = f"must be between 1 and {MAX_CONCURRENT_RUNS}"
-        problems.append(problem(ProblemCode.INVALID_ARGUMENT, message, "max_concurrent_runs"))
+    problems += limit_problems(request.max_concurrent_runs, request.priority)
     problems += _tag_problems(request.tags)
     problems += _selection_problems(request.selection)
     if request.run_config is not None:
@@ -103,4 +129,4 @@ def scalar_problems(request: LaunchRequest) -> list[LaunchProblem]:
     return problems
 
 
-__all__ = ["MAX_KEY_LENGTH", "scalar_problems"]
+__all__ = ["MAX_KEY_LENGTH", "limit_problems", "scalar_problems", "update_problems"]

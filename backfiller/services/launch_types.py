@@ -88,6 +88,8 @@ class LaunchRequest:
     notify: tuple[WebhookTarget, ...] = ()
     assets: AssetRequest | None = None
     """An asset target instead of ``job`` (``backfiller.services.asset_launching``)."""
+    priority: int | None = None
+    """Higher is claimed first (``backfiller.domain.fair_share``); None: the job's default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +197,8 @@ def fingerprint_of(request: LaunchRequest, job: str) -> str:
     if request.assets is not None:  # absent for a job: its fingerprints stay the same
         chosen = request.assets
         normalized["assets"] = [list(chosen.names), chosen.upstream, chosen.downstream]
+    if request.priority is not None:  # absent otherwise, as ``notify``
+        normalized["priority"] = request.priority
     if request.notify:  # absent otherwise: fingerprints of earlier launches stay the same
         normalized["notify"] = [[w.url, list(w.events), w.format] for w in request.notify]
     return request_fingerprint(normalized)
@@ -209,13 +213,15 @@ def new_backfill(
     first_index: int,
     total: int,
     creator: str | None,
+    team: str | None = None,
     parent_id: int | None = None,
     fingerprint: str | None = None,
 ) -> NewBackfill:
     """The row a launch inserts: of ``job``'s partitions, or (``job`` None) of the ``assets``.
 
     ``fingerprint`` is the request's for its idempotency key (default: :func:`fingerprint_of`
-    the request; a retry passes its own).
+    the request; a retry passes its own). ``team``: the launcher's, which the backfill acts
+    for; its priority is the request's, else the job's default.
     """
     assert (job is None) != (assets is None), "a backfill runs a job or assets"
     selection = request.selection
@@ -242,6 +248,12 @@ def new_backfill(
             else fingerprint_of(request, job.name if job is not None else ASSETS_JOB)
         ),
         creator=creator,
+        team=team,
+        priority=(
+            request.priority
+            if request.priority is not None
+            else (job.priority if job is not None else 0)
+        ),
         parent_id=parent_id,
         notify=request.notify,
         trace_parent=tracing.current_trace_parent(),
@@ -265,6 +277,7 @@ def retry_request(
         title=f"Retry of {title}",
         description=parent.description,
         idempotency_key=idempotency_key,
+        priority=parent.priority,
     )
 
 

@@ -50,11 +50,15 @@ async def validate_launch(
     request: LaunchRequest,
     *,
     creator: str | None,
+    team: str | None = None,
     parent_id: int | None = None,
 ) -> LaunchPlan | list[LaunchProblem]:
-    """Check ``request`` against the definitions and the database; plan its insert."""
+    """Check ``request`` against the definitions and the database; plan its insert (acting
+    for ``team``, the launcher's)."""
     if request.assets is not None:
-        return await validate_asset_launch(backend, request, creator=creator, parent_id=parent_id)
+        return await validate_asset_launch(
+            backend, request, creator=creator, team=team, parent_id=parent_id
+        )
     problems = scalar_problems(request)
     job = backend.definitions.get_job(request.job) if request.job else None
     if job is None:
@@ -85,6 +89,7 @@ async def validate_launch(
         first_index=resolved.first_index,
         total=resolved.total,
         creator=creator,
+        team=team,
         parent_id=parent_id,
     )
     return LaunchPlan(job, space, resolved, new)

@@ -104,6 +104,7 @@ def launch_request_of(request: BackfillRequest) -> LaunchRequest:
         title=request.title,
         description=request.description,
         idempotency_key=request.idempotency_key,
+        priority=request.priority,
         assets=(
             AssetRequest(request.assets.names, request.assets.upstream, request.assets.downstream)
             if request.assets is not None
@@ -181,13 +182,14 @@ async def _launch(
     asked: list[BackfillRequest],
     dry_run: bool,
     evaluation: _Evaluation,
+    team: str | None = None,
 ) -> None:
     """Validate every request, then launch them all (or preview them, on a dry run)."""
     plans: list[LaunchPlan] = []
     refusals: list[str] = []
     for i, request in enumerate(asked):
         launch = launch_request_of(request)
-        plan = await validate_launch(backend, launch, creator=f"trigger:{name}")
+        plan = await validate_launch(backend, launch, creator=f"trigger:{name}", team=team)
         if isinstance(plan, LaunchPlan):
             plans.append(plan)
             evaluation.requests.append(EvaluatedRequest(launch))
@@ -220,6 +222,7 @@ async def _judge(
     ran: Ran,
     cursor: object,
     dry_run: bool,
+    team: str | None = None,
 ) -> _Evaluation:
     """What the function's answer means, launching what it asked for."""
     evaluation = _Evaluation()
@@ -239,7 +242,7 @@ async def _judge(
             evaluation.outcome = TriggerOutcome.SKIPPED
             evaluation.skip_reason = "the trigger returned no backfill request"
         else:
-            await _launch(backend, definition.name, found, dry_run, evaluation)
+            await _launch(backend, definition.name, found, dry_run, evaluation, team)
     return evaluation
 
 
@@ -305,8 +308,11 @@ async def evaluate_trigger_now(
     dry_run: bool,
     client_factory: Callable[[], Client] | None = None,
     scheduled_at: datetime | None = None,
+    team: str | None = None,
 ) -> TriggerEvaluationRecord:
     """Evaluate one trigger, launch what it returns (unless ``dry_run``), record it.
+
+    Its launches act for the trigger's team, else for ``team`` (the evaluator's).
 
     Never raises for the user's faults: a failing trigger is an evaluation with outcome
     FAILED.
@@ -320,7 +326,8 @@ async def evaluate_trigger_now(
     started, context = await _context_of(backend, definition, dry_run, client_factory, scheduled_at)
     ran = await run_with_time_limit(definition, context, definition.timeout_seconds)
     cursor = context.cursor
-    evaluation = await _judge(backend, definition, ran, cursor, dry_run)
+    team = definition.team if definition.team is not None else team
+    evaluation = await _judge(backend, definition, ran, cursor, dry_run, team)
     record = await _record(
         backend,
         definition,

@@ -59,6 +59,8 @@ def _request_json(request: LaunchRequest) -> dict[str, Any]:
         "description": request.description,
         "idempotency_key": request.idempotency_key,
     }
+    if request.priority is not None:  # absent unless asked: rows written before read the same
+        out["priority"] = request.priority
     if request.assets is not None:  # absent for a job: rows written before read the same
         chosen = request.assets
         out["assets"] = {
@@ -118,6 +120,7 @@ def _request_of(stored: dict[str, Any]) -> LaunchRequest:
         title=stored["title"],
         description=stored["description"],
         idempotency_key=stored["idempotency_key"],
+        priority=stored.get("priority"),
         assets=(
             AssetRequest(tuple(assets["names"]), assets["upstream"], assets["downstream"])
             if assets is not None

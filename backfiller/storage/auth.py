@@ -51,6 +51,8 @@ class NewToken:
     created_by: str | None
     jobs: frozenset[str] | None = None
     """The jobs it may launch; None for every job."""
+    team: str | None = None
+    """The team it belongs to; None for none."""
 
 
 class TokenNameTaken(Exception):
@@ -77,6 +79,7 @@ class TokenRepository:
             revoked_at=None,
             last_used_at=None,
             jobs=sorted(new.jobs) if new.jobs is not None else None,
+            team=new.team,
         )
         self.session.add(record)
         try:
@@ -125,6 +128,16 @@ class TokenRepository:
             update(ApiTokenRecord)
             .where(ApiTokenRecord.id == pk, ApiTokenRecord.revoked_at.is_(None))
             .values(revoked_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        return bool(changed(result))
+
+    async def set_team(self, pk: int, team: str | None) -> bool:
+        """Set (None: remove) the team of a token that is not revoked; whether it changed."""
+        result = await self.session.execute(
+            update(ApiTokenRecord)
+            .where(ApiTokenRecord.id == pk, ApiTokenRecord.revoked_at.is_(None))
+            .values(team=team)
             .execution_options(synchronize_session=False)
         )
         return bool(changed(result))

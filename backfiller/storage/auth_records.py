@@ -64,6 +64,8 @@ class ApiTokenRecord(Base):
     last_used_at: Mapped[datetime | None]
     jobs: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     """The names of the jobs this token may launch; null for every job."""
+    team: Mapped[str | None] = mapped_column(String(200), default=None)
+    """The team it belongs to: what it launches acts for this team (admin-managed)."""
 
     __table_args__ = (
         # One active token per name; a revoked name may be reused.

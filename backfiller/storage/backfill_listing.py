@@ -1,13 +1,14 @@
 """What the filtered list of backfills reads beside ``backfills``: the assets of each asset
 backfill (one row each) and the indexes of the list's filters.
 
-The list is newest first (``id`` descending) and filters by status, job, asset, creator, tags,
+The list is newest first (``id`` descending) and filters by status, job, asset, creator, team, tags,
 title text and creation time (``backfill_reads.backfill_rows``). Each filter has an index
 that lets the database find a page of matches without reading every backfill:
 
 - ``backfill_assets (asset, backfill_id)``: an asset backfill's assets, written at launch;
 - ``ix_backfills_creator_id (creator, id)``: one creator's backfills, already in list order;
 - ``ix_backfills_created_at (created_at)``: a time window;
+- ``ix_backfills_team_id (team, id)``: one team's backfills, already in list order;
 - ``ix_backfills_title_trgm``: on PostgreSQL a GIN trigram index (``pg_trgm``) that answers
   ``title ILIKE '%text%'`` without a scan; on SQLite a plain index on ``title``, which a
   ``LIKE`` reads instead of the wider table.
@@ -44,6 +45,7 @@ _BACKFILLS = table_of(BackfillRecord)
 LIST_INDEXES = (
     Index("ix_backfills_creator_id", _BACKFILLS.c.creator, _BACKFILLS.c.id),
     Index("ix_backfills_created_at", _BACKFILLS.c.created_at),
+    Index("ix_backfills_team_id", _BACKFILLS.c.team, _BACKFILLS.c.id),
     Index(
         "ix_backfills_title_trgm",
         _BACKFILLS.c.title,
@@ -51,7 +53,7 @@ LIST_INDEXES = (
         postgresql_ops={"title": "gin_trgm_ops"},
     ),
 )
-"""The list's indexes on ``backfills`` (made by migration 0031)."""
+"""The list's indexes on ``backfills`` (made by migration 0031; the team's by 0047)."""
 
 _INSERT_ASSET = Prepared(insert(table_of(BackfillAssetRecord)))
 

@@ -59,6 +59,8 @@ class BackfillRow(NamedTuple):
     canceled: int
     skipped: int
     version: int
+    team: str | None
+    priority: int
     keys_json: str | None
     run_config_json: str | None
     tags_json: str | None
@@ -144,7 +146,7 @@ def backfill_rows(
     tags.extend(t for t in query.tags if t not in tags)
     for n, (key, value) in enumerate(tags):
         params[f"tag_key_{n}"], params[f"tag_value_{n}"] = key, value
-    for name in ("asset", "creator", "created_after", "created_before"):
+    for name in ("asset", "creator", "team", "created_after", "created_before"):
         if getattr(query, name) is not None:
             params[name] = getattr(query, name)
     if query.title_contains:
@@ -232,6 +234,8 @@ def _filtered(stmt: Select[Any], shape: frozenset[str]) -> Select[Any]:
         )
     if "creator" in shape:
         stmt = stmt.where(table.c.creator == bindparam("creator"))
+    if "team" in shape:
+        stmt = stmt.where(table.c.team == bindparam("team"))
     if "created_after" in shape:
         stmt = stmt.where(table.c.created_at >= bindparam("created_after"))
     if "created_before" in shape:

@@ -72,6 +72,9 @@ class NewBackfill:
     request_fingerprint: str
     creator: str | None
     parent_id: int | None = None
+    team: str | None = None
+    """The team it acts for: its launcher's (``backfills.team``)."""
+    priority: int = 0
     notify: tuple[WebhookTarget, ...] = ()
     trace_parent: str | None = None
     asset_target: dict[str, Any] | None = None
@@ -105,6 +108,8 @@ def _backfill_values(new: NewBackfill, now: datetime) -> dict[str, Any]:
         "status": BackfillState.REQUESTED,
         "error": None,
         "creator": new.creator,
+        "team": new.team,
+        "priority": new.priority,
         "parent_id": new.parent_id,
         "created_at": now,
         "started_at": None,

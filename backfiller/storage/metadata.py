@@ -12,6 +12,7 @@ from backfiller.storage import (
     mark_records,
     notification_records,
     records,
+    teams,
     trigger_records,
     web_sessions,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "metadata",
     "notification_records",
     "records",
+    "teams",
     "trigger_records",
     "web_sessions",
 ]

@@ -59,6 +59,10 @@ class BackfillRecord(Base):
     status: Mapped[BackfillState]
     error: Mapped[str | None] = mapped_column(Text)
     creator: Mapped[str | None] = mapped_column(String(200))
+    # The team it acts for (its launcher's: a token's, a signed-in person's or a trigger's),
+    # and its priority: the daemon shares room by both (``backfiller.domain.fair_share``).
+    team: Mapped[str | None] = mapped_column(String(200))
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("backfills.id"))
     created_at: Mapped[datetime]
     started_at: Mapped[datetime | None]

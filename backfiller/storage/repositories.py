@@ -44,6 +44,7 @@ class BackfillQuery:
     tag: tuple[str, str] | None = None
     asset: str | None = None
     creator: str | None = None
+    team: str | None = None
     tags: Sequence[tuple[str, str]] = ()
     title_contains: str | None = None
     created_after: datetime | None = None
@@ -92,6 +93,20 @@ class BackfillRepository:
             update(BackfillRecord)
             .where(BackfillRecord.id == pk, BackfillRecord.status.in_(list(expected)))
             .values(status=to, updated_at=now, version=BackfillRecord.version + 1, **values)
+            .execution_options(synchronize_session=False)
+        )
+        result = await self.session.execute(stmt)
+        return changed(result) > 0
+
+    async def update_settings(
+        self, pk: int, expected: Iterable[BackfillState], now: datetime, **values: Any
+    ) -> bool:
+        """Change a backfill's settings (limit, priority, title, description) while it is in
+        one of the ``expected`` states; whether it changed (a stale caller changes nothing)."""
+        stmt = (
+            update(BackfillRecord)
+            .where(BackfillRecord.id == pk, BackfillRecord.status.in_(list(expected)))
+            .values(updated_at=now, version=BackfillRecord.version + 1, **values)
             .execution_options(synchronize_session=False)
         )
         result = await self.session.execute(stmt)

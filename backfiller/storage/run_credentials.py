@@ -160,6 +160,7 @@ async def mint_run_credentials(
     run_ids: Iterable[int],
     now: datetime,
     timeout_seconds: float | None = None,
+    rights: Rights | None = None,
 ) -> dict[int, str]:
     """A credential for each run of one backfill (one read of the creator's token, no write
     but the first key's). Lives as long as the run may (its timeout, else a day) plus an hour."""
@@ -168,16 +169,7 @@ async def mint_run_credentials(
         return {}
     key = await signing_key(database)
     creator = launcher_of(creator)
-    parent_id: int | None = None
-    role = Role.OPERATOR
-    if creator is not None:
-        async with database.read() as session:
-            parent = await TokenRepository(session).active_by_name(creator)
-        if parent is not None and (parent.expires_at is None or parent.expires_at > now):
-            parent_id = parent.id
-            role = parent.role if parent.role is Role.VIEWER else Role.OPERATOR
-        elif not creator.startswith("trigger:"):
-            role = Role.VIEWER
+    parent_id, role = await _rights_of(database, creator, now, rights)
     lifetime = (
         timedelta(seconds=timeout_seconds) if timeout_seconds is not None else DEFAULT_LIFETIME
     )
@@ -186,6 +178,33 @@ async def mint_run_credentials(
         run_id: sign(key, RunClaims(run_id, backfill_id, creator, parent_id, role, expires))
         for run_id in ids
     }
+
+
+Rights = dict[str, tuple[int | None, Role]]
+"""The rights of each creator read in one claim round (``mint_run_credentials``' ``rights``)."""
+
+
+async def _rights_of(
+    database: Database, creator: str | None, now: datetime, rights: Rights | None
+) -> tuple[int | None, Role]:
+    """The parent token's id and the role a run of ``creator`` gets (read once per round when
+    the caller keeps ``rights``: a claim of many backfills of one creator reads its token once)."""
+    if creator is None:
+        return None, Role.OPERATOR
+    if rights is not None and creator in rights:
+        return rights[creator]
+    parent_id: int | None = None
+    role = Role.OPERATOR
+    async with database.read() as session:
+        parent = await TokenRepository(session).active_by_name(creator)
+    if parent is not None and (parent.expires_at is None or parent.expires_at > now):
+        parent_id = parent.id
+        role = parent.role if parent.role is Role.VIEWER else Role.OPERATOR
+    elif not creator.startswith("trigger:"):
+        role = Role.VIEWER
+    if rights is not None:
+        rights[creator] = (parent_id, role)
+    return parent_id, role
 
 
 ENDED_BACKFILL_STATES = frozenset({BackfillState.CANCELING, *TERMINAL_BACKFILL_STATES})

@@ -305,6 +305,8 @@ class RestApi:
             filter_["statuses"] = params.getlist("status")
         if "job" in params:
             filter_["job"] = params["job"]
+        if "team" in params:
+            filter_["team"] = params["team"]
         if "tag" in params:
             key, sep, value = params["tag"].partition("=")
             if sep:
@@ -431,6 +433,11 @@ class RestApi:
             Route(
                 "/backfills/{id}/cancel",
                 self.steer("RestCancelBackfill", "cancelBackfill", 200),
+                methods=["POST"],
+            ),
+            Route(
+                "/backfills/{id}/update",
+                self.steer("RestUpdateBackfill", "updateBackfill", 200),
                 methods=["POST"],
             ),
             Route(

@@ -102,7 +102,7 @@ ROUTES: tuple[RouteDoc, ...] = (
         "One page of backfills.",
         "BackfillPage",
         (422, *AUTH),
-        parameters=("first", "after", "status", "job", "tag"),
+        parameters=("first", "after", "status", "job", "tag", "team"),
     ),
     RouteDoc(
         "/backfills",
@@ -165,6 +165,13 @@ ROUTES: tuple[RouteDoc, ...] = (
     _steer("resume", "Continue a paused backfill.", 200, "EmptyBody"),
     _steer("cancel", "Stop launching runs and stop the runs in flight.", 200, "EmptyBody"),
     _steer(
+        "update",
+        "Change the concurrency, priority, title or description of a backfill that is not "
+        "finished (the fields of GraphQL's `UpdateBackfillInput`).",
+        200,
+        "UpdateBackfillBody",
+    ),
+    _steer(
         "retry",
         "Launch the chosen partitions of a finished backfill again, as its child.",
         201,
@@ -219,6 +226,7 @@ def parameters(max_page_size: int) -> dict[str, dict[str, Any]]:
             explode=True,
         ),
         "job": query("job", "Only backfills of this job.", {"type": "string"}),
+        "team": query("team", "Only backfills that act for this team.", {"type": "string"}),
         "tag": query(
             "tag",
             "Only backfills with this tag, as `key=value`.",
@@ -276,6 +284,9 @@ def _components(
     )
     components["RetryBackfillBody"] = builder.input_object(
         _input_object(gql, "RetryBackfillInput"), omit=frozenset({"id"})
+    )
+    components["UpdateBackfillBody"] = builder.input_object(
+        _input_object(gql, "UpdateBackfillInput"), omit=frozenset({"id"})
     )
     components["EmptyBody"] = builder.input_object(
         _input_object(gql, "PauseBackfillInput"), omit=frozenset({"id"})

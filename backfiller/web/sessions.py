@@ -275,7 +275,9 @@ class SignOn:
         if not hmac.compare_digest(given, csrf_token(secret)):
             return AuthFailure("a request with a session cookie must send the session's CSRF token")
         jobs = frozenset(str(j) for j in found.jobs) if found.jobs is not None else None
-        return Principal(name=found.name, role=found.role, jobs=jobs, session_id=found.id)
+        return Principal(
+            name=found.name, role=found.role, jobs=jobs, session_id=found.id, team=found.team
+        )
 
 
 def sign_on_of(services: Services) -> SignOn | None:

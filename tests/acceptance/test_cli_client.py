@@ -319,6 +319,8 @@ def test_asset_launch_preview_show_list_and_the_graph(run: Any, proc: Any) -> No
         (["resume", "bf_999999"], "BACKFILL_NOT_FOUND"),
         (["cancel", "bf_999999"], "BACKFILL_NOT_FOUND"),
         (["retry", "bf_999999"], "BACKFILL_NOT_FOUND"),
+        (["update", "bf_999999", "--priority", "3"], "BACKFILL_NOT_FOUND"),
+        (["launch", "daily_sales", "--all", "--priority", "5000"], "INVALID_ARGUMENT"),
         (["trigger", "evaluate", "no_such_trigger"], "TRIGGER_NOT_FOUND"),
         (["partitions", "add", "no_such_partitions", "x"], None),
     ],
@@ -652,3 +654,27 @@ def test_a_launch_that_runs_nothing_says_why_and_options_come_first_too(
     assert "3 skipped: already succeeded; use --reprocess all to run them again" in again.stdout
     quiet = proc("launch", "daily_sales", *days, "--reprocess", "all", "--quiet")
     assert quiet.code == 0 and "skipped" not in quiet.stdout
+
+
+def test_launch_with_a_priority_then_update_it(server: LiveServer) -> None:
+    def run(*args: str) -> Done:
+        return cli_in_process(*args, url=server.url)
+
+    launched = run(
+        "launch", "daily_sales", "--keys", "2024-05-01", "--priority", "7", "--max-concurrent",
+        "8", "-o", "json",
+    )  # fmt: skip
+    assert launched.code == 0, launched.stdout + launched.stderr
+    backfill = launched.json()
+    assert backfill["priority"] == 7 and backfill["max_concurrent_runs"] == 8
+    updated = run(
+        "update", backfill["id"], "--max-concurrent-runs", "2", "--priority", "-1", "--title",
+        "slower", "-o", "json",
+    )  # fmt: skip
+    assert updated.code == 0, updated.stdout + updated.stderr
+    after = updated.json()
+    assert (after["max_concurrent_runs"], after["priority"], after["title"]) == (2, -1, "slower")
+    text = run("update", backfill["id"], "--no-limit")
+    assert text.code == 0 and text.stdout.startswith(f"updated {backfill['id']}")
+    assert run("update", backfill["id"]).code == 2  # nothing to change: usage
+    assert run("update", backfill["id"], "--no-limit", "--max-concurrent-runs", "3").code == 2

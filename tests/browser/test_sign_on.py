@@ -23,6 +23,7 @@ from websockets.sync.client import connect as ws_connect
 from websockets.typing import Subprotocol
 
 from backfiller.storage.auth_records import AuditRecord
+from backfiller.storage.records import BackfillRecord
 from backfiller.storage.web_sessions import WebSessionRecord
 from tests.browser.conftest import DEFINITIONS, ConsoleWatch, _Databases, shoot
 from tests.browser.identity import CLIENT_SECRET, IdentityProvider, new_key, oidc_args
@@ -152,6 +153,11 @@ def test_sign_in_act_within_the_role_and_sign_out(
             select(AuditRecord.actor).where(AuditRecord.operation == "launchBackfill")
         ).scalars()
         assert "olga@example.com" in list(actors)
+        # The launch acts for the person's team (the team claim), as a token's would.
+        team = conn.execute(
+            select(BackfillRecord.team).where(BackfillRecord.id == int(backfill_id[3:]))
+        ).scalar_one()
+        assert team == "sales"
     engine.dispose()
     page.locator(".lede").filter(has_text="by olga@example.com").wait_for()
 

@@ -389,3 +389,41 @@ def test_the_launch_preview_says_what_would_wait_for_another_backfills_run(
     cancel = "mutation($id: ID!) { cancelBackfill(input: {id: $id}) { userErrors { code } } }"
     assert ui_stack.graphql(cancel, {"id": first})["cancelBackfill"]["userErrors"] == []
     assert console.unexpected() == []
+
+
+def test_change_concurrency_and_priority_of_a_running_backfill(
+    ui_stack: Stack, new_page: Callable[..., Any]
+) -> None:
+    id = launch(
+        ui_stack,
+        target={"job": "slow_rebuild"},
+        partitions={"range": {"start": "2025-01-22", "end": "2025-01-31"}},
+        maxConcurrentRuns=4,
+        title="Slow me down",
+    )
+    page = new_page()
+    page.goto(f"{ui_stack.url}/#/backfills/{id}")
+    wait_status(page, "RUNNING")
+    cap, priority = page.locator("#update-max-concurrent"), page.locator("#update-priority")
+    expect(cap).to_have_value("4")
+    expect(priority).to_have_value("0")
+    cap.fill("1")
+    priority.fill("5")
+    page.locator('button[data-action="update"]').click()
+    page.locator('.timeline-item[data-kind="UPDATED"]').wait_for()
+    found = ui_stack.graphql(
+        "query($id: ID!) { backfill(id: $id) { maxConcurrentRuns priority } }", {"id": id}
+    )["backfill"]
+    assert found == {"maxConcurrentRuns": 1, "priority": 5}
+    # Bad input: the server's message, and nothing changes.
+    cap.fill("0")
+    page.locator('button[data-action="update"]').click()
+    expect(page.locator("#update-error")).to_contain_text("between 1 and")
+    again = ui_stack.graphql(
+        "query($id: ID!) { backfill(id: $id) { maxConcurrentRuns } }", {"id": id}
+    )["backfill"]
+    assert again == {"maxConcurrentRuns": 1}
+    stack_cancel = (
+        "mutation($id: ID!) { cancelBackfill(input: { id: $id }) { userErrors { code } } }"
+    )
+    ui_stack.graphql(stack_cancel, {"id": id})

@@ -47,8 +47,13 @@ def click_report(context: RunContext) -> None:
     """Downstream of ``raw_clicks``."""
 
 
+@job(partitions=StaticPartitions(["a", "b", "c"]), priority=5)
+def urgent_report(context: RunContext) -> None:
+    """Its backfills have priority 5 unless a launch names another."""
+
+
 definitions = Definitions(
-    jobs=[*quickstart.jobs, exploding],
+    jobs=[*quickstart.jobs, exploding, urgent_report],
     assets=[*quickstart.assets, raw_clicks, click_report],
     triggers=[*quickstart.triggers, launch_as_caller],
 )

@@ -113,6 +113,11 @@ WORKING: dict[str, Prepare] = {
     },
     "createApiToken": lambda h: {"input": {"name": f"made-{next(h.counter)}", "role": "OPERATOR"}},
     "revokeApiToken": lambda h: {"input": {"id": h.token_id()}},
+    "updateBackfill": lambda h: {"input": {"id": h.backfill(), "priority": 3}},
+    "updateApiToken": lambda h: {"input": {"id": h.token_id(), "team": "ops"}},
+    "setTeamLimit": lambda h: {
+        "input": {"team": f"team-{next(h.counter)}", "maxConcurrentRuns": 5}
+    },
     "backfill": lambda h: {"id": h.backfill()},
     "node": lambda h: {"id": h.backfill()},
     "job": lambda h: {"name": "daily_sales"},
@@ -126,6 +131,7 @@ ADDS: dict[str, dict[str, int]] = {
     "addDynamicPartitions": {"dynamic_partitions": 1},
     "deleteDynamicPartitions": {"dynamic_partitions": -1},
     "createApiToken": {"api_tokens": 1},
+    "setTeamLimit": {"team_limits": 1},
 }
 
 
@@ -200,6 +206,7 @@ def rest_cases(helper: Helper) -> list[tuple[str, str, Callable[[], Any], Role, 
         ("POST", "/backfills/{id}/pause", lambda: {}, Role.OPERATOR, 200, "pause"),
         ("POST", "/backfills/{paused}/resume", lambda: {}, Role.OPERATOR, 200, "resume"),
         ("POST", "/backfills/{id}/cancel", lambda: {}, Role.OPERATOR, 200, "cancel"),
+        ("POST", "/backfills/{id}/update", lambda: {"priority": 2}, Role.OPERATOR, 200, "update"),
         (
             "POST",
             "/backfills/{canceled}/retry",

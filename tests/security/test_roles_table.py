@@ -25,6 +25,7 @@ POLICY: dict[str, dict[str, Role]] = {
         "partitionMarks": Role.VIEWER,
         "apiTokens": Role.ADMIN,
         "auditLog": Role.ADMIN,
+        "teamLimits": Role.ADMIN,
     },
     "Mutation": {
         "launchBackfill": Role.OPERATOR,
@@ -32,6 +33,7 @@ POLICY: dict[str, dict[str, Role]] = {
         "pauseBackfill": Role.OPERATOR,
         "resumeBackfill": Role.OPERATOR,
         "cancelBackfill": Role.OPERATOR,
+        "updateBackfill": Role.OPERATOR,
         "retryBackfill": Role.OPERATOR,
         "evaluateTrigger": Role.OPERATOR,
         "markPartitions": Role.OPERATOR,
@@ -40,6 +42,8 @@ POLICY: dict[str, dict[str, Role]] = {
         "setTriggerEnabled": Role.ADMIN,
         "createApiToken": Role.ADMIN,
         "revokeApiToken": Role.ADMIN,
+        "updateApiToken": Role.ADMIN,
+        "setTeamLimit": Role.ADMIN,
     },
 }
 

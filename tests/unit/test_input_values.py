@@ -120,8 +120,11 @@ INPUT_TYPES = {
     "ResumeBackfillInput",
     "RetryBackfillInput",
     "RevokeApiTokenInput",
+    "SetTeamLimitInput",
     "SetTriggerEnabledInput",
     "TagInput",
+    "UpdateApiTokenInput",
+    "UpdateBackfillInput",
 }
 
 

@@ -9,6 +9,10 @@ of the partition: under ``MISSING`` a partition that another backfill ran meanwh
 if that run succeeded; under ``ALL`` it runs once the other run is over.
 
 A daemon claims only under a valid lease, checked in the claim's own transaction.
+
+A team's limit on runs in flight (``team_limits``, or the daemon's default) is counted in the
+claim's transaction too, over the counters of the team's backfills, after a lock of the team
+(PostgreSQL: a transaction advisory lock), so two daemons never pass it together.
 """
 
 from __future__ import annotations
@@ -97,20 +101,38 @@ class ClaimsRepository(SessionRepository):
         locked = await self.rows_of(_LOCK_RUNNING, {"b_pk": pk})
         if not locked:
             return None
-        queued, running = locked[0]
+        queued, running, backfill_limit = locked[0]  # the row's own (``updateBackfill``)
         if backfill_limit is None:
             return want
         return min(want, backfill_limit - int(queued) - int(running))
 
+    async def team_room(self, team: str | None, want: int, team_limit: int | None) -> int:
+        """How many of ``want`` runs a team's limit allows now (None: no limit); on
+        PostgreSQL the team's claims are serialized until this transaction ends."""
+        if team_limit is None or team is None:
+            return want
+        if self.dialect == "postgresql":
+            await self.session.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": f"team:{team}"}
+            )
+        ((active,),) = await self.rows_of(_ACTIVE_OF_TEAM, {"b_team": team})
+        return min(want, team_limit - int(active or 0))
+
     async def _room(
-        self, pk: int, job_name: str, want: int, backfill_limit: int | None, job_limit: int | None
+        self,
+        pk: int,
+        job_name: str,
+        want: int,
+        backfill_limit: int | None,
+        job_limit: int | None,
+        team: tuple[str | None, int | None] = (None, None),
     ) -> tuple[int, int]:
         """How many runs the limits allow now, and how many runs of the job are active."""
         found = await self.rows_of(_ROOM_OF, {"b_pk": pk})  # no lock: see _count_queued
         if not found:
             return 0, 0
-        queued, running = found[0]
-        allowed = want
+        queued, running, backfill_limit = found[0]  # the row's own (``updateBackfill``)
+        allowed = await self.team_room(team[0], want, team[1])
         if backfill_limit is not None:
             allowed = min(allowed, backfill_limit - int(queued) - int(running))
         if job_limit is not None:
@@ -141,19 +163,23 @@ class ClaimsRepository(SessionRepository):
         reprocess: Reprocess = Reprocess.ALL,
         backfill_limit: int | None = None,
         job_limit: int | None = None,
+        team: tuple[str | None, int | None] = (None, None),
     ) -> Claim:
         """Claim up to ``want`` pending slots of a RUNNING backfill, in launch order.
 
         Each claimed slot becomes QUEUED with a new QUEUED run leased to ``owner``. Slots whose
         partition has an active run elsewhere are passed over (they wait for it); slots whose
         partition another run made moot are skipped (``reprocess``, see the module's
-        docstring). Slots are taken with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL.
+        docstring). Slots are taken with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL. ``team``:
+        the backfill's team and that team's limit on runs in flight (None: none).
         """
         claim = Claim()
         if want <= 0:
             return claim
         await self.check_lease(owner, now)
-        allowed, active_of_job = await self._room(pk, job_name, want, backfill_limit, job_limit)
+        allowed, active_of_job = await self._room(
+            pk, job_name, want, backfill_limit, job_limit, team
+        )
         if allowed <= 0:
             return claim
         candidates = await self._due_pending(pk, now, allowed + active_of_job)
@@ -262,12 +288,10 @@ class ClaimsRepository(SessionRepository):
         its ``maxConcurrentRuns``: the claim locks the backfill's row only here, for the
         moment from this update to its commit, not from its start (claims of one backfill by
         several daemons take disjoint slots meanwhile). The limit was read without a lock
-        (``_room``); this conditional update is what enforces it: a claim that would pass it
+        (``_room``); this conditional update is what enforces it, against the row's limit as
+        it is now (``updateBackfill`` may have lowered it since): a claim that would pass it
         (two daemons claimed at once) changes nothing and is retried at the next tick."""
-        if backfill_limit is None:
-            await self._count(pk, n, now, to="queued")
-            return
-        params = {"b_pk": pk, "b_n": n, "b_now": now, "b_limit": backfill_limit}
+        params = {"b_pk": pk, "b_n": n, "b_now": now}
         if not await self.run_many(_COUNT_QUEUED_WITHIN, [params]):
             raise ClaimConflict(f"backfill {pk} changed, or reached its limit, while claiming")
 
@@ -327,8 +351,10 @@ def _count_to(to: str, *, within_limit: bool = False) -> Prepared:
         pending >= n,
     ]
     if within_limit:
-        limit = bindparam("b_limit", type_=Integer)
-        where.append(backfills_t.c.queued + backfills_t.c.running + n <= limit)
+        limit = backfills_t.c.max_concurrent_runs
+        where.append(
+            or_(limit.is_(None), backfills_t.c.queued + backfills_t.c.running + n <= limit)
+        )
     return Prepared(
         update(backfills_t)
         .where(*where)
@@ -346,13 +372,13 @@ def _count_to(to: str, *, within_limit: bool = False) -> Prepared:
 # Built once: a claim runs each of them (the dialect's own where PostgreSQL locks rows).
 _LEASE_HELD = {dialect: _lease_held(dialect) for dialect in DIALECTS}
 _LOCK_RUNNING = Prepared(
-    select(backfills_t.c.queued, backfills_t.c.running)
+    select(backfills_t.c.queued, backfills_t.c.running, backfills_t.c.max_concurrent_runs)
     .where(backfills_t.c.id == bindparam("b_pk"), backfills_t.c.status == BackfillState.RUNNING)
     .with_for_update()
 )
 """An asset claim's room: its backfill's row locked for the whole claim (``_backfill_room``)."""
 _ROOM_OF = Prepared(
-    select(backfills_t.c.queued, backfills_t.c.running).where(
+    select(backfills_t.c.queued, backfills_t.c.running, backfills_t.c.max_concurrent_runs).where(
         backfills_t.c.id == bindparam("b_pk"), backfills_t.c.status == BackfillState.RUNNING
     )
 )
@@ -361,6 +387,16 @@ _ACTIVE_OF_JOB = Prepared(
     .select_from(runs_t)
     .where(runs_t.c.job_name == bindparam("b_job"), one_of(runs_t.c.status, ACTIVE))
 )
+_ACTIVE_OF_TEAM = Prepared(
+    select(func.sum(backfills_t.c.queued + backfills_t.c.running)).where(
+        backfills_t.c.team == bindparam("b_team"),
+        one_of(
+            backfills_t.c.status,
+            (BackfillState.RUNNING, BackfillState.PAUSED, BackfillState.CANCELING),
+        ),
+    )
+)
+"""A team's runs in flight, over its backfills' counters (``ix_backfills_team_id``)."""
 _DUE_PENDING = {dialect: _due_pending(dialect) for dialect in DIALECTS}
 _BUSY = {dialect: _busy(dialect) for dialect in DIALECTS}
 _COUNT_TO = {to: _count_to(to) for to in ("queued", "skipped")}

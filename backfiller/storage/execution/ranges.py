@@ -146,7 +146,7 @@ class RangeClaimsRepository(ClaimsRepository):
         runs its limit allows now (a ranged run counts once), and its planning cursor and
         total. Every ranged claim starts here (job and asset claims)."""
         locked = await self.session.execute(
-            select(BackfillRecord.planned, BackfillRecord.total)
+            select(BackfillRecord.planned, BackfillRecord.total, BackfillRecord.max_concurrent_runs)
             .where(BackfillRecord.id == pk, BackfillRecord.status == BackfillState.RUNNING)
             .with_for_update()
         )
@@ -154,6 +154,7 @@ class RangeClaimsRepository(ClaimsRepository):
         if row is None:
             return None
         allowed = want
+        backfill_limit = row.max_concurrent_runs  # the row's own: updateBackfill may change it
         if backfill_limit is not None:
             runs_of_backfill = await self._active_leads(RunRecord.backfill_id == pk)
             allowed = min(allowed, backfill_limit - runs_of_backfill)

@@ -25,6 +25,8 @@ type ApiToken struct {
 	LastUsedAt *DateTime `json:"lastUsedAt,omitempty"`
 	// The only jobs and assets (one namespace) whose backfills it may launch, preview, pause, resume, cancel and retry; null for every one.
 	Jobs []string `json:"jobs,omitempty"`
+	// The team it belongs to: what it launches acts for this team; null for none.
+	Team *string `json:"team,omitempty"`
 	// Neither revoked nor expired (as of the request).
 	Active bool `json:"active"`
 }
@@ -173,7 +175,11 @@ type Backfill struct {
 	RunConfig         *JSON         `json:"runConfig,omitempty"`
 	Tags              []Tag         `json:"tags"`
 	// Who launched it: a token's name, a run, a trigger, or null without auth.
-	Creator   *string         `json:"creator,omitempty"`
+	Creator *string `json:"creator,omitempty"`
+	// The team it acts for: its launcher's (a token's, a signed-in person's or a trigger's); null for none. The daemon shares room fairly between teams.
+	Team *string `json:"team,omitempty"`
+	// Higher priorities are claimed first and get a bigger share of the room; a lower one still progresses (docs/execution.md). 0 by default.
+	Priority  int32           `json:"priority"`
 	CreatedAt DateTime        `json:"createdAt"`
 	StartedAt *DateTime       `json:"startedAt,omitempty"`
 	EndedAt   *DateTime       `json:"endedAt,omitempty"`
@@ -269,6 +275,8 @@ const (
 	BackfillEventKindRetried         BackfillEventKind = "RETRIED"
 	BackfillEventKindCompleted       BackfillEventKind = "COMPLETED"
 	BackfillEventKindFailed          BackfillEventKind = "FAILED"
+	// `updateBackfill` changed its concurrency, priority, title or description.
+	BackfillEventKindUpdated BackfillEventKind = "UPDATED"
 )
 
 // Which backfills a list shows; every field given must hold.
@@ -280,6 +288,8 @@ type BackfillFilter struct {
 	Asset *string `json:"asset,omitempty"`
 	// Backfills created by this name (a token or a person).
 	Creator *string `json:"creator,omitempty"`
+	// Backfills that act for this team.
+	Team *string `json:"team,omitempty"`
 	// Backfills that carry every one of these tags.
 	Tags []TagInput `json:"tags,omitempty"`
 	// Backfills whose title contains this text, ignoring case (at most 200 characters; empty for no filter).
@@ -406,6 +416,8 @@ type Caller struct {
 	Role ApiTokenRole `json:"role"`
 	// Whether a token was presented (false when the server runs without auth).
 	Authenticated bool `json:"authenticated"`
+	// The team it acts for (its token's, or a signed-in person's); null for none.
+	Team *string `json:"team,omitempty"`
 }
 
 type CancelBackfillInput struct {
@@ -425,6 +437,8 @@ type CreateApiTokenInput struct {
 	ExpiresAt *DateTime `json:"expiresAt,omitempty"`
 	// Limit the token to the backfills of these jobs and assets (one namespace): it may launch, preview, pause, resume, cancel and retry only those, and may not evaluate triggers; every one when null.
 	Jobs []string `json:"jobs,omitempty"`
+	// The team it belongs to (1 to 200 characters); what it launches acts for this team; no team when null.
+	Team *string `json:"team,omitempty"`
 }
 
 type CreateApiTokenPayload struct {
@@ -493,6 +507,8 @@ type LaunchBackfillInput struct {
 	Order *BackfillOrder `json:"order,omitempty"`
 	// At most this many runs of this backfill at once (1..10000).
 	MaxConcurrentRuns *int32 `json:"maxConcurrentRuns,omitempty"`
+	// Higher is claimed first, with a bigger share of the room (-1000..1000); the job's default (0 unless it names one) when null.
+	Priority *int32 `json:"priority,omitempty"`
 	// Given to every run; validated against the job's config schema.
 	RunConfig   *JSON      `json:"runConfig,omitempty"`
 	Tags        []TagInput `json:"tags,omitempty"`
@@ -933,6 +949,19 @@ type RunWorker struct {
 	Pid *int32 `json:"pid,omitempty"`
 }
 
+type SetTeamLimitInput struct {
+	// The team's name, 1 to 200 characters.
+	Team string `json:"team"`
+	// Its limit (1..100000); null removes it (the daemon's default applies).
+	MaxConcurrentRuns *int32 `json:"maxConcurrentRuns,omitempty"`
+}
+
+type SetTeamLimitPayload struct {
+	// The limit as set; null once removed.
+	TeamLimit  *TeamLimit  `json:"teamLimit,omitempty"`
+	UserErrors []UserError `json:"userErrors"`
+}
+
 type SetTriggerEnabledInput struct {
 	Name    string `json:"name"`
 	Enabled bool   `json:"enabled"`
@@ -971,6 +1000,15 @@ type Tag struct {
 type TagInput struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
+}
+
+// A team's limit on its runs in flight, across all its backfills.
+type TeamLimit struct {
+	Team string `json:"team"`
+	// At most this many runs of the team's backfills at once (queued and running), across daemons.
+	MaxConcurrentRuns int32    `json:"maxConcurrentRuns"`
+	UpdatedAt         DateTime `json:"updatedAt"`
+	UpdatedBy         *string  `json:"updatedBy,omitempty"`
 }
 
 // Runs as columns: the i-th item of every list is the i-th run, newest first. A ranged run is one run (its first partition's key). Times are seconds since the epoch (UTC), null while not reached.
@@ -1093,6 +1131,36 @@ type TriggerRequest struct {
 	// The backfill it launched (or found by its idempotency key); null on a dry run or when refused.
 	Backfill *Backfill `json:"backfill,omitempty"`
 	// Why the request was (or would be) refused, with the same codes as `launchBackfill`.
+	UserErrors []UserError `json:"userErrors"`
+}
+
+// What to change of an API token; an absent field is left as it is.
+type UpdateApiTokenInput struct {
+	Id string `json:"id"`
+	// Its team (1 to 200 characters); null removes it. Backfills launched before keep the team they were launched for.
+	Team *string `json:"team,omitempty"`
+}
+
+type UpdateApiTokenPayload struct {
+	Token      *ApiToken   `json:"token,omitempty"`
+	UserErrors []UserError `json:"userErrors"`
+}
+
+// What to change of a running or paused backfill; an absent field is left as it is.
+type UpdateBackfillInput struct {
+	Id string `json:"id"`
+	// At most this many runs at once (1..10000), null for no limit of its own. A lower limit holds from the daemon's next claim: no run starts beyond it, runs in flight finish.
+	MaxConcurrentRuns *int32 `json:"maxConcurrentRuns,omitempty"`
+	// Its new priority (-1000..1000); not null.
+	Priority *int32 `json:"priority,omitempty"`
+	// Its new title; null removes it.
+	Title *string `json:"title,omitempty"`
+	// Its new description; null removes it.
+	Description *string `json:"description,omitempty"`
+}
+
+type UpdateBackfillPayload struct {
+	Backfill   *Backfill   `json:"backfill,omitempty"`
 	UserErrors []UserError `json:"userErrors"`
 }
 

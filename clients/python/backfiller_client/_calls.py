@@ -258,6 +258,31 @@ def steer_backfill(verb: Literal["Pause", "Resume", "Cancel"], backfill_id: str)
     return Call(operation, {"id": backfill_id}, _backfill_payload(operation, field))
 
 
+UNCHANGED: Any = object()
+"""What an argument of ``update_backfill`` is when it is not to change."""
+
+
+def update_backfill(
+    backfill_id: str,
+    max_concurrent_runs: int | None = UNCHANGED,
+    priority: int = UNCHANGED,
+    title: str | None = UNCHANGED,
+    description: str | None = UNCHANGED,
+) -> Call[Backfill]:
+    given = {
+        "maxConcurrentRuns": max_concurrent_runs,
+        "priority": priority,
+        "title": title,
+        "description": description,
+    }
+    changes = {k: v for k, v in given.items() if v is not UNCHANGED}
+    return Call(
+        "PyUpdateBackfill",
+        {"input": {"id": backfill_id, **changes}},
+        _backfill_payload("PyUpdateBackfill", "updateBackfill"),
+    )
+
+
 def retry_backfill(
     backfill_id: str, include: Sequence[RetryInclude], idempotency_key: str | None
 ) -> Call[Backfill]:

@@ -134,6 +134,8 @@ def backfill(value: Json) -> Backfill:
         updated_at=required_when(value["updatedAt"]),
         assets=asset_selection(target),
         covered_assets=tuple((target.get("assets") or {}).get("assets") or ()),
+        team=value.get("team"),
+        priority=int(value.get("priority") or 0),
     )
 
 

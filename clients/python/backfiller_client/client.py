@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import httpx
 
 from backfiller_client import _calls
-from backfiller_client._calls import Call, RetryInclude
+from backfiller_client._calls import UNCHANGED, Call, RetryInclude
 from backfiller_client._operations import operation
 from backfiller_client.errors import BackfillerConnectionError
 from backfiller_client.requests import AssetSelection, BackfillRequest, PartitionSelection
@@ -196,6 +196,22 @@ class Client:
     def cancel(self, backfill_id: str) -> Backfill:
         """Stop launching runs and stop the runs in flight."""
         return self._execute(_calls.steer_backfill("Cancel", backfill_id))
+
+    def update(
+        self,
+        backfill_id: str,
+        *,
+        max_concurrent_runs: int | None = UNCHANGED,
+        priority: int = UNCHANGED,
+        title: str | None = UNCHANGED,
+        description: str | None = UNCHANGED,
+    ) -> Backfill:
+        """Change a running or paused backfill: its limit (None: no limit of its own), its
+        priority, title or description; what is not given stays. A lower limit holds from the
+        daemon's next claim (runs in flight finish)."""
+        return self._execute(
+            _calls.update_backfill(backfill_id, max_concurrent_runs, priority, title, description)
+        )
 
     def retry(
         self,
@@ -437,6 +453,19 @@ class AsyncClient:
 
     async def cancel(self, backfill_id: str) -> Backfill:
         return await self._execute(_calls.steer_backfill("Cancel", backfill_id))
+
+    async def update(
+        self,
+        backfill_id: str,
+        *,
+        max_concurrent_runs: int | None = UNCHANGED,
+        priority: int = UNCHANGED,
+        title: str | None = UNCHANGED,
+        description: str | None = UNCHANGED,
+    ) -> Backfill:
+        return await self._execute(
+            _calls.update_backfill(backfill_id, max_concurrent_runs, priority, title, description)
+        )
 
     async def retry(
         self,

@@ -124,6 +124,8 @@ class BackfillRequest:
             backfill; the same key with another request is refused.
         assets: An :class:`AssetSelection` instead of ``job``: an asset backfill, run in
             dependency order.
+        priority: Higher priorities are claimed first (and get a bigger share of the room);
+            None: the job's default (0 unless the job names one).
 
     Example:
         >>> BackfillRequest(
@@ -145,6 +147,7 @@ class BackfillRequest:
     description: str | None = None
     idempotency_key: str | None = None
     assets: AssetSelection | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         if self.partitions is _REQUIRED:
@@ -166,6 +169,9 @@ class BackfillRequest:
         mcr = self.max_concurrent_runs
         if mcr is not None and (not isinstance(mcr, int) or isinstance(mcr, bool)):
             raise TypeError("max_concurrent_runs must be an int or None")
+        prio = self.priority
+        if prio is not None and (not isinstance(prio, int) or isinstance(prio, bool)):
+            raise TypeError("priority must be an int or None")
         if self.run_config is not None:
             if not isinstance(self.run_config, Mapping):
                 raise TypeError("run_config must be a mapping or None")
@@ -212,6 +218,8 @@ class BackfillRequest:
             result["description"] = self.description
         if self.idempotency_key is not None:
             result["idempotencyKey"] = self.idempotency_key
+        if self.priority is not None:
+            result["priority"] = self.priority
         return result
 
 

@@ -165,6 +165,10 @@ class Backfill:
     """For an asset backfill, the assets as asked (``job`` is then None)."""
     covered_assets: tuple[str, ...] = ()
     """For an asset backfill, every asset it covers, in dependency order."""
+    team: str | None = None
+    """The team it acts for (its launcher's); None for none."""
+    priority: int = 0
+    """Higher priorities are claimed first and get a bigger share of the room."""
 
     @property
     def is_finished(self) -> bool:

@@ -153,6 +153,7 @@ def backfill_request(
     description: str | None,
     config: str | None,
     idempotency_key: str | None,
+    priority: int | None = None,
 ) -> BackfillRequest:
     chosen = [start is not None or end is not None, keys is not None, all_]
     if sum(chosen) != 1:
@@ -178,6 +179,7 @@ def backfill_request(
         title=title,
         description=description,
         idempotency_key=idempotency_key,
+        priority=priority,
     )
 
 
@@ -240,6 +242,14 @@ ConfigOption = Annotated[
     str | None,
     typer.Option("--config", help="Run config: a JSON object, or @file holding one."),
 ]
+PriorityOption = Annotated[
+    int | None,
+    typer.Option(
+        "--priority",
+        help="Higher is claimed first, with a bigger share of the room (-1000..1000; "
+        "default: the job's, 0 unless it names one).",
+    ),
+]
 IdempotencyOption = Annotated[
     str | None,
     typer.Option(
@@ -288,6 +298,7 @@ def launch(
     description: DescriptionOption = None,
     config: ConfigOption = None,
     idempotency_key: IdempotencyOption = None,
+    priority: PriorityOption = None,
     wait: Annotated[
         bool, typer.Option("--wait", help="Watch it until it ends; exit 1 unless it succeeds.")
     ] = False,
@@ -302,6 +313,7 @@ def launch(
     request = backfill_request(
         job, asset_selection(job, assets, upstream, downstream), start, end, keys, all_,
         reprocess, order, max_concurrent, tag, title, description, config, idempotency_key,
+        priority,
     )  # fmt: skip
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
@@ -344,6 +356,7 @@ def preview(
     description: DescriptionOption = None,
     config: ConfigOption = None,
     idempotency_key: IdempotencyOption = None,
+    priority: PriorityOption = None,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
     output: OutputOption = OutputFormat.text,
@@ -353,6 +366,7 @@ def preview(
     request = backfill_request(
         job, asset_selection(job, assets, upstream, downstream), start, end, keys, all_,
         reprocess, order, max_concurrent, tag, title, description, config, idempotency_key,
+        priority,
     )  # fmt: skip
     out = Output(output is OutputFormat.json)
     with connect(url, token, out) as client:
@@ -533,6 +547,51 @@ def cancel(
         if wait:
             backfill = client.wait(backfill_id)
         print_backfill(out, backfill)
+
+
+@app.command(rich_help_panel=CLIENT_PANEL)
+def update(
+    backfill_id: IdArgument,
+    max_concurrent_runs: Annotated[
+        int | None,
+        typer.Option(
+            "--max-concurrent-runs",
+            "--max-concurrent",
+            min=1,
+            help="At most this many runs at once; a lower limit holds from the daemon's next "
+            "claim (runs in flight finish).",
+        ),
+    ] = None,
+    no_limit: Annotated[
+        bool, typer.Option("--no-limit", help="Remove its own limit on concurrent runs.")
+    ] = False,
+    priority: Annotated[int | None, typer.Option("--priority", help="Its new priority.")] = None,
+    title: TitleOption = None,
+    description: DescriptionOption = None,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    output: OutputOption = OutputFormat.text,
+) -> None:
+    """Change a running or paused backfill: its concurrency, priority, title or description."""
+    if no_limit and max_concurrent_runs is not None:
+        usage("--no-limit and --max-concurrent-runs exclude each other")
+    changes: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("max_concurrent_runs", max_concurrent_runs),
+            ("priority", priority),
+            ("title", title),
+            ("description", description),
+        )
+        if value is not None
+    }
+    if no_limit:
+        changes["max_concurrent_runs"] = None
+    if not changes:
+        usage("name something to change: --max-concurrent-runs, --priority, --title ...")
+    out = Output(output is OutputFormat.json)
+    with connect(url, token, out) as client:
+        print_backfill(out, client.update(backfill_id, **changes), verb="updated")
 
 
 RETRY_CHOICES = {"failed": "FAILED", "canceled": "CANCELED", "not-run": "NOT_RUN"}

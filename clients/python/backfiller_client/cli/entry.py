@@ -38,6 +38,7 @@ CLIENT_COMMANDS = {
     "retry": "backfills",
     "show": "show",
     "trigger": "triggers",
+    "update": "backfills",
     "watch": "backfills",
 }
 # The client's options that take a value, and may come before the command.

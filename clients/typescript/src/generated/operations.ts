@@ -32,6 +32,8 @@ export type BackfillFilter = {
   tag?: TagInput | null | undefined;
   /** Backfills that carry every one of these tags. */
   tags?: Array<TagInput> | null | undefined;
+  /** Backfills that act for this team. */
+  team?: string | null | undefined;
 };
 
 /** In which order partitions are launched. */
@@ -77,6 +79,8 @@ export type LaunchBackfillInput = {
   /** Launch order; OLDEST_FIRST when null. */
   order?: BackfillOrder | null | undefined;
   partitions: PartitionSelectionInput;
+  /** Higher is claimed first, with a bigger share of the room (-1000..1000); the job's default (0 unless it names one) when null. */
+  priority?: number | null | undefined;
   /** Which partitions run again; MISSING when null. */
   reprocess?: Reprocess | null | undefined;
   /** Given to every run; validated against the job's config schema. */

@@ -12,6 +12,8 @@ import { TERMINAL_STATUSES, backfillBadge, backfillStatusLabel, countChips, prog
 import { PartitionStrip } from "../strip.js";
 import { backfillName } from "./backfills.js";
 
+const UPDATABLE_STATUSES = new Set(["REQUESTED", "RUNNING", "PAUSED"]);
+
 export const title = "Backfill";
 
 const RUN_STATUSES = ["QUEUED", "RUNNING", "SUCCESS", "FAILED", "CANCELED"];
@@ -259,12 +261,56 @@ export async function render(root, { params }) {
         return payload.userErrors;
       },
     });
-    buttons = { pause, resume, cancel, retry };
+    const updatable = () => UPDATABLE_STATUSES.has(backfill.status);
+    const capInput = h("input", {
+      type: "number",
+      min: "1",
+      id: "update-max-concurrent",
+      class: "input input-small",
+      placeholder: "no limit",
+      "aria-label": "Max concurrent runs (empty: no limit of its own)",
+      value: backfill.maxConcurrentRuns ? String(backfill.maxConcurrentRuns) : "",
+    });
+    const priorityInput = h("input", {
+      type: "number",
+      id: "update-priority",
+      class: "input input-small",
+      "aria-label": "Priority",
+      value: String(backfill.priority),
+    });
+    const update = actionButton({
+      name: "update",
+      label: "Apply",
+      busyLabel: "Applying…",
+      variant: "btn-secondary",
+      enabled: updatable(),
+      run: async () => {
+        const input = { id };
+        const cap = capInput.value.trim() === "" ? null : Number(capInput.value);
+        if (cap !== (backfill.maxConcurrentRuns ?? null)) input.maxConcurrentRuns = cap;
+        const priority = Number(priorityInput.value);
+        if (priorityInput.value.trim() !== "" && priority !== backfill.priority) input.priority = priority;
+        if (Object.keys(input).length === 1) return [];
+        const data = await graphql("UiUpdateBackfill", { input });
+        return data.updateBackfill.userErrors;
+      },
+    });
+    buttons = { pause, resume, cancel, retry, update };
     replace(
       actions,
       pause.element,
       resume.element,
       cancel.element,
+      h(
+        "div",
+        { class: "action action-update" },
+        h("label", { for: "update-max-concurrent" }, "Max runs"),
+        capInput,
+        h("label", { for: "update-priority" }, "Priority"),
+        priorityInput,
+        update.button,
+        update.element.querySelector(".action-error"),
+      ),
       h("div", { class: "action action-retry" }, retry.button, retryChoice, retry.element.querySelector(".action-error")),
       h("div", { class: "actions-end" }, liveIndicator),
     );
@@ -280,6 +326,7 @@ export async function render(root, { params }) {
       resume: status === "PAUSED",
       cancel: !terminal && status !== "CANCELING",
       retry: retryable(),
+      update: UPDATABLE_STATUSES.has(status),
     };
     for (const [name, enabled] of Object.entries(wanted)) {
       const button = buttons[name].button;
@@ -329,6 +376,8 @@ export async function render(root, { params }) {
         fact("Reprocess", b.reprocess.replaceAll("_", " ").toLowerCase()),
         fact("Order", b.order === "NEWEST_FIRST" ? "newest first" : "oldest first"),
         fact("Max concurrent runs", b.maxConcurrentRuns ? String(b.maxConcurrentRuns) : "job default"),
+        fact("Priority", String(b.priority)),
+        fact("Team", b.team),
         fact("Created", formatTime(b.createdAt)),
         fact("Started", b.startedAt ? formatTime(b.startedAt) : null),
         fact("Ended", b.endedAt ? formatTime(b.endedAt) : null),

@@ -184,7 +184,8 @@ public class Types {
     RESUMED,
     RETRIED,
     RUN_FAILED,
-    STARTED
+    STARTED,
+    UPDATED
     
   }
   
@@ -198,6 +199,7 @@ public class Types {
     private Iterable<BackfillStatus> statuses;
     private TagInput tag;
     private Iterable<TagInput> tags;
+    private String team;
   
     public BackfillFilterInput(Map<String, Object> args) {
       if (args != null) {
@@ -217,6 +219,7 @@ public class Types {
         if (args.get("tags") != null) {
         		this.tags = (Iterable<TagInput>) args.get("tags");
         }
+        this.team = (String) args.get("team");
       }
     }
   
@@ -229,6 +232,7 @@ public class Types {
     public Iterable<BackfillStatus> getStatuses() { return this.statuses; }
     public TagInput getTag() { return this.tag; }
     public Iterable<TagInput> getTags() { return this.tags; }
+    public String getTeam() { return this.team; }
     public void setAsset(String asset) { this.asset = asset; }
     public void setCreatedAfter(java.time.OffsetDateTime createdAfter) { this.createdAfter = createdAfter; }
     public void setCreatedBefore(java.time.OffsetDateTime createdBefore) { this.createdBefore = createdBefore; }
@@ -238,6 +242,7 @@ public class Types {
     public void setStatuses(Iterable<BackfillStatus> statuses) { this.statuses = statuses; }
     public void setTag(TagInput tag) { this.tag = tag; }
     public void setTags(Iterable<TagInput> tags) { this.tags = tags; }
+    public void setTeam(String team) { this.team = team; }
   }
   /** In which order partitions are launched. */
   public enum BackfillOrder {
@@ -301,6 +306,7 @@ public class Types {
     private Iterable<String> jobs;
     private String name;
     private ApiTokenRole role;
+    private String team;
   
     public CreateApiTokenInput(Map<String, Object> args) {
       if (args != null) {
@@ -312,6 +318,7 @@ public class Types {
         } else if (args.get("role") != null) {
           this.role = ApiTokenRole.valueOf((String) args.get("role"));
         }
+        this.team = (String) args.get("team");
       }
     }
   
@@ -319,10 +326,12 @@ public class Types {
     public Iterable<String> getJobs() { return this.jobs; }
     public String getName() { return this.name; }
     public ApiTokenRole getRole() { return this.role; }
+    public String getTeam() { return this.team; }
     public void setExpiresAt(java.time.OffsetDateTime expiresAt) { this.expiresAt = expiresAt; }
     public void setJobs(Iterable<String> jobs) { this.jobs = jobs; }
     public void setName(String name) { this.name = name; }
     public void setRole(ApiTokenRole role) { this.role = role; }
+    public void setTeam(String team) { this.team = team; }
   }
   
   public static class DynamicPartitionsInput {
@@ -367,6 +376,7 @@ public class Types {
     private Iterable<NotifyInput> notify;
     private BackfillOrder order;
     private PartitionSelectionInput partitions;
+    private Integer priority;
     private Reprocess reprocess;
     private Object runConfig;
     private Iterable<TagInput> tags;
@@ -387,6 +397,7 @@ public class Types {
           this.order = BackfillOrder.valueOf((String) args.get("order"));
         }
         this.partitions = new PartitionSelectionInput((Map<String, Object>) args.get("partitions"));
+        this.priority = (Integer) args.get("priority");
         if (args.get("reprocess") instanceof Reprocess) {
           this.reprocess = (Reprocess) args.get("reprocess");
         } else if (args.get("reprocess") != null) {
@@ -407,6 +418,7 @@ public class Types {
     public Iterable<NotifyInput> getNotify() { return this.notify; }
     public BackfillOrder getOrder() { return this.order; }
     public PartitionSelectionInput getPartitions() { return this.partitions; }
+    public Integer getPriority() { return this.priority; }
     public Reprocess getReprocess() { return this.reprocess; }
     public Object getRunConfig() { return this.runConfig; }
     public Iterable<TagInput> getTags() { return this.tags; }
@@ -418,6 +430,7 @@ public class Types {
     public void setNotify(Iterable<NotifyInput> notify) { this.notify = notify; }
     public void setOrder(BackfillOrder order) { this.order = order; }
     public void setPartitions(PartitionSelectionInput partitions) { this.partitions = partitions; }
+    public void setPriority(Integer priority) { this.priority = priority; }
     public void setReprocess(Reprocess reprocess) { this.reprocess = reprocess; }
     public void setRunConfig(Object runConfig) { this.runConfig = runConfig; }
     public void setTags(Iterable<TagInput> tags) { this.tags = tags; }
@@ -598,6 +611,18 @@ public class Types {
     public RevokeApiTokenInput getInput() { return this.input; }
     public void setInput(RevokeApiTokenInput input) { this.input = input; }
   }
+  public static class MutationSetTeamLimitArgs {
+    private SetTeamLimitInput input;
+  
+    public MutationSetTeamLimitArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.input = new SetTeamLimitInput((Map<String, Object>) args.get("input"));
+      }
+    }
+  
+    public SetTeamLimitInput getInput() { return this.input; }
+    public void setInput(SetTeamLimitInput input) { this.input = input; }
+  }
   public static class MutationSetTriggerEnabledArgs {
     private SetTriggerEnabledInput input;
   
@@ -609,6 +634,30 @@ public class Types {
   
     public SetTriggerEnabledInput getInput() { return this.input; }
     public void setInput(SetTriggerEnabledInput input) { this.input = input; }
+  }
+  public static class MutationUpdateApiTokenArgs {
+    private UpdateApiTokenInput input;
+  
+    public MutationUpdateApiTokenArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.input = new UpdateApiTokenInput((Map<String, Object>) args.get("input"));
+      }
+    }
+  
+    public UpdateApiTokenInput getInput() { return this.input; }
+    public void setInput(UpdateApiTokenInput input) { this.input = input; }
+  }
+  public static class MutationUpdateBackfillArgs {
+    private UpdateBackfillInput input;
+  
+    public MutationUpdateBackfillArgs(Map<String, Object> args) {
+      if (args != null) {
+        this.input = new UpdateBackfillInput((Map<String, Object>) args.get("input"));
+      }
+    }
+  
+    public UpdateBackfillInput getInput() { return this.input; }
+    public void setInput(UpdateBackfillInput input) { this.input = input; }
   }
   
   
@@ -1075,6 +1124,23 @@ public class Types {
   
   
   
+  public static class SetTeamLimitInput {
+    private Integer maxConcurrentRuns;
+    private String team;
+  
+    public SetTeamLimitInput(Map<String, Object> args) {
+      if (args != null) {
+        this.maxConcurrentRuns = (Integer) args.get("maxConcurrentRuns");
+        this.team = (String) args.get("team");
+      }
+    }
+  
+    public Integer getMaxConcurrentRuns() { return this.maxConcurrentRuns; }
+    public String getTeam() { return this.team; }
+    public void setMaxConcurrentRuns(Integer maxConcurrentRuns) { this.maxConcurrentRuns = maxConcurrentRuns; }
+    public void setTeam(String team) { this.team = team; }
+  }
+  
   public static class SetTriggerEnabledInput {
     private Boolean enabled;
     private String name;
@@ -1132,6 +1198,7 @@ public class Types {
     public void setValue(String value) { this.value = value; }
   }
   
+  
   public static class TriggerEvaluationsArgs {
     private String after;
     private Integer first;
@@ -1179,6 +1246,52 @@ public class Types {
     
   }
   
+  
+  public static class UpdateApiTokenInput {
+    private Object id;
+    private String team;
+  
+    public UpdateApiTokenInput(Map<String, Object> args) {
+      if (args != null) {
+        this.id = (Object) args.get("id");
+        this.team = (String) args.get("team");
+      }
+    }
+  
+    public Object getId() { return this.id; }
+    public String getTeam() { return this.team; }
+    public void setId(Object id) { this.id = id; }
+    public void setTeam(String team) { this.team = team; }
+  }
+  
+  public static class UpdateBackfillInput {
+    private String description;
+    private Object id;
+    private Integer maxConcurrentRuns;
+    private Integer priority;
+    private String title;
+  
+    public UpdateBackfillInput(Map<String, Object> args) {
+      if (args != null) {
+        this.description = (String) args.get("description");
+        this.id = (Object) args.get("id");
+        this.maxConcurrentRuns = (Integer) args.get("maxConcurrentRuns");
+        this.priority = (Integer) args.get("priority");
+        this.title = (String) args.get("title");
+      }
+    }
+  
+    public String getDescription() { return this.description; }
+    public Object getId() { return this.id; }
+    public Integer getMaxConcurrentRuns() { return this.maxConcurrentRuns; }
+    public Integer getPriority() { return this.priority; }
+    public String getTitle() { return this.title; }
+    public void setDescription(String description) { this.description = description; }
+    public void setId(Object id) { this.id = id; }
+    public void setMaxConcurrentRuns(Integer maxConcurrentRuns) { this.maxConcurrentRuns = maxConcurrentRuns; }
+    public void setPriority(Integer priority) { this.priority = priority; }
+    public void setTitle(String title) { this.title = title; }
+  }
   
   
   /** Why a request was refused. Every code is stable in v1. */
