@@ -2,7 +2,7 @@
 per-team limits on concurrent runs
 
 Revision ID: 0047
-Revises: 0015
+Revises: 0046
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0047"
-down_revision: str | None = "0015"
+down_revision: str | None = "0046"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

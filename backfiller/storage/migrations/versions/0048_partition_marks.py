@@ -1,7 +1,7 @@
 """partition marks: partitions recorded by hand as succeeded or skipped (``markPartitions``)
 
 Revision ID: 0048
-Revises: 0015
+Revises: 0047
 
 A mark's effect is the partition's row of ``partition_states`` (``status`` 'success' or the new
 value 'skipped', ``run_id`` null); this table keeps who marked what, as what, and why.
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0048"
-down_revision: str | None = "0015"
+down_revision: str | None = "0047"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
