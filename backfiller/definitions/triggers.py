@@ -219,6 +219,9 @@ class TriggerDefinition:
     description: str | None = None
     schedule: CronSchedule | None = None
     catch_up: CatchUp = CatchUp.LATEST
+    team: str | None = None
+    """The team its launches act for; None: the team of whoever evaluates it (none for the
+    daemon's evaluations)."""
 
     @property
     def cron(self) -> str | None:
@@ -234,9 +237,6 @@ class TriggerDefinition:
     def scheduled(self) -> bool:
         """Whether the daemon evaluates it by itself (an interval or a cron schedule)."""
         return self.interval_seconds is not None or self.schedule is not None
-    team: str | None = None
-    """The team its launches act for; None: the team of whoever evaluates it (none for the
-    daemon's evaluations)."""
 
     def __call__(self, context: TriggerContext) -> TriggerResult:
         return self.fn(context)
@@ -289,8 +289,7 @@ def trigger(
             ``MAX_CATCH_UP``, the latest ones); ``"none"`` skip them.
         timeout_seconds: An evaluation running longer is recorded FAILED.
         description: Shown in the UI (the function's docstring by default).
-        team: The team its backfills act for (fair share, team limits); None: the team of
-            the token or person that evaluates it.
+        team: The team its backfills act for (None: the evaluating token's or person's).
 
     Raises:
         ScheduleError: (a ValueError) an invalid cron expression, time zone or catch-up
@@ -298,9 +297,7 @@ def trigger(
     """
     schedule = _schedule_of(interval_seconds, cron, timezone)
     policy = parse_catch_up(catch_up)
-    _check_limits(interval_seconds, timeout_seconds)
-    if team is not None and (not isinstance(team, str) or not 0 < len(team) <= 200):
-        raise ValueError("team must be a name of 1 to 200 characters")
+    _check_limits(interval_seconds, timeout_seconds, team)
 
     def decorate(function: TriggerFunction) -> TriggerDefinition:
         trigger_name = name or str(getattr(function, "__name__", ""))
@@ -325,13 +322,15 @@ def trigger(
     return decorate
 
 
-def _check_limits(interval_seconds: float | None, timeout_seconds: float) -> None:
+def _check_limits(interval_seconds: float | None, timeout_seconds: float, team: str | None) -> None:
     if interval_seconds is not None and (
         isinstance(interval_seconds, bool) or interval_seconds < MIN_INTERVAL_SECONDS
     ):
         raise ValueError(f"interval_seconds must be at least {MIN_INTERVAL_SECONDS}")
     if timeout_seconds <= 0:
         raise ValueError("timeout_seconds must be positive")
+    if team is not None and (not isinstance(team, str) or not 0 < len(team) <= 200):
+        raise ValueError("team must be a name of 1 to 200 characters")
 
 
 def _schedule_of(
