@@ -161,6 +161,15 @@ def test_sign_in_act_within_the_role_and_sign_out(
     engine.dispose()
     page.locator(".lede").filter(has_text="by olga@example.com").wait_for()
 
+    # The list finds it by the person's team (a deep link), and not by another team.
+    page.goto(f"{sso.url}/#/backfills?team=sales")
+    page.locator(f'tr[data-id="{backfill_id}"]').wait_for()
+    assert page.input_value("#filter-team") == "sales"
+    page.fill("#filter-team", "web")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*team=web"))
+    page.locator("text=No backfill matches these filters.").wait_for()
+
     # Outside the role: an operator may not manage tokens; outside the scope: another job.
     denied = page.evaluate(
         """async () => {

@@ -5,11 +5,18 @@ typed errors over HTTP and WebSocket, changing nothing."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from typer.testing import CliRunner
+
+from backfiller.cli.app import app, register_commands
+from backfiller_client import Client
 from tests.security.conftest import Tokens, gql
 from tests.security.sockets import Socket
 from tests.support import LiveServer
+
+register_commands()  # as the command's main() does
 
 CREATE = """mutation($i: CreateApiTokenInput!) { createApiToken(input: $i) {
   secret token { id team } userErrors { code field } } }"""
@@ -87,6 +94,14 @@ def test_a_tokens_team_is_what_its_launches_act_for(
     assert first["id"] in {b["id"] for b in alphas} and {b["team"] for b in alphas} == {"alpha"}
     betas = data(gql(secure_server, LIST, {"team": "beta"}, secret))["backfills"]["nodes"]
     assert [b["id"] for b in betas] == [second["id"]]
+    # The same filter in the Python client and the CLI (`backfiller list --team`).
+    with Client(secure_server.url, token=secret) as client:
+        assert [b.id for b in client.list_backfills(team="beta")] == [second["id"]]
+    env = {"BACKFILLER_URL": secure_server.url, "BACKFILLER_TOKEN": secret}
+    listed = CliRunner().invoke(app, ["list", "--team", "alpha", "-o", "json"], env=env)
+    assert listed.exit_code == 0, listed.stdout
+    assert first["id"] in {b["id"] for b in json.loads(listed.stdout)}
+    assert second["id"] not in {b["id"] for b in json.loads(listed.stdout)}
 
     # Bad input is refused and changes nothing.
     for bad in ("", " padded", "x" * 201, "tab\there"):

@@ -241,9 +241,10 @@ def list_filters(
     search: str | None = None,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
+    team: str | None = None,
 ) -> dict[str, Any]:
     """The ``BackfillFilter`` fields beyond statuses, job and one tag (those given)."""
-    filter: dict[str, Any] = {"asset": asset, "creator": creator, "search": search}
+    filter: dict[str, Any] = {"asset": asset, "creator": creator, "search": search, "team": team}
     if tags:
         filter["tags"] = [{"key": k, "value": v} for k, v in tags.items()]
     for name, value in (("createdAfter", created_after), ("createdBefore", created_before)):

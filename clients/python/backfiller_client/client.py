@@ -174,15 +174,19 @@ class Client:
         search: str | None = None,
         created_after: datetime | None = None,
         created_before: datetime | None = None,
+        team: str | None = None,
     ) -> Iterator[Backfill]:
         """Every backfill matching the filters, newest first, fetched page by page.
 
-        ``asset``, ``creator``, ``tags`` (all of them), ``search`` (text in the title, any
-        case) and the creation window narrow the list further; see ``BackfillFilter``.
+        ``asset``, ``creator``, ``team``, ``tags`` (all of them), ``search`` (text in the
+        title, any case) and the creation window narrow the list further; see
+        ``BackfillFilter``.
         """
         size = _calls.check_page_size(page_size)
         wanted = list(statuses) if statuses is not None else None
-        more = _calls.list_filters(asset, creator, tags, search, created_after, created_before)
+        more = _calls.list_filters(
+            asset, creator, tags, search, created_after, created_before, team
+        )
         return self._pages(lambda after: _calls.backfills_page(wanted, job, tag, size, after, more))
 
     def pause(self, backfill_id: str) -> Backfill:
@@ -439,10 +443,13 @@ class AsyncClient:
         search: str | None = None,
         created_after: datetime | None = None,
         created_before: datetime | None = None,
+        team: str | None = None,
     ) -> AsyncIterator[Backfill]:
         size = _calls.check_page_size(page_size)
         wanted = list(statuses) if statuses is not None else None
-        more = _calls.list_filters(asset, creator, tags, search, created_after, created_before)
+        more = _calls.list_filters(
+            asset, creator, tags, search, created_after, created_before, team
+        )
         return self._pages(lambda after: _calls.backfills_page(wanted, job, tag, size, after, more))
 
     async def pause(self, backfill_id: str) -> Backfill:

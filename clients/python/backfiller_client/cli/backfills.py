@@ -423,6 +423,7 @@ def list_(  # long: one parameter per option of the command
     creator: Annotated[
         str | None, typer.Option(help="Only backfills created by this name.")
     ] = None,
+    team: Annotated[str | None, typer.Option(help="Only backfills launched for this team.")] = None,
     search: Annotated[
         str | None, typer.Option(help="Only backfills whose title has this text (any case).")
     ] = None,
@@ -452,6 +453,7 @@ def list_(  # long: one parameter per option of the command
                     page_size=min(limit, 100),
                     asset=asset,
                     creator=creator,
+                    team=team,
                     tags=parse_tags(tag) if tag else None,
                     search=search,
                     created_after=created_after.astimezone() if created_after else None,

@@ -29,7 +29,7 @@ function targetCell(target) {
 
 // The filters, all in the URL (deep links; the back button walks through them). Text fields
 // apply as you type (after a pause) or on Enter.
-const FILTER_KEYS = ["status", "target", "creator", "tag", "search", "from", "to"];
+const FILTER_KEYS = ["status", "target", "creator", "team", "tag", "search", "from", "to"];
 let refocus = null; // the field being typed in when the URL changed, to give it back its caret
 
 function filtersOf(query) {
@@ -63,6 +63,7 @@ export function apiFilter(filters, assetNames) {
     else filter.job = filters.target;
   }
   if (filters.creator) filter.creator = filters.creator;
+  if (filters.team) filter.team = filters.team;
   if (filters.search) filter.search = filters.search;
   if (filters.tag) {
     filter.tags = filters.tag
@@ -179,6 +180,7 @@ export async function render(root, { query }) {
       field("filter-target", "Job or asset", targetSelect),
       field("filter-status", "Status", statusSelect),
       field("filter-creator", "Creator", textInput("filter-creator", "creator", { placeholder: "name or email" })),
+      field("filter-team", "Team", textInput("filter-team", "team", { placeholder: "team name" })),
       field("filter-tag", "Tags", textInput("filter-tag", "tag", { placeholder: "key=value, key=value" })),
       field("filter-from", `Created from (${zone})`, dateInput("filter-from", "from")),
       field("filter-to", `Created to (${zone})`, dateInput("filter-to", "to")),
