@@ -36,7 +36,7 @@ class Inbox:
         owner = self.shared.owner
         with self.shared.lock:
             if routed and (owner is None or routed != daemon_queue(owner)):
-                self.acks.stray(str(routed), body, message)
+                self.acks.stray(message)
                 return
             self.acks.hold(message, self.events_of(body))
 

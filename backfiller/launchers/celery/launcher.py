@@ -53,7 +53,7 @@ from typing import Any
 from backfiller.clock import utc_now
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import Gate, LauncherEvent, Outcome, RunFinished, RunTask
-from backfiller.launchers.celery.acks import Acks
+from backfiller.launchers.celery.acks import Acks, give_back_unacked, is_redis, transport_options
 from backfiller.launchers.celery.app import control_exchange, lease_exchange, make_app, owner_queue
 from backfiller.launchers.celery.dispatch import RUNS_PER_TASK, Dispatch
 from backfiller.launchers.celery.grants import Grants, send_replies
@@ -112,7 +112,7 @@ class CeleryLauncher:
         self.shared = Shared(owner=owner, heartbeat_timeout=heartbeat_timeout)
         self.dispatch = Dispatch(self.shared, self.app, runs_per_task, grace_seconds)
         self.grants = Grants(self.shared, broker_url)
-        self.acks = Acks(self.shared, after_write=broker_url.startswith(("amqp", "pyamqp")))
+        self.acks = Acks(self.shared, cumulative=not is_redis(broker_url))
         self.inbox = Inbox(self.shared, self.acks)
         self.guard = Guard("daemon")
         self.liveness = Liveness(self.shared)
@@ -276,6 +276,7 @@ class CeleryLauncher:
         shared.closing = True
         if self._thread is not None:
             self._thread.join(timeout)
+        self.kept.close()
         return lost
 
     # -- the broker's thread -------------------------------------------------------------------
@@ -289,7 +290,8 @@ class CeleryLauncher:
                 # No publisher confirms (each would wait one broker round trip): a task lost
                 # with a broken connection is published again after reconnecting (it never
                 # started: the daemon saw no start request), and a lost answer is asked again.
-                with Connection(self.broker_url, heartbeat=10) as conn:
+                options = transport_options(self.broker_url)
+                with Connection(self.broker_url, heartbeat=10, transport_options=options) as conn:
                     conn.ensure_connection(max_retries=1)
                     self._serve(conn)
                     return
@@ -333,7 +335,6 @@ class CeleryLauncher:
         tasks, control, leases = producers
         more = self.dispatch.publish(tasks)
         send_replies(self.shared, control)
-        self.acks.put_back_strays(control)
         self.liveness.announce(leases)
         self.liveness.watch()
         self._drain(conn, consumer, 0.001 if more else POLL_SECONDS)
@@ -351,8 +352,14 @@ class CeleryLauncher:
         if owner is None:
             return None, None
         on_message = self.guard.receiver(self.inbox.on_message, self.inbox.drop)
-        consumer = Consumer(channel, [owner_queue(owner)], on_message=on_message, accept=["json"])
-        consumer.no_ack = not self.acks.after_write
+        queue = owner_queue(owner)(channel)
+        queue.declare()
+        # What an earlier connection took and did not acknowledge (Redis) comes back first.
+        given = give_back_unacked(channel, queue.name)
+        if given:
+            logger.info("%d unacknowledged messages of %s put back on it", given, queue.name)
+        consumer = Consumer(channel, [queue], on_message=on_message, accept=["json"])
+        consumer.no_ack = False
         consumer.consume()
         return consumer, owner
 
