@@ -64,6 +64,12 @@ class Grants:
                 if run is None or run.reply is not None:
                     self.refuse(start, "canceled")
                     continue
+                if shared.late_pending(run.task):
+                    # An earlier attempt's end is being written: it may stand for the partition.
+                    self.refuse(start, "a late result of its partition is being recorded")
+                    del shared.runs[start.run_id]
+                    shared.finish(run, Outcome.NOT_STARTED, "not started: a late result came")
+                    continue
                 if allowed is not None and start.run_id not in allowed:
                     self.refuse(start, "its backfill is not running")
                     del shared.runs[start.run_id]

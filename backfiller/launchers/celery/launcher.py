@@ -221,6 +221,10 @@ class CeleryLauncher:
         """Acknowledge the messages whose every event is now in the database."""
         with self.shared.lock:
             self.acks.recorded(events)
+            if self.shared.late_runs:
+                for event in events:
+                    if isinstance(event, RunFinished):
+                        self.shared.late_recorded(event.run_id)
 
     def forget_owner(self, owner: str) -> None:
         """``owner`` is wholly taken over: delete its queue."""

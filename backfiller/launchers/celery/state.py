@@ -18,6 +18,15 @@ from typing import Any
 from backfiller.clock import utc_now
 from backfiller.launchers.base import Gate, LauncherEvent, Outcome, RunFinished, RunTask
 
+LOST_KEPT = 100_000
+"""Runs reported lost that are remembered, at most (see ``Shared.lost``)."""
+LATE_WAIT_SECONDS = 60.0
+"""How long, at most, a partition's starts wait for its late end to be written."""
+
+
+def partition_of(task: RunTask) -> tuple[int, str, str]:
+    return (task.backfill_id, task.job_name, task.partition_key)
+
 
 @dataclass
 class DaemonRun:
@@ -95,6 +104,14 @@ class Shared:
     heard: dict[str, float] = field(default_factory=dict)
     """Per worker process (``host:pid``), when it last asked to start a run, beat or reported
     (monotonic): the live workers, as ``backfiller_launcher_workers_ready`` counts them."""
+    lost: dict[int, tuple[RunTask, float]] = field(default_factory=dict)
+    """Runs reported ``WORKER_LOST`` lately, and when (monotonic): a late end of one of them
+    may still be recorded (see ``Inbox``). Oldest first, at most ``LOST_KEPT``."""
+    late: dict[tuple[int, str, str], float] = field(default_factory=dict)
+    """Partitions (backfill, job, key) with a late end being written, and since when
+    (monotonic): no start of theirs is granted meanwhile (see ``Grants``)."""
+    late_runs: dict[int, tuple[int, str, str]] = field(default_factory=dict)
+    """The runs whose late end is being written, and their partitions (in ``late``)."""
 
     def heard_from(self, worker: str | None) -> None:
         """A worker process spoke (under the lock)."""
@@ -122,6 +139,23 @@ class Shared:
         self.events.append(
             RunFinished(task.run_id, utc_now(), outcome, message, None, run.worker, task.attempt)
         )
+        if outcome is Outcome.WORKER_LOST and run.reply is not None:
+            self.lost[task.run_id] = (task, time.monotonic())
+            while len(self.lost) > LOST_KEPT:
+                del self.lost[next(iter(self.lost))]
+
+    def late_recorded(self, run_id: int) -> None:
+        """A late end is written (or refused): its partition's starts are granted again."""
+        key = self.late_runs.pop(run_id, None)
+        if key is not None:
+            self.late.pop(key, None)
+
+    def late_pending(self, task: RunTask) -> bool:
+        """Whether a late end of ``task``'s partition is being written (under the lock)."""
+        if not self.late:
+            return False
+        since = self.late.get(partition_of(task))
+        return since is not None and time.monotonic() - since < LATE_WAIT_SECONDS
 
     def signal(self) -> None:
         callback = self.notify
