@@ -109,9 +109,7 @@ async def test_a_late_result_withdraws_a_retry_claimed_but_not_started(
     # The withdrawn run's start is refused (it is no longer QUEUED): it never runs.
     await record_results(database, definitions, clock, retry, state)
     backfill = await read(gql, backfill_id)
-    assert ("2", "RUNNING") not in {
-        (str(r["attempt"]), r["status"]) for r in backfill["runs"]["nodes"]
-    }
+    assert runs_of(backfill) == [(1, "FAILED", "ERROR"), (2, "CANCELED", None)]
 
 
 async def test_a_late_result_after_a_newer_attempt_started_is_refused(
