@@ -107,6 +107,7 @@ class Inbox:
             if task.attempt != attempt:
                 return []
             key = partition_of(task)
+            shared.lost_partitions.pop(key, None)
             runs = shared.runs.values()
             if any(r.reply is not None and partition_of(r.task) == key for r in runs):
                 logger.info("run %s: late end refused, a newer attempt has started", run_id)
