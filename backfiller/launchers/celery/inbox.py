@@ -119,6 +119,8 @@ class Inbox:
         if lines:
             events.append(RunLogs(run_id, lines))
         events.append(finished_from_message(body, run_id, attempt))
+        if lost is not None:
+            logger.warning("run %s: its end came after it was reported lost", run_id)
         return events
 
     def _asked(self, body: dict[str, Any], run_id: int, attempt: int) -> None:
