@@ -87,11 +87,11 @@ class Inbox:
                 run.first_sequence = 0  # that copy is gone: the new one is the first
                 shared.unpublished.append(run)
                 launcher_metrics.republished("undelivered")
-            elif run.reply == reply:
-                # Granted after its worker gave up: it never ran, and costs nothing.
-                del shared.runs[run_id]
-                shared.finish(run, Outcome.NOT_STARTED, "its worker gave up before the grant")
-                republish_mates(shared, run)
+            elif run.reply == reply and run.gave_up_at is None:
+                # Granted after its worker gave up: it never ran, and costs nothing, unless
+                # that worker asked again meanwhile and runs it (its heartbeats say so): it is
+                # taken back once the queue shows none for a while (``Liveness.watch``).
+                run.gave_up_at = time.monotonic()
         return []
 
     def _late_end(self, run_id: int, attempt: int, body: dict[str, Any]) -> list[LauncherEvent]:

@@ -81,6 +81,9 @@ class DaemonRun:
     republish_after: float = 0.0
     granted_at: float = 0.0
     """When its start was granted (wall clock, for the job's run time)."""
+    gave_up_at: float | None = None
+    """When its worker said it gave up waiting for the start (monotonic), the start being
+    granted: taken back unless a heartbeat shows it runs after all (see ``Liveness.watch``)."""
     mates: list[DaemonRun] = field(default_factory=list)
     """The other runs of the task that carries it (short runs travel together)."""
 

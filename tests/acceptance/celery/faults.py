@@ -59,3 +59,56 @@ def judge(database_url: str, marks: Path) -> Verdict:
             if run.started_at is None:
                 verdict.executed_without_start.append(run.id)
     return verdict
+
+
+def daemon_cuts(database_url: str, marks: Path, broker_name: str) -> Verdict:
+    """Cut a daemon off from the broker ``CUTS`` times, each longer than a worker waits for its
+    answers, during a backfill of ``traced`` 1-3 s runs on two workers; the verdict.
+
+    The daemon reaches the broker through a TCP proxy the test cuts; the workers do not. Workers
+    asking to start hear nothing, give up and say so; the daemon, reconnecting, reads the
+    requests and the give-ups, and must charge nothing for a run that never began."""
+    import time
+
+    from tests.acceptance.celery.support import CeleryDaemon, broker_url, cluster
+    from tests.acceptance.daemon_support import Proxy, launch, read, wait_for
+
+    broker = broker_url(broker_name)
+    port = PORTS[broker_name]
+    proxy = Proxy(port)
+    proxied = broker.replace(f":{port}", f":{proxy.port}")
+    with cluster(database_url, broker, marks) as c:
+        c.start_server()
+        for _ in range(2):
+            c.start_worker(concurrency=3)
+        timeouts = ["--heartbeat-timeout", str(c.heartbeat_timeout), "--lease-timeout", "60"]
+        daemon = CeleryDaemon(database_url, proxied, c.env, timeouts)
+        c.daemons.append(daemon)
+        for worker in c.workers:
+            worker.wait_ready()
+        config = {"seconds": 1.0, "spread": 1.0}
+        backfill = launch(c.api, "traced", "2021-01-01", "2021-02-09", runConfig=config)
+
+        def succeeded() -> int:
+            return int(read(c.api, backfill)["counts"]["succeeded"])
+
+        for cut in range(CUTS):
+            goal = CUT_PARTITIONS * (cut + 1) / (CUTS + 2)
+            wait_for(f"{goal:.0f} done", lambda: succeeded() >= goal, 120)  # noqa: B023
+            proxy.cut()
+            time.sleep(CUT_SECONDS)
+            proxy.restore()
+
+        def finished() -> bool:
+            return str(read(c.api, backfill)["status"]).startswith("COMPLETED")
+
+        wait_for("the backfill to complete", finished, timeout=120, every=0.5)
+    proxy.close()
+    return judge(database_url, marks)
+
+
+PORTS = {"rabbitmq": 5672, "redis": 6379}
+CUTS = 2
+CUT_SECONDS = 20.0
+"""Longer than a worker waits for its daemon's answer once it stops hearing from it."""
+CUT_PARTITIONS = 40  # 2021-01-01 .. 2021-02-09

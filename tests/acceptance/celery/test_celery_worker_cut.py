@@ -66,8 +66,19 @@ def test_a_result_kept_through_a_workers_cut_is_recorded_and_nothing_runs_twice(
 
     verdict = judge(database_url, marks)
     assert counts["succeeded"] == PARTITIONS == counts["total"], counts
-    table = [(r.id, r.partition_key, r.attempt, r.status, r.failure_reason, r.started_at,
-              r.ended_at, r.error_message) for r in verdict.runs]
+    table = [
+        (
+            r.id,
+            r.partition_key,
+            r.attempt,
+            r.status,
+            r.failure_reason,
+            r.started_at,
+            r.ended_at,
+            r.error_message,
+        )
+        for r in verdict.runs
+    ]
     print("cut", cut_at, back_at)
     for row in table:
         print(row)
