@@ -44,7 +44,7 @@ def judge(database_url: str, marks: Path) -> Verdict:
         ).all()
     engine.dispose()
     began = {int(p.name.removeprefix("began-run_")) for p in marks.glob("began-run_*")}
-    verdict = Verdict(runs)
+    verdict = Verdict(list(runs))
     for key, ids in executions(marks).items():
         if len(ids) > 1:
             verdict.doubled[key] = ids
