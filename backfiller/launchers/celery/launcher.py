@@ -21,12 +21,12 @@ run's process group) and, after the grace period, leaves the run out of announce
 While the broker is out of reach the launcher keeps everything (runs not published yet, answers
 not sent) and carries on after reconnecting; heartbeats missed during the outage do not count.
 
-On RabbitMQ a message that reports something to write (a run's end, its log lines) is
-acknowledged only once the daemon has it in the database (``recorded``): a daemon that dies
-in between leaves it in its queue, where the takeover finds it (the broker gives back what a
-closed connection did not acknowledge). Other messages are acknowledged when received. On
-Redis, which would give an unacknowledged message back only after its visibility timeout (an
-hour), every message is taken as received.
+A message that reports something to write (a run's end, its log lines) is acknowledged only
+once the daemon has it in the database (``recorded``), on both brokers: a daemon that dies in
+between leaves it on the broker, where the takeover finds it (RabbitMQ gives back what a closed
+connection did not acknowledge; on Redis, Backfiller does, see :mod:`.acks`). Other messages
+are acknowledged when received. An end of a run reported lost meanwhile is reported all the
+same: it may still be the run's outcome (see :mod:`.inbox`).
 
 The parts: :mod:`.dispatch` (publishing tasks), :mod:`.grants` (start requests and the gate),
 :mod:`.inbox` and :mod:`.acks` (what workers report, and when it is acknowledged),
