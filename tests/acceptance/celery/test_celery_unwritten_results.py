@@ -1,7 +1,7 @@
 """A daemon that dies holding results it received but had not written loses none of them.
 
-PostgreSQL, RabbitMQ and Redis; API, daemons and a Celery worker as real processes. Daemon A launches
-four partitions of a 2 s job. While they execute, another session locks the ``runs`` table
+PostgreSQL, RabbitMQ and Redis; API, daemons and a Celery worker as real processes. Daemon A
+launches four partitions of a 2 s job. While they execute, another session locks the ``runs`` table
 against writes, so A can receive the workers' ends but not write them. Once the four finished
 and A has taken their ends off its queue, A is SIGKILLed and the lock released. Daemon B
 takes A's runs over: it must find the four ends back in A's queue (A acknowledged none, so the
