@@ -64,19 +64,6 @@ def test_a_result_kept_through_a_workers_cut_is_recorded_and_nothing_runs_twice(
 
     verdict = judge(database_url, marks)
     assert counts["succeeded"] == PARTITIONS == counts["total"], counts
-    table = [
-        (
-            r.id,
-            r.partition_key,
-            r.attempt,
-            r.status,
-            r.failure_reason,
-            r.started_at,
-            r.ended_at,
-            r.error_message,
-        )
-        for r in verdict.runs
-    ]
     table = [(r.id, r.partition_key, r.attempt, r.status, r.error_message) for r in verdict.runs]
     assert verdict.doubled == {}, table  # no partition executed twice
     assert verdict.overlapping == []
