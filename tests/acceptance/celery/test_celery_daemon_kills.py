@@ -63,8 +63,10 @@ def test_killing_daemons_executes_no_partition_twice(
 
     verdict = judge(database_url, marks)
     assert counts["succeeded"] == PARTITIONS == counts["total"], counts
-    assert verdict.doubled == {}  # no partition executed twice
+    doubled = set(verdict.doubled)
+    table = [(r.id, r.partition_key, r.attempt, r.status, r.error_message) for r in verdict.runs]
+    assert verdict.doubled == {}, [r for r in table if r[1] in doubled]  # none executed twice
     assert verdict.overlapping == []
-    assert verdict.began_but_not_started == []
-    assert verdict.executed_without_start == []
+    assert verdict.began_but_not_started == [], table
+    assert verdict.executed_without_start == [], table
     assert len(verdict.succeeded) == PARTITIONS and set(verdict.succeeded.values()) == {1}
