@@ -190,10 +190,16 @@ async def take_over(
                 await repo.drop_lease(owner)
             else:
                 kept, lines, starts = await _durable_results(launcher, owner, attempts)
-                lost = "the daemon running it was lost"
-                ends = [
-                    kept.get(r) or RunFinished(r, now, Outcome.WORKER_LOST, lost) for r in attempts
-                ]
+                # A run with no start written and nothing its worker sent (no heartbeat, log
+                # line or end), with a launcher that keeps every such sign (``keeps_every_sign``:
+                # Celery's dead daemon's queue), never executed: it goes back to its backfill at
+                # no cost. Otherwise it is lost.
+                queued: set[int] = (
+                    await repo.queued_of([r for r in attempts if r not in kept])
+                    if getattr(launcher, "keeps_every_sign", False)
+                    else set()
+                )
+                ends = [kept.get(r) or _unknown_end(r, now, r in queued) for r in attempts]
                 outcomes = await repo.record_results(
                     owner, now, starts=starts, ends=ends, retry_rules=rules, skip_locked=True
                 )
@@ -217,6 +223,14 @@ async def take_over(
         report += _takeover_report(owner, kept, outcomes)
         if not outcomes.written:
             return report  # its runs are locked by another transaction: the next tick retries
+
+
+def _unknown_end(run_id: int, now: datetime, queued: bool) -> RunFinished:
+    """The end of a dead daemon's run that its launcher kept nothing of."""
+    if queued:
+        why = "taken back: its daemon died before it started"
+        return RunFinished(run_id, now, Outcome.NOT_STARTED, why)
+    return RunFinished(run_id, now, Outcome.WORKER_LOST, "the daemon running it was lost")
 
 
 async def _durable_results(

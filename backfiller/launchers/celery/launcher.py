@@ -89,6 +89,12 @@ class CeleryLauncher:
         api_url: given to runs so that ``context.client`` can reach the service.
     """
 
+    keeps_every_sign = True
+    """Its durable results hold every sign that a dead daemon's run executed (a heartbeat, a
+    log line, an end: workers send them to the dead daemon's queue until they kill the run at
+    its ``stop_by``), so a takeover takes a run with no start written and no such sign back as
+    never started (``daemon.lease.take_over``)."""
+
     def __init__(
         self,
         broker_url: str,
