@@ -60,13 +60,6 @@ def test_killing_daemons_executes_no_partition_twice(
 
         wait_for("the backfill to complete", finished, timeout=120, every=0.5)
         counts = read(c.api, backfill)["counts"]
-        import os
-        if os.environ.get("DEBUG_OUT"):
-            for i, p in enumerate([*c.daemons, *c.workers]):
-                try:
-                    Path(os.environ["DEBUG_OUT"], f"{broker_name}-{i}.log").write_text(p.output())
-                except ValueError:
-                    pass
 
     verdict = judge(database_url, marks)
     assert counts["succeeded"] == PARTITIONS == counts["total"], counts
