@@ -190,16 +190,7 @@ async def take_over(
                 await repo.drop_lease(owner)
             else:
                 kept, lines, starts = await _durable_results(launcher, owner, attempts)
-                # A run with no start written and nothing its worker sent (no heartbeat, log
-                # line or end), with a launcher that keeps every such sign (``keeps_every_sign``:
-                # Celery's dead daemon's queue), never executed: it goes back to its backfill at
-                # no cost. Otherwise it is lost.
-                queued: set[int] = (
-                    await repo.queued_of([r for r in attempts if r not in kept])
-                    if getattr(launcher, "keeps_every_sign", False)
-                    else set()
-                )
-                ends = [kept.get(r) or _unknown_end(r, now, r in queued) for r in attempts]
+                ends = await _ends(repo, launcher, attempts, kept, now)
                 outcomes = await repo.record_results(
                     owner, now, starts=starts, ends=ends, retry_rules=rules, skip_locked=True
                 )
@@ -223,6 +214,24 @@ async def take_over(
         report += _takeover_report(owner, kept, outcomes)
         if not outcomes.written:
             return report  # its runs are locked by another transaction: the next tick retries
+
+
+async def _ends(
+    repo: ExecutionRepository,
+    launcher: Launcher | None,
+    attempts: dict[int, int],
+    kept: dict[int, RunFinished],
+    now: datetime,
+) -> list[RunFinished]:
+    """The ends of a dead daemon's runs ``attempts``: the kept ones, else unknown ones.
+
+    A run with no start written and nothing its worker sent (no heartbeat, log line or end),
+    with a launcher that keeps every such sign (``keeps_every_sign``: Celery's dead daemon's
+    queue), never executed: it goes back to its backfill at no cost. Otherwise it is lost."""
+    unknown = [r for r in attempts if r not in kept]
+    keeps_all = getattr(launcher, "keeps_every_sign", False)
+    queued = await repo.queued_of(unknown) if keeps_all else set()
+    return [kept.get(r) or _unknown_end(r, now, r in queued) for r in attempts]
 
 
 def _unknown_end(run_id: int, now: datetime, queued: bool) -> RunFinished:

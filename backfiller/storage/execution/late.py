@@ -31,7 +31,7 @@ from backfiller.domain import (
     RunState,
     SlotState,
 )
-from backfiller.domain.retries import Budget, SoFar, decide_end, recorded_as
+from backfiller.domain.retries import Budget, Decision, SoFar, decide_end, recorded_as
 from backfiller.storage.events import event_row
 from backfiller.storage.execution.common import runs_t, slots_t, states_t
 from backfiller.storage.prepared import Prepared
@@ -152,19 +152,7 @@ def _replace(
                 "b_message": f"withdrawn: the late result of attempt {r.attempt} was recorded",
             }
         )
-    changes.late_slots.append(
-        {
-            "b_id": int(r.slot_id),
-            "b_old": slot_status,
-            "b_new": decision.slot,
-            "b_next": None,
-            "b_free": decision.free - 1 + withdrawn,
-            "b_lost": decision.lost - 1,
-            "b_now": now,
-        }
-    )
-    if decision.slot is SlotState.PENDING and decision.delay_seconds > 0:
-        changes.late_slots[-1]["b_next"] = now + timedelta(seconds=decision.delay_seconds)
+    changes.late_slots.append(_slot_change(r, decision, withdrawn, now))
     changes.moves.move(int(r.backfill_id), slot_status, decision.slot)
     changes.late_states.append(
         {
@@ -185,6 +173,23 @@ def _replace(
         changes.events.append(
             event_row(int(r.backfill_id), EventKind.RUN_FAILED, end.at, None, message)
         )
+
+
+def _slot_change(r: LostRun, decision: Decision, withdrawn: int, now: datetime) -> dict[str, Any]:
+    """The slot's move: the late end's decision, less the lost attempt's charge, plus the
+    withdrawn retry's (free)."""
+    delay = decision.delay_seconds
+    return {
+        "b_id": int(r.slot_id),
+        "b_old": SlotState(r.slot_status),
+        "b_new": decision.slot,
+        "b_next": now + timedelta(seconds=delay)
+        if decision.slot is SlotState.PENDING and delay > 0
+        else None,
+        "b_free": decision.free - 1 + withdrawn,
+        "b_lost": decision.lost - 1,
+        "b_now": now,
+    }
 
 
 def _count_late(outcomes: Outcomes, end: RunFinished, run_id: int) -> None:
