@@ -246,7 +246,6 @@ class Link:
             except Exception as exc:  # a broker error, or one we cannot classify: reconnect
                 with self._lock:
                     self.connected_at = None
-                    self._stop_by.clear()  # nothing is heard now (see ``owner_gone``)
                 logger.warning("broker link lost (%s); reconnecting", exc)
                 time.sleep(delay)
                 delay = min(5.0, delay * 2)
@@ -272,9 +271,6 @@ class Link:
         with consumer:
             with self._lock:
                 self.connected_at = time.monotonic()
-                # A stop_by heard before this connection says nothing of the owner now (it may
-                # have gone on announcing while this link was cut): a fresh one counts.
-                self._stop_by.clear()
             self._listening.set()
             last_beat = 0.0
             while True:
