@@ -30,9 +30,21 @@ from backfiller.daemon.report import TickReport
 from backfiller.daemon.state import DaemonState, new_owner
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import Outcome, RunFinished
-from backfiller.launchers.base import DurableResults, Launcher, LeasedLauncher, RunLogs
+from backfiller.launchers.base import (
+    DurableResults,
+    Launcher,
+    LeasedLauncher,
+    RunLogs,
+    RunStarted,
+)
 from backfiller.storage import Database
-from backfiller.storage.execution import ExecutionRepository, LogEntry, Outcomes, RetryRule
+from backfiller.storage.execution import (
+    ExecutionRepository,
+    LogEntry,
+    Outcomes,
+    RetryRule,
+    RunStart,
+)
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -177,13 +189,10 @@ async def take_over(
             if not attempts:
                 await repo.drop_lease(owner)
             else:
-                kept, lines = await _durable_results(launcher, owner, attempts)
-                lost = "the daemon running it was lost"
-                ends = [
-                    kept.get(r) or RunFinished(r, now, Outcome.WORKER_LOST, lost) for r in attempts
-                ]
+                kept, lines, starts = await _durable_results(launcher, owner, attempts)
+                ends = await _ends(repo, launcher, attempts, kept, now)
                 outcomes = await repo.record_results(
-                    owner, now, ends=ends, retry_rules=rules, skip_locked=True
+                    owner, now, starts=starts, ends=ends, retry_rules=rules, skip_locked=True
                 )
                 # The log lines of the runs ended here only: a run locked by another
                 # transaction is taken over again later, with its lines.
@@ -207,13 +216,40 @@ async def take_over(
             return report  # its runs are locked by another transaction: the next tick retries
 
 
+async def _ends(
+    repo: ExecutionRepository,
+    launcher: Launcher | None,
+    attempts: dict[int, int],
+    kept: dict[int, RunFinished],
+    now: datetime,
+) -> list[RunFinished]:
+    """The ends of a dead daemon's runs ``attempts``: the kept ones, else unknown ones.
+
+    A run with no start written and nothing its worker sent (no heartbeat, log line or end),
+    with a launcher that keeps every such sign (``keeps_every_sign``: Celery's dead daemon's
+    queue), never executed: it goes back to its backfill at no cost. Otherwise it is lost."""
+    unknown = [r for r in attempts if r not in kept]
+    keeps_all = getattr(launcher, "keeps_every_sign", False)
+    queued = await repo.queued_of(unknown) if keeps_all else set()
+    return [kept.get(r) or _unknown_end(r, now, r in queued) for r in attempts]
+
+
+def _unknown_end(run_id: int, now: datetime, queued: bool) -> RunFinished:
+    """The end of a dead daemon's run that its launcher kept nothing of."""
+    if queued:
+        why = "taken back: its daemon died before it started"
+        return RunFinished(run_id, now, Outcome.NOT_STARTED, why)
+    return RunFinished(run_id, now, Outcome.WORKER_LOST, "the daemon running it was lost")
+
+
 async def _durable_results(
     launcher: Launcher | None, owner: str, attempts: dict[int, int]
-) -> tuple[dict[int, RunFinished], list[RunLogs]]:
-    """The launcher's durable results of these runs, at their current attempt only, and the
-    log lines it kept of them (of their latest attempt)."""
+) -> tuple[dict[int, RunFinished], list[RunLogs], list[RunStart]]:
+    """The launcher's durable results of these runs, at their current attempt only, the log
+    lines it kept of them (of their latest attempt), and the starts of the runs that ran (a
+    run whose start its dead daemon had not written yet shows when it started)."""
     if not isinstance(launcher, DurableResults):
-        return {}, []
+        return {}, [], []
     found = await asyncio.to_thread(launcher.durable_results, owner, list(attempts))
     lines = [e for e in found if isinstance(e, RunLogs) and e.run_id in attempts]
     kept = {}
@@ -230,7 +266,15 @@ async def _durable_results(
             )
             continue
         kept[end.run_id] = end
-    return kept, lines
+    starts = [
+        RunStart(e.run_id, e.at, e.worker)
+        for e in found
+        if isinstance(e, RunStarted)
+        and e.run_id in kept
+        and kept[e.run_id].outcome is not Outcome.NOT_STARTED
+        and e.attempt in (None, attempts.get(e.run_id))
+    ]
+    return kept, lines, starts
 
 
 def _takeover_report(owner: str, kept: dict[int, RunFinished], outcomes: Outcomes) -> TickReport:

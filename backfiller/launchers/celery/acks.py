@@ -1,23 +1,71 @@
 """When the messages a daemon receives from its workers are acknowledged.
 
-On RabbitMQ a message that reports something to write (a run's end, its log lines) is
-acknowledged only once the daemon has it in the database (``recorded``): a daemon that dies in
-between leaves it in its queue, where the takeover finds it (the broker gives back what a
-closed connection did not acknowledge). Other messages are acknowledged when received; one
-cumulative acknowledgement a pass covers everything up to the oldest message still waiting. On
-Redis every message is taken as received.
+A message that reports something to write (a run's end, its log lines) is acknowledged only
+once the daemon has it in the database (``recorded``): a daemon that dies in between leaves it
+on the broker, where the takeover finds it. Other messages are acknowledged when received.
+
+- RabbitMQ gives back what a closed connection did not acknowledge. One cumulative
+  acknowledgement a pass covers everything up to the oldest message still waiting.
+- Redis (kombu's virtual transport) keeps each message delivered and not acknowledged in a hash
+  (``unacked``), and gives it back only after a visibility timeout. Backfiller's own queues use
+  a hash of their own (``REDIS_UNACKED``, apart from Celery's tasks, whose visibility timeout
+  stays an hour) with no timeout of their own, and Backfiller gives a queue's messages back
+  itself (``give_back_unacked``): a daemon before it consumes its queue (after each
+  reconnection: what the broken connection held), and a takeover before it reads a dead
+  daemon's queue. Each message is acknowledged on its own (the transport has no cumulative
+  acknowledgement).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from backfiller.launchers.base import LauncherEvent
-from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.state import Shared
+
+REDIS_UNACKED = {
+    "unacked_key": "backfiller.unacked",
+    "unacked_index_key": "backfiller.unacked_index",
+    "unacked_mutex_key": "backfiller.unacked_mutex",
+    # Never given back by the transport on its own: a daemon slow to write (its database out
+    # of reach) keeps what it holds; Backfiller gives a queue's messages back itself.
+    "visibility_timeout": 30 * 24 * 3600,
+}
+"""Transport options of the connections that read daemons' queues on Redis (see above)."""
+
+
+def is_redis(broker_url: str) -> bool:
+    return broker_url.startswith(("redis", "rediss"))
+
+
+def transport_options(broker_url: str) -> dict[str, Any]:
+    """The options of a connection that reads daemons' queues (see the module's docstring)."""
+    return dict(REDIS_UNACKED) if is_redis(broker_url) else {}
+
+
+def give_back_unacked(channel: Any, queue: str) -> int:
+    """Redis: put back on ``queue`` every message of it that a connection took and did not
+    acknowledge (a daemon killed, or cut off, while holding them); how many. Nothing to do on
+    RabbitMQ, which does it itself when the connection closes."""
+    qos = getattr(channel, "qos", None)
+    restore = getattr(qos, "restore_by_tag", None)
+    if restore is None:
+        return 0
+    from kombu.utils.json import loads
+
+    given = 0
+    with channel.conn_or_acquire() as client:
+        for tag, raw in client.hscan_iter(REDIS_UNACKED["unacked_key"]):
+            try:
+                routing_key = loads(raw)[2]
+            except (ValueError, TypeError, IndexError):
+                continue
+            if routing_key == queue:
+                restore(tag, client, leftmost=True)
+                given += 1
+    return given
 
 
 @dataclass
@@ -31,9 +79,12 @@ class Held:
 class Acks:
     """The acknowledgements of one broker connection (under ``shared.lock`` but ``settle``)."""
 
-    def __init__(self, shared: Shared, after_write: bool) -> None:
+    def __init__(self, shared: Shared, cumulative: bool) -> None:
         self.shared = shared
-        self.after_write = after_write
+        self.cumulative = cumulative
+        """RabbitMQ: one cumulative acknowledgement a pass; Redis: one a message."""
+        self.to_ack: list[Any] = []
+        """Redis: the messages to acknowledge at the next ``settle``."""
         self.held: dict[int, tuple[LauncherEvent, Held]] = {}
         """Per event (by identity, and kept alive so that the identity stays its own) reported
         by a message not acknowledged yet: the event and its message."""
@@ -45,13 +96,12 @@ class Acks:
         """Delivery tags of messages given back to their queue (no longer to acknowledge)."""
         self.received_up_to = 0
         self.acked_up_to = 0
-        self.strays: deque[tuple[str, dict[str, Any]]] = deque()
-        """Messages for a former owner's queue, received after leaving it: put back there."""
 
     def reset(self) -> None:
         """A new connection: the broker gives the former one's messages again on it."""
         self.held.clear()
         self.to_requeue.clear()
+        self.to_ack.clear()
         self.unsettled.clear()
         self.given_back.clear()
         self.received_up_to = self.acked_up_to = 0
@@ -60,24 +110,30 @@ class Acks:
         """Report ``events``; acknowledge ``message`` once they are written (see ``recorded``),
         or at once if it reports nothing."""
         self.shared.events += events
-        if not self.after_write:
-            return
-        self.received_up_to = max(self.received_up_to, message.delivery_tag)
         if not events:
+            self._done(message)
             return
+        if self.cumulative:
+            self.received_up_to = max(self.received_up_to, message.delivery_tag)
         self.unsettled.add(message.delivery_tag)
         held = Held(message, len(events))
         for event in events:
             self.held[id(event)] = (event, held)
 
-    def stray(self, routed: str, body: dict[str, Any], message: Any) -> None:
+    def stray(self, message: Any) -> None:
         """A message of a former owner's queue, received after leaving it: back to it."""
-        if self.after_write:
+        if self.cumulative:
             self.received_up_to = max(self.received_up_to, message.delivery_tag)
             self.unsettled.add(message.delivery_tag)
-            self.to_requeue.append(message)  # back to its queue, unacknowledged
+        self.to_requeue.append(message)  # back to its queue, unacknowledged
+
+    def _done(self, message: Any) -> None:
+        """``message`` may go (under the lock)."""
+        if self.cumulative:
+            self.received_up_to = max(self.received_up_to, message.delivery_tag)
+            self.unsettled.discard(message.delivery_tag)
         else:
-            self.strays.append((routed, body))
+            self.to_ack.append(message)
 
     def recorded(self, events: Sequence[LauncherEvent]) -> None:
         """Acknowledge the messages whose every event is now in the database."""
@@ -86,7 +142,7 @@ class Acks:
             if held is not None:
                 held.waiting -= 1
                 if held.waiting == 0:
-                    self.unsettled.discard(held.message.delivery_tag)
+                    self._done(held.message)
 
     def give_back_held(self) -> None:
         """What was received and not written goes back to the queue, for the takeover."""
@@ -100,8 +156,13 @@ class Acks:
         shared = self.shared
         with shared.lock:
             to_requeue, self.to_requeue = self.to_requeue, []
+            to_ack, self.to_ack = self.to_ack, []
         for message in to_requeue:
             message.requeue()
+        if not self.cumulative:
+            for message in to_ack:
+                message.ack()
+            return
         with shared.lock:
             given_back = {m.delivery_tag for m in to_requeue}
             self.unsettled -= given_back
@@ -115,15 +176,3 @@ class Acks:
             self.acked_up_to = upto
             self.given_back = {tag for tag in self.given_back if tag > upto}
         channel.basic_ack(upto, multiple=True)
-
-    def put_back_strays(self, producer: Any) -> None:
-        """Messages received for a former owner after leaving its queue go back to it, for
-        the daemon that takes that owner's runs over."""
-        while True:
-            with self.shared.lock:
-                if not self.strays:
-                    return
-                queue, body = self.strays.popleft()
-            producer.publish(
-                seal(body, to=queue), routing_key=queue, serializer="json", delivery_mode=2
-            )

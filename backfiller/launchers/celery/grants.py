@@ -23,6 +23,9 @@ from backfiller.launchers.celery.withdraw import Withdrawals
 
 logger = logging.getLogger("backfiller.launcher")
 
+DEFER_SECONDS = 0.2
+"""How soon a start put off for a late end is looked at again."""
+
 
 class Grants:
     """The gate's thread (``run``) and the answers to start requests."""
@@ -44,7 +47,9 @@ class Grants:
             with shared.lock:
                 starts, shared.starts = shared.starts, []
             try:
-                self.answer(starts)
+                if self.answer(starts):
+                    time.sleep(DEFER_SECONDS)  # asked again shortly (see ``answer``)
+                    shared.starts_waiting.set()
             except Exception:
                 logger.exception("the start gate failed; asking again shortly")
                 with shared.lock:
@@ -54,18 +59,30 @@ class Grants:
             self.replier.send()
         self.replier.close()
 
-    def answer(self, starts: list[StartAsked]) -> None:
+    def answer(self, starts: list[StartAsked]) -> bool:
+        """Grant or refuse ``starts``; whether some were put off (``Shared.late_may_come``)."""
         wanted = self._sort(starts)
         if not wanted:
-            return
+            return False
         allowed = self._through_gate(wanted)
         shared = self.shared
+        deferred = False
         with shared.lock:
             stop_by = shared.stop_by()
             for start in wanted:
                 run = shared.runs.get(start.run_id)
                 if run is None or run.reply is not None:
                     self.refuse(start, "canceled")
+                    continue
+                if shared.late_pending(run.task):
+                    # An earlier attempt's end is being written: it may stand for the partition.
+                    self.refuse(start, "a late result of its partition is being recorded")
+                    del shared.runs[start.run_id]
+                    shared.finish(run, Outcome.NOT_STARTED, "not started: a late result came")
+                    continue
+                if shared.late_may_come(run.task):
+                    shared.starts.append(start)  # answered once the late end came, or soon
+                    deferred = True
                     continue
                 if allowed is not None and start.run_id not in allowed:
                     self.refuse(start, "its backfill is not running")
@@ -80,6 +97,7 @@ class Grants:
                     RunStarted(start.run_id, start.at, start.worker, start.attempt)
                 )
                 self.grant(start, stop_by)
+        return deferred
 
     def _sort(self, starts: list[StartAsked]) -> list[StartAsked]:
         """Answer at once what needs no gate; the requests left for the gate."""

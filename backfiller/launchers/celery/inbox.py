@@ -15,7 +15,7 @@ from backfiller.launchers.base import LauncherEvent, Outcome, RunLogs
 from backfiller.launchers.celery.acks import Acks
 from backfiller.launchers.celery.dispatch import republish_mates
 from backfiller.launchers.celery.protocol import daemon_queue, finished_from_message, log_lines
-from backfiller.launchers.celery.state import DaemonRun, Shared, StartAsked
+from backfiller.launchers.celery.state import DaemonRun, Shared, StartAsked, partition_of
 from backfiller.observability import launcher_metrics
 
 logger = logging.getLogger("backfiller.launcher")
@@ -36,7 +36,7 @@ class Inbox:
         owner = self.shared.owner
         with self.shared.lock:
             if routed and (owner is None or routed != daemon_queue(owner)):
-                self.acks.stray(str(routed), body, message)
+                self.acks.stray(message)
                 return
             self.acks.hold(message, self.events_of(body))
 
@@ -65,6 +65,8 @@ class Inbox:
         if kind == "end":
             shared.heard_from(str(body.get("worker") or ""))
         if run is None or run.task.attempt != attempt:
+            if kind == "end" and run is None:
+                return self._late_end(run_id, attempt, body)
             return []  # a stale attempt: fenced off
         shared.heard_from(run.worker)
         if kind == "beat":
@@ -74,15 +76,52 @@ class Inbox:
         elif kind == "end":
             return self._on_end(run, body)
         elif kind == "undelivered":
+            reply = body.get("reply")
             if run.reply is None:
-                run.published = False  # its worker gave up waiting: publish it again
+                # Its worker gave up waiting: its request is not granted now, and the run is
+                # published again.
+                shared.starts = [
+                    s for s in shared.starts if not (s.run_id == run_id and s.reply == reply)
+                ]
+                run.published = False
                 run.first_sequence = 0  # that copy is gone: the new one is the first
                 shared.unpublished.append(run)
                 launcher_metrics.republished("undelivered")
-            elif run.reply == body.get("reply"):
-                del shared.runs[run_id]
-                shared.finish(run, Outcome.WORKER_LOST, "the worker gave up before starting")
+            elif run.reply == reply and run.gave_up_at is None:
+                # Granted after its worker gave up: it never ran, and costs nothing, unless
+                # that worker asked again meanwhile and runs it (its heartbeats say so): it is
+                # taken back once the queue shows none for a while (``Liveness.watch``).
+                run.gave_up_at = time.monotonic()
         return []
+
+    def _late_end(self, run_id: int, attempt: int, body: dict[str, Any]) -> list[LauncherEvent]:
+        """The end of a run this launcher no longer holds: reported lost meanwhile (its worker
+        was cut off, and kept the end until it could send it), or ended already (a copy).
+        Reported all the same: the daemon records it if nothing replaced the run (see
+        ``storage.execution.results``), unless this launcher granted a newer attempt of the
+        partition; until it is written, no start of the partition is granted here."""
+        shared = self.shared
+        lost = shared.lost.pop(run_id, None)
+        if lost is not None:
+            task = lost[0]
+            if task.attempt != attempt:
+                return []
+            key = partition_of(task)
+            shared.lost_partitions.pop(key, None)
+            runs = shared.runs.values()
+            if any(r.reply is not None and partition_of(r.task) == key for r in runs):
+                logger.info("run %s: late end refused, a newer attempt has started", run_id)
+                return []
+            shared.late[key] = time.monotonic()
+            shared.late_runs[run_id] = key
+        events: list[LauncherEvent] = []
+        lines = log_lines(body.get("lines"))
+        if lines:
+            events.append(RunLogs(run_id, lines))
+        events.append(finished_from_message(body, run_id, attempt))
+        if lost is not None:
+            logger.warning("run %s: its end came after it was reported lost", run_id)
+        return events
 
     def _asked(self, body: dict[str, Any], run_id: int, attempt: int) -> None:
         shared = self.shared

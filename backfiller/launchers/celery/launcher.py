@@ -21,12 +21,12 @@ run's process group) and, after the grace period, leaves the run out of announce
 While the broker is out of reach the launcher keeps everything (runs not published yet, answers
 not sent) and carries on after reconnecting; heartbeats missed during the outage do not count.
 
-On RabbitMQ a message that reports something to write (a run's end, its log lines) is
-acknowledged only once the daemon has it in the database (``recorded``): a daemon that dies
-in between leaves it in its queue, where the takeover finds it (the broker gives back what a
-closed connection did not acknowledge). Other messages are acknowledged when received. On
-Redis, which would give an unacknowledged message back only after its visibility timeout (an
-hour), every message is taken as received.
+A message that reports something to write (a run's end, its log lines) is acknowledged only
+once the daemon has it in the database (``recorded``), on both brokers: a daemon that dies in
+between leaves it on the broker, where the takeover finds it (RabbitMQ gives back what a closed
+connection did not acknowledge; on Redis, Backfiller does, see :mod:`.acks`). Other messages
+are acknowledged when received. An end of a run reported lost meanwhile is reported all the
+same: it may still be the run's outcome (see :mod:`.inbox`).
 
 The parts: :mod:`.dispatch` (publishing tasks), :mod:`.grants` (start requests and the gate),
 :mod:`.inbox` and :mod:`.acks` (what workers report, and when it is acknowledged),
@@ -53,7 +53,7 @@ from typing import Any
 from backfiller.clock import utc_now
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import Gate, LauncherEvent, Outcome, RunFinished, RunTask
-from backfiller.launchers.celery.acks import Acks
+from backfiller.launchers.celery.acks import Acks, give_back_unacked, is_redis, transport_options
 from backfiller.launchers.celery.app import control_exchange, lease_exchange, make_app, owner_queue
 from backfiller.launchers.celery.dispatch import RUNS_PER_TASK, Dispatch
 from backfiller.launchers.celery.grants import Grants, send_replies
@@ -89,6 +89,12 @@ class CeleryLauncher:
         api_url: given to runs so that ``context.client`` can reach the service.
     """
 
+    keeps_every_sign = True
+    """Its durable results hold every sign that a dead daemon's run executed (a heartbeat, a
+    log line, an end: workers send them to the dead daemon's queue until they kill the run at
+    its ``stop_by``), so a takeover takes a run with no start written and no such sign back as
+    never started (``daemon.lease.take_over``)."""
+
     def __init__(
         self,
         broker_url: str,
@@ -112,7 +118,7 @@ class CeleryLauncher:
         self.shared = Shared(owner=owner, heartbeat_timeout=heartbeat_timeout)
         self.dispatch = Dispatch(self.shared, self.app, runs_per_task, grace_seconds)
         self.grants = Grants(self.shared, broker_url)
-        self.acks = Acks(self.shared, after_write=broker_url.startswith(("amqp", "pyamqp")))
+        self.acks = Acks(self.shared, cumulative=not is_redis(broker_url))
         self.inbox = Inbox(self.shared, self.acks)
         self.guard = Guard("daemon")
         self.liveness = Liveness(self.shared)
@@ -221,6 +227,10 @@ class CeleryLauncher:
         """Acknowledge the messages whose every event is now in the database."""
         with self.shared.lock:
             self.acks.recorded(events)
+            if self.shared.late_runs:
+                for event in events:
+                    if isinstance(event, RunFinished):
+                        self.shared.late_recorded(event.run_id)
 
     def forget_owner(self, owner: str) -> None:
         """``owner`` is wholly taken over: delete its queue."""
@@ -276,6 +286,7 @@ class CeleryLauncher:
         shared.closing = True
         if self._thread is not None:
             self._thread.join(timeout)
+        self.kept.close()
         return lost
 
     # -- the broker's thread -------------------------------------------------------------------
@@ -289,7 +300,8 @@ class CeleryLauncher:
                 # No publisher confirms (each would wait one broker round trip): a task lost
                 # with a broken connection is published again after reconnecting (it never
                 # started: the daemon saw no start request), and a lost answer is asked again.
-                with Connection(self.broker_url, heartbeat=10) as conn:
+                options = transport_options(self.broker_url)
+                with Connection(self.broker_url, heartbeat=10, transport_options=options) as conn:
                     conn.ensure_connection(max_retries=1)
                     self._serve(conn)
                     return
@@ -333,7 +345,6 @@ class CeleryLauncher:
         tasks, control, leases = producers
         more = self.dispatch.publish(tasks)
         send_replies(self.shared, control)
-        self.acks.put_back_strays(control)
         self.liveness.announce(leases)
         self.liveness.watch()
         self._drain(conn, consumer, 0.001 if more else POLL_SECONDS)
@@ -351,8 +362,14 @@ class CeleryLauncher:
         if owner is None:
             return None, None
         on_message = self.guard.receiver(self.inbox.on_message, self.inbox.drop)
-        consumer = Consumer(channel, [owner_queue(owner)], on_message=on_message, accept=["json"])
-        consumer.no_ack = not self.acks.after_write
+        queue = owner_queue(owner)(channel)
+        queue.declare()
+        # What an earlier connection took and did not acknowledge (Redis) comes back first.
+        given = give_back_unacked(channel, queue.name)
+        if given:
+            logger.info("%d unacknowledged messages of %s put back on it", given, queue.name)
+        consumer = Consumer(channel, [queue], on_message=on_message, accept=["json"])
+        consumer.no_ack = False
         consumer.consume()
         return consumer, owner
 

@@ -9,6 +9,11 @@ executing anywhere and is reported ``WORKER_LOST``. A canceled run is dropped af
 Heartbeats missed while the broker was out of reach do not count, nor does the time the
 daemon's queue waited unread (silence is measured up to where the queue has been read: a
 worker that is merely busy, or a daemon behind on its queue, is not taken for dead).
+
+A run granted to a worker that then said it had given up waiting (the grant came late, after a
+cut of the daemon) never ran: once the queue has been read ``GAVE_UP_SECONDS`` past that note
+with no heartbeat of the run, it is reported ``NOT_STARTED`` (it costs nothing). A heartbeat
+means the worker asked again and runs it: it goes on.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ logger = logging.getLogger("backfiller.launcher")
 
 WATCH_SECONDS = 0.1
 """How often the runs are looked over for silence, cancels and fences (seconds matter)."""
+GAVE_UP_SECONDS = 3.0
+"""How long a granted run whose worker said it gave up waits for a heartbeat (its worker asked
+again and runs it) before it is taken back as never started."""
 FENCE_MARGIN_SECONDS = 1.0
 """Waited past a run's ``stop_by`` before it is taken for stopped (clock skew, kill time)."""
 
@@ -109,10 +117,21 @@ class Liveness:
                 if run.reply is None:
                     republish_if_overtaken(shared, run, now)
                     continue
+                if run.gave_up_at is not None and run.dropped is None:
+                    if run.last_beat > run.gave_up_at:
+                        run.gave_up_at = None  # it runs after all
+                    elif read_until is not None and read_until - run.gave_up_at > GAVE_UP_SECONDS:
+                        del shared.runs[run_id]
+                        why = "its worker gave up before the grant"
+                        shared.finish(run, Outcome.NOT_STARTED, why)
+                        republish_mates(shared, run)
+                        continue
                 if run.dropped is None:
                     if run.cancel_at is not None and now >= run.cancel_at:
                         run.dropped = Outcome.CANCELED
-                    elif silent(run.last_beat, connected_at, read_until, half):
+                    elif run.gave_up_at is None and silent(
+                        run.last_beat, connected_at, read_until, half
+                    ):
                         logger.warning("run %s: no heartbeat from %s", run_id, run.worker)
                         run.dropped = Outcome.WORKER_LOST
                 if run.dropped is not None and time.time() > run.fence + FENCE_MARGIN_SECONDS:

@@ -25,7 +25,8 @@ kind            from -> to       fields
 ``beat``        worker -> daemon ``run``, ``attempt``
 ``logs``        worker -> daemon ``run``, ``attempt``, ``lines``
 ``end``         worker -> daemon ``run``, ``attempt``, ``outcome``, ``error``, ``trace``,
-                                 ``worker``, ``at``, ``lines``, ``next`` (optional: the start
+                                 ``worker``, ``at``, ``started`` (when its start was
+                                 granted), ``lines``, ``next`` (optional: the start
                                  request of the next run of the same task)
 ``undelivered`` worker -> daemon ``run``, ``attempt`` (gave up before starting: resend it)
 ``cancel``      daemon -> worker ``run``, ``attempt``

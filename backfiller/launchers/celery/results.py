@@ -11,12 +11,21 @@ the run's latest attempt:
   (``NOT_STARTED``: the run goes back to its backfill without using a retry);
 - anything else (heartbeats only, or nothing): unknown, and the run ends ``WORKER_LOST``.
 
-What is drained is kept until written (``discard``), so a takeover in batches loses nothing;
-once the dead daemon has no active run left, its queue is deleted (``forget``).
+What is drained is kept until written (``discard``), so a takeover in batches loses nothing.
+The messages drained are not acknowledged: they stay held by a connection kept open per dead
+daemon until, that daemon having no active run left, its queue is deleted (``forget``). A
+daemon killed in the middle of a takeover therefore loses nothing either: the broker gives the
+messages back (RabbitMQ, as the connection closes; Redis, by ``acks.give_back_unacked`` when the
+next takeover opens the queue) and the next takeover reads them again (what was written
+meanwhile is fenced off: the run is no longer active).
+
+The start of a run that ran comes from its end (``started``, the time its start was granted as
+its worker saw it), so a run ended by a takeover shows when it started.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterable
@@ -24,10 +33,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backfiller.clock import utc_now
-from backfiller.launchers.base import LauncherEvent, LogLine, Outcome, RunFinished, RunLogs
+from backfiller.launchers.base import (
+    LauncherEvent,
+    LogLine,
+    Outcome,
+    RunFinished,
+    RunLogs,
+    RunStarted,
+)
+from backfiller.launchers.celery.acks import give_back_unacked, transport_options
 from backfiller.launchers.celery.app import owner_queue
 from backfiller.launchers.celery.poison import Guard
-from backfiller.launchers.celery.protocol import finished_from_message, log_lines
+from backfiller.launchers.celery.protocol import (
+    finished_from_message,
+    from_timestamp,
+    log_lines,
+)
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -41,6 +62,7 @@ class Trace:
 
     attempt: int
     end: RunFinished | None = None
+    started: RunStarted | None = None
     ran: bool = False
     asked: bool = False
     lines: list[LogLine] = field(default_factory=list)
@@ -66,6 +88,9 @@ class KeptResults:
         self.broker_url = broker_url
         self._lock = threading.Lock()
         self._traces: dict[str, dict[int, Trace]] = {}
+        self._open: dict[str, tuple[Any, Any, list[Any]]] = {}
+        """Per dead daemon being taken over: the connection, its queue and the messages drained
+        from it, not acknowledged (see the module's docstring)."""
         self.guard = Guard("daemon")
 
     def results(self, owner: str, run_ids: Iterable[int]) -> list[LauncherEvent]:
@@ -83,6 +108,8 @@ class KeptResults:
                     continue
                 if trace.lines:
                     found.append(RunLogs(run_id, tuple(trace.lines)))
+                if trace.started is not None:
+                    found.append(trace.started)
                 end = trace.result(run_id)
                 if end is not None:
                     found.append(end)
@@ -99,7 +126,16 @@ class KeptResults:
         """Delete ``owner``'s queue (and forget what was kept of it)."""
         with self._lock:
             self._traces.pop(owner, None)
+            opened = self._open.pop(owner, None)
         try:
+            if opened is not None:
+                conn, queue, held = opened
+                for message in held:  # all written: they go with the queue
+                    message.ack()
+                queue.declare()  # a virtual transport (Redis) deletes only what it knows
+                queue.delete()
+                conn.release()
+                return
             with self._connection() as conn:
                 queue = owner_queue(owner)(conn.channel())
                 # Declared first: a virtual transport (Redis) deletes only the bindings it knows.
@@ -107,30 +143,80 @@ class KeptResults:
                 queue.delete()
         except Exception as exc:
             logger.warning("could not delete the queue of %s (%s)", owner, exc)
+            self._close(opened)
+
+    def close(self) -> None:
+        """Let go of every queue being read (the broker gives back what was drained)."""
+        with self._lock:
+            opened, self._open = list(self._open.values()), {}
+        for one in opened:
+            self._close(one)
+
+    @staticmethod
+    def _close(opened: tuple[Any, Any, list[Any]] | None) -> None:
+        if opened is not None:
+            with contextlib.suppress(Exception):
+                opened[0].release()
 
     def _connection(self) -> Any:
         from kombu import Connection
 
-        conn = Connection(self.broker_url, heartbeat=0, connect_timeout=2)
+        options = transport_options(self.broker_url)
+        conn = Connection(
+            self.broker_url, heartbeat=0, connect_timeout=2, transport_options=options
+        )
         conn.ensure_connection(max_retries=1)
         return conn
 
+    def _opened(self, owner: str) -> tuple[Any, Any, list[Any]]:
+        """The connection reading ``owner``'s queue (opened, and what an earlier reader held
+        put back first)."""
+        with self._lock:
+            opened = self._open.get(owner)
+        if opened is not None:
+            return opened
+        conn = self._connection()
+        try:
+            channel = conn.channel()
+            queue = owner_queue(owner)(channel)
+            given = give_back_unacked(channel, queue.name)
+            if given:
+                logger.info("%d unacknowledged messages of %s put back on it", given, queue.name)
+        except BaseException:
+            conn.release()
+            raise
+        opened = (conn, queue, [])
+        with self._lock:
+            self._open[owner] = opened
+        return opened
+
     def _drain(self, owner: str) -> list[dict[str, Any]]:
-        """Every message in ``owner``'s queue now (none if it does not exist). Raises when the
-        broker is out of reach: the takeover is then tried again."""
+        """Every message in ``owner``'s queue now (none if it does not exist), held until the
+        queue is deleted (``forget``). Raises when the broker is out of reach: the takeover is
+        then tried again (on a new connection: the old one's messages are given back)."""
         found: list[dict[str, Any]] = []
-        with self._connection() as conn:
-            queue = owner_queue(owner)(conn.channel())
+        opened = self._opened(owner)
+        conn, queue, held = opened
+        try:
             while len(found) < DRAIN_LIMIT:
                 try:
-                    message = queue.get(no_ack=True, accept=["json"])
+                    message = queue.get(no_ack=False, accept=["json"])
                 except conn.channel_errors:
+                    with self._lock:
+                        self._open.pop(owner, None)
+                    self._close(opened)
                     break  # no such queue (RabbitMQ): nothing was kept
                 if message is None:
                     break
+                held.append(message)
                 body = self.guard.open_message(message)
                 if body is not None:
                     found.append(body)
+        except BaseException:
+            with self._lock:
+                self._open.pop(owner, None)
+            self._close(opened)
+            raise
         return found
 
 
@@ -160,3 +246,8 @@ def _note(traces: dict[int, Trace], body: dict[str, Any]) -> None:
             trace.ran = True
             trace.lines += log_lines(body.get("lines"))
             trace.end = finished_from_message(body, run_id, attempt)
+            started = body.get("started")
+            if isinstance(started, int | float) and not isinstance(started, bool):
+                trace.started = RunStarted(
+                    run_id, from_timestamp(float(started)), trace.end.worker or "", attempt
+                )

@@ -133,12 +133,14 @@ def _run_delivery(
     if not answer.get("ok"):
         return "refused: " + str(answer.get("why") or "not startable"), None
     _started.add(token)
+    began = time.time()  # its end says when it started (for a takeover to record it)
     current = Current(task=task, owner=owner, grace=grace, stop_by=float(answer["stop_by"]))
     buffer = _log_buffer(link, current)
 
     def final_if_killed() -> dict[str, Any] | None:
         outcome = current.terminating or Outcome.WORKER_LOST
-        return _end(task, link, outcome, stop_reason(outcome, task), None, buffer.take(True))
+        reason = stop_reason(outcome, task)
+        return _end(task, link, outcome, reason, None, buffer.take(True), began)
 
     current.on_kill = final_if_killed
     current.flush = buffer.flush_if_stale
@@ -163,7 +165,7 @@ def _run_delivery(
                 while True:
                     time.sleep(1.0)
             _empty_group(current)
-            result = _end(task, link, outcome, error, trace, buffer.take(True))
+            result = _end(task, link, outcome, error, trace, buffer.take(True), began)
         finally:
             link.end()
     return outcome.value, result
@@ -218,6 +220,7 @@ def _end(
     error: str | None,
     trace: str | None,
     lines: list[LogLine],
+    started: float | None = None,
 ) -> dict[str, Any]:
     return {
         "t": "end",
@@ -228,5 +231,6 @@ def _end(
         "trace": trace,
         "worker": link.name,
         "at": time.time(),
+        "started": started,
         "lines": wire_lines(lines),
     }

@@ -118,6 +118,7 @@ KINDS: dict[str, Kind] = {
             "trace": "str?",
             "worker": "~str?",
             "at": "~number?",
+            "started": "~number?",
             "lines": "~list?",
             "next": "~dict",
         },

@@ -2,9 +2,10 @@
 
 One concept per module: ``planning`` (slots a window at a time), ``claims`` (pending slots to
 leased runs, at most one active run per partition), ``ranges`` (chunks of them as ranged
-runs), ``starts`` (the start gate's check), ``results``
-(ends with fencing, and retries), ``leases`` (daemon leases and takeovers), ``completion`` (a
-backfill's own status). :class:`ExecutionRepository` gathers them over one session.
+runs), ``starts`` (the start gate's check), ``results`` (ends with fencing, and retries),
+``late`` (a lost run's late end, while nothing replaced it), ``leases`` (daemon leases and
+takeovers), ``completion`` (a backfill's own status). :class:`ExecutionRepository` gathers
+them over one session.
 
 Every state change is conditional: a slot moves only from the status it was read in, a run only
 while it is active and leased to the caller, a backfill row only from the statuses the

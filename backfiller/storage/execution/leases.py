@@ -93,6 +93,17 @@ class LeasesRepository(SessionRepository):
         )
         return {int(r): int(a) for r, a in result.all()}
 
+    async def queued_of(self, run_ids: list[int]) -> set[int]:
+        """Those of ``run_ids`` still QUEUED: no start of theirs was ever written."""
+        if not run_ids:
+            return set()
+        result = await self.session.execute(
+            select(RunRecord.id).where(
+                RunRecord.id.in_(run_ids), RunRecord.status == RunState.QUEUED
+            )
+        )
+        return {int(r) for r in result.scalars().all()}
+
     async def lock_expired_lease(self, owner: str, now: datetime) -> bool:
         """Lock ``owner``'s lease row; whether it has expired (or is gone): a takeover's check."""
         stmt = select(DaemonLeaseRecord.expires_at).where(DaemonLeaseRecord.owner == owner)

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Boolean, bindparam, case, func, null, select, update
 
-from backfiller.domain import EventKind, RunFinished, RunState, SlotState, run_sources_of
+from backfiller.domain import EventKind, Outcome, RunFinished, RunState, SlotState, run_sources_of
 from backfiller.domain.retries import Budget, Decision, SoFar, decide_end, legal, recorded_as
 from backfiller.storage.events import (
     EVENTS,
@@ -29,6 +29,14 @@ from backfiller.storage.execution.common import (
     one_of,
     runs_t,
     slots_t,
+)
+from backfiller.storage.execution.late import (
+    LATE_RUNS,
+    LATE_SLOTS,
+    LATE_STATES,
+    WITHDRAWN_RUNS,
+    late_candidates,
+    record_late,
 )
 from backfiller.storage.execution.logs import insert_log_rows, write_log_files
 from backfiller.storage.execution.takebacks import leaves_no_record, take_back, write_take_backs
@@ -67,6 +75,8 @@ class Outcomes:
     taken_back: int = 0
     """Runs (a ranged run once) given back to their backfill before they started."""
     ignored: int = 0
+    late: int = 0
+    """Runs reported lost whose late end was recorded (see ``late``)."""
     written: list[int] = field(default_factory=list)
     """The ids of the runs whose end was written (a ranged run's lead only)."""
 
@@ -83,6 +93,10 @@ class _Changes:
     events: list[dict[str, Any]] = field(default_factory=list)
     taken_back: list[dict[str, Any]] = field(default_factory=list)
     """Runs that never executed, to delete (see ``takebacks``)."""
+    late_runs: list[dict[str, Any]] = field(default_factory=list)
+    withdrawn: list[dict[str, Any]] = field(default_factory=list)
+    late_slots: list[dict[str, Any]] = field(default_factory=list)
+    late_states: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ActiveRun(NamedTuple):
@@ -129,15 +143,24 @@ class ResultsRepository(SessionRepository):
         rows = [r for r in rows if r.lead_run_id is None]
         rows = [r for r in rows if _same_attempt(end_by_id.get(int(r.id)), int(r.attempt))]
         outcomes.ignored = len(end_by_id) + len(start_by_id) - len(rows)
+        active = {int(r.id) for r in rows}
         ranged = [int(r.id) for r in rows if int(r.partition_count) > 1]
         if ranged:
             # Never skipped when locked: a range is written whole (its lead is locked already).
             rows += await self._active_rows(owner, ranged, False, members=True)
         await insert_log_rows(self, logs)
+        changes = _Changes()
+        inactive = [e for e in ends if e.run_id not in active]
+        if late_candidates(inactive):
+            await record_late(
+                self, owner, now, inactive, start_by_id, retry_rules or {}, changes, outcomes
+            )
+            outcomes.ignored -= outcomes.late
         if not rows:
+            if outcomes.late:
+                await self._write(changes, now)
             return outcomes
         statuses = await self.statuses_of({int(r.backfill_id) for r in rows})
-        changes = _Changes()
         for r in rows:
             run_id = int(r.lead_run_id or r.id)  # a member's events are its lead's
             end = end_by_id.get(run_id)
@@ -171,7 +194,11 @@ class ResultsRepository(SessionRepository):
     async def _write(self, changes: _Changes, now: datetime) -> None:
         await self.run_many(_START_RUNS, changes.starts)
         await self.run_many(_END_RUNS, changes.runs)
+        await self.run_many(LATE_RUNS, changes.late_runs)
+        await self.run_many(WITHDRAWN_RUNS, changes.withdrawn)
         await self.run_many(_MOVE_SLOTS, changes.slots)
+        await self.run_many(LATE_SLOTS, changes.late_slots)
+        await self.run_many(LATE_STATES, changes.late_states)
         await self.run_many(EVENTS, changes.events)
         await self.record_partition_states(changes.states, now)
         await write_take_backs(self, changes.taken_back, now)
@@ -205,7 +232,12 @@ _END_RUNS = Prepared(
         failure_reason=bindparam("b_reason"),
         error_message=bindparam("b_message"),
         error_traceback=bindparam("b_trace"),
-        started_at=func.coalesce(runs_t.c.started_at, bindparam("b_started")),
+        # A run that never executed (NOT_STARTED: granted after its worker gave up) shows no
+        # start, even if its grant was written.
+        started_at=case(
+            (bindparam("b_unstarted", type_=Boolean), null()),
+            else_=func.coalesce(runs_t.c.started_at, bindparam("b_started")),
+        ),
         ended_at=bindparam("b_ended"),
         worker=func.coalesce(bindparam("b_worker"), runs_t.c.worker),
     )
@@ -313,6 +345,7 @@ def _end(
             "b_message": end.error_message,
             "b_trace": end.error_traceback,
             "b_started": started_at,
+            "b_unstarted": end.outcome is Outcome.NOT_STARTED,
             "b_ended": end.at,
             "b_worker": end.worker,
         }
