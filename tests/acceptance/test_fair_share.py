@@ -2,10 +2,9 @@
 the jobs record of their own executions (``jobs_daemon.recorded``: a start and an end line per
 execution).
 
-Real server and daemon processes; the daemon's global cap is ``--max-runs``. The issue's
-"team A's 100,000-partition backfill" is a backfill of 3,288 partitions here (every day of
-2000-2008, 0.2 s each: it never gets near its end while the test runs, which is all that its
-size means to team B); it is canceled at the end of the test.
+Real server and daemon processes; the daemon's global cap is ``--max-runs``. Team A's huge
+backfill is the issue's: 100,000 hourly partitions of 0.2 s (``recorded_hourly``), canceled at
+the end of the test.
 """
 
 from __future__ import annotations
@@ -81,12 +80,26 @@ def token_of(server: LiveServer, name: str, team: str) -> dict[str, str]:
 
 
 def launch_as(
-    server: LiveServer, headers: dict[str, str], start: str, end: str, **extra: Any
+    server: LiveServer,
+    headers: dict[str, str],
+    start: str,
+    end: str,
+    job: str = "recorded",
+    **extra: Any,
 ) -> str:
-    variables = {"input": launch_input("recorded", start, end, **extra)}
+    variables = {"input": launch_input(job, start, end, **extra)}
     response = server.graphql(LAUNCH, variables, headers=headers)
     assert response.status_code == 200, response.text
     return launched_id(response.json()["data"])
+
+
+def count_of(server: LiveServer, backfill_id: str) -> int:
+    """How many partitions the backfill selected."""
+    answer = gql(
+        server, "query($id: ID!) { backfill(id: $id) { counts { total } } }", {"id": backfill_id}
+    )
+    total: int = answer["backfill"]["counts"]["total"]
+    return total
 
 
 def of(found: list[Execution], backfill_id: str) -> list[Execution]:
@@ -122,7 +135,10 @@ def test_a_small_backfill_of_another_team_starts_at_once_beside_a_huge_one(
         alone = launch_as(server, team_b, "2025-01-01", "2025-01-10", **seconds)
         wait_status(server, alone, {"COMPLETED_SUCCESS"}, timeout=120)
         # A's huge backfill takes the whole room...
-        huge = launch_as(server, team_a, "2000-01-01", "2008-12-31", **seconds)
+        huge = launch_as(
+            server, team_a, "2000-01-01-00:00", "2011-05-29-15:00", "recorded_hourly", **seconds
+        )
+        assert count_of(server, huge) == 100_000
         wait_for("A fills the room", lambda: running_at(executions(marks), time.time()) >= 3)
         time.sleep(1.0)
         # ... then B launches 10 partitions.
