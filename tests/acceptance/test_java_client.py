@@ -83,5 +83,7 @@ def test_it_compiles_and_works_against_a_live_server(
                  "list with paging", "pause", "resume", "cancel", "retry",
                  "userErrors are typed", "a token", "no token is refused",
                  "unknown enum value tolerated", "JSON run config read back",
-                 "DateTime is a time"):  # fmt: skip
+                 "DateTime is a time", "update", "update read back",
+                 "update refuses a limit of 0", "mark a partition skipped",
+                 "mark refuses a blank reason"):  # fmt: skip
         assert f"ok {step}" in steps, output

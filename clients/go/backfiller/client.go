@@ -143,3 +143,25 @@ func Retry(ctx context.Context, c *gqlclient.Client, input RetryBackfillInput) (
 	}
 	return payload.Backfill, refused(payload.UserErrors)
 }
+
+// Update changes a backfill that is not finished: the fields of input that are set (its
+// limit, priority, title or description); the others stay. A lower limit holds from the
+// daemon's next claim; runs in flight finish.
+func Update(ctx context.Context, c *gqlclient.Client, input UpdateBackfillInput) (*Backfill, error) {
+	payload, err := UpdateBackfill(c, ctx, input)
+	if err != nil {
+		return nil, err
+	}
+	return payload.Backfill, refused(payload.UserErrors)
+}
+
+// Mark records partitions of a job (or assets) as SUCCEEDED or SKIPPED without running
+// them, with a reason (audited), and returns how many. A backfill running one of them
+// refuses it all (PARTITIONS_RUNNING).
+func Mark(ctx context.Context, c *gqlclient.Client, input MarkPartitionsInput) (int, error) {
+	payload, err := MarkPartitions(c, ctx, input)
+	if err != nil {
+		return 0, err
+	}
+	return int(payload.Marked), refused(payload.UserErrors)
+}

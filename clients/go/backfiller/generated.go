@@ -1221,7 +1221,7 @@ type WaitingPartition struct {
 }
 
 func LaunchBackfill(client *gqlclient.Client, ctx context.Context, input LaunchBackfillInput) (launchBackfill *LaunchBackfillPayload, err error) {
-	op := gqlclient.NewOperation("mutation LaunchBackfill ($input: LaunchBackfillInput!) {\n\tlaunchBackfill(input: $input) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
+	op := gqlclient.NewOperation("mutation LaunchBackfill ($input: LaunchBackfillInput!) {\n\tlaunchBackfill(input: $input) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\tmaxConcurrentRuns\n\tpriority\n\tteam\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
 	op.Var("input", input)
 	var respData struct {
 		LaunchBackfill *LaunchBackfillPayload
@@ -1241,7 +1241,7 @@ func PreviewBackfill(client *gqlclient.Client, ctx context.Context, input Launch
 }
 
 func GetBackfill(client *gqlclient.Client, ctx context.Context, id string) (backfill *Backfill, err error) {
-	op := gqlclient.NewOperation("query GetBackfill ($id: ID!) {\n\tbackfill(id: $id) {\n\t\t... GoBackfill\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
+	op := gqlclient.NewOperation("query GetBackfill ($id: ID!) {\n\tbackfill(id: $id) {\n\t\t... GoBackfill\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\tmaxConcurrentRuns\n\tpriority\n\tteam\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
 	op.Var("id", id)
 	var respData struct {
 		Backfill *Backfill
@@ -1251,7 +1251,7 @@ func GetBackfill(client *gqlclient.Client, ctx context.Context, id string) (back
 }
 
 func ListBackfills(client *gqlclient.Client, ctx context.Context, first int32, after *string, filter *BackfillFilter) (backfills *BackfillConnection, err error) {
-	op := gqlclient.NewOperation("query ListBackfills ($first: Int!, $after: String, $filter: BackfillFilter) {\n\tbackfills(first: $first, after: $after, filter: $filter) {\n\t\tnodes {\n\t\t\t... GoBackfill\n\t\t}\n\t\tpageInfo {\n\t\t\thasNextPage\n\t\t\tendCursor\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
+	op := gqlclient.NewOperation("query ListBackfills ($first: Int!, $after: String, $filter: BackfillFilter) {\n\tbackfills(first: $first, after: $after, filter: $filter) {\n\t\tnodes {\n\t\t\t... GoBackfill\n\t\t}\n\t\tpageInfo {\n\t\t\thasNextPage\n\t\t\tendCursor\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\tmaxConcurrentRuns\n\tpriority\n\tteam\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
 	op.Var("first", first)
 	op.Var("after", after)
 	op.Var("filter", filter)
@@ -1263,7 +1263,7 @@ func ListBackfills(client *gqlclient.Client, ctx context.Context, first int32, a
 }
 
 func PauseBackfill(client *gqlclient.Client, ctx context.Context, id string) (pauseBackfill *PauseBackfillPayload, err error) {
-	op := gqlclient.NewOperation("mutation PauseBackfill ($id: ID!) {\n\tpauseBackfill(input: {id:$id}) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
+	op := gqlclient.NewOperation("mutation PauseBackfill ($id: ID!) {\n\tpauseBackfill(input: {id:$id}) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\tmaxConcurrentRuns\n\tpriority\n\tteam\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
 	op.Var("id", id)
 	var respData struct {
 		PauseBackfill *PauseBackfillPayload
@@ -1273,7 +1273,7 @@ func PauseBackfill(client *gqlclient.Client, ctx context.Context, id string) (pa
 }
 
 func ResumeBackfill(client *gqlclient.Client, ctx context.Context, id string) (resumeBackfill *ResumeBackfillPayload, err error) {
-	op := gqlclient.NewOperation("mutation ResumeBackfill ($id: ID!) {\n\tresumeBackfill(input: {id:$id}) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
+	op := gqlclient.NewOperation("mutation ResumeBackfill ($id: ID!) {\n\tresumeBackfill(input: {id:$id}) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\tmaxConcurrentRuns\n\tpriority\n\tteam\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
 	op.Var("id", id)
 	var respData struct {
 		ResumeBackfill *ResumeBackfillPayload
@@ -1283,7 +1283,7 @@ func ResumeBackfill(client *gqlclient.Client, ctx context.Context, id string) (r
 }
 
 func CancelBackfill(client *gqlclient.Client, ctx context.Context, id string) (cancelBackfill *CancelBackfillPayload, err error) {
-	op := gqlclient.NewOperation("mutation CancelBackfill ($id: ID!) {\n\tcancelBackfill(input: {id:$id}) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
+	op := gqlclient.NewOperation("mutation CancelBackfill ($id: ID!) {\n\tcancelBackfill(input: {id:$id}) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\tmaxConcurrentRuns\n\tpriority\n\tteam\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
 	op.Var("id", id)
 	var respData struct {
 		CancelBackfill *CancelBackfillPayload
@@ -1293,11 +1293,31 @@ func CancelBackfill(client *gqlclient.Client, ctx context.Context, id string) (c
 }
 
 func RetryBackfill(client *gqlclient.Client, ctx context.Context, input RetryBackfillInput) (retryBackfill *RetryBackfillPayload, err error) {
-	op := gqlclient.NewOperation("mutation RetryBackfill ($input: RetryBackfillInput!) {\n\tretryBackfill(input: $input) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
+	op := gqlclient.NewOperation("mutation RetryBackfill ($input: RetryBackfillInput!) {\n\tretryBackfill(input: $input) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\tmaxConcurrentRuns\n\tpriority\n\tteam\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
 	op.Var("input", input)
 	var respData struct {
 		RetryBackfill *RetryBackfillPayload
 	}
 	err = client.Execute(ctx, op, &respData)
 	return respData.RetryBackfill, err
+}
+
+func UpdateBackfill(client *gqlclient.Client, ctx context.Context, input UpdateBackfillInput) (updateBackfill *UpdateBackfillPayload, err error) {
+	op := gqlclient.NewOperation("mutation UpdateBackfill ($input: UpdateBackfillInput!) {\n\tupdateBackfill(input: $input) {\n\t\tbackfill {\n\t\t\t... GoBackfill\n\t\t}\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\nfragment GoBackfill on Backfill {\n\tid\n\ttitle\n\tstatus\n\treprocess\n\torder\n\tmaxConcurrentRuns\n\tpriority\n\tteam\n\trunConfig\n\tcreator\n\ttarget {\n\t\tjob\n\t}\n\tpartitionSelection {\n\t\trange {\n\t\t\tstart\n\t\t\tend\n\t\t}\n\t\tkeys\n\t\tall\n\t}\n\ttags {\n\t\tkey\n\t\tvalue\n\t}\n\tcounts {\n\t\ttotal\n\t\tpending\n\t\tqueued\n\t\trunning\n\t\tsucceeded\n\t\tfailed\n\t\tcanceled\n\t\tskipped\n\t\tpercentDone\n\t}\n\tcreatedAt\n\tendedAt\n\tparent {\n\t\tid\n\t}\n}\n")
+	op.Var("input", input)
+	var respData struct {
+		UpdateBackfill *UpdateBackfillPayload
+	}
+	err = client.Execute(ctx, op, &respData)
+	return respData.UpdateBackfill, err
+}
+
+func MarkPartitions(client *gqlclient.Client, ctx context.Context, input MarkPartitionsInput) (markPartitions *MarkPartitionsPayload, err error) {
+	op := gqlclient.NewOperation("mutation MarkPartitions ($input: MarkPartitionsInput!) {\n\tmarkPartitions(input: $input) {\n\t\tmarked\n\t\tuserErrors {\n\t\t\tfield\n\t\t\tmessage\n\t\t\tcode\n\t\t}\n\t}\n}\n")
+	op.Var("input", input)
+	var respData struct {
+		MarkPartitions *MarkPartitionsPayload
+	}
+	err = client.Execute(ctx, op, &respData)
+	return respData.MarkPartitions, err
 }

@@ -124,6 +124,28 @@ func main() {
 	_, err = backfiller.Launch(ctx, client, launchInput("daily_sales", backfiller.RangeSelection("2024-01-10", "2024-01-01")))
 	check("userErrors carry the field", expect(errors.As(err, &userErrors) && len(userErrors[0].Field) > 0, "error %v", err))
 
+	limit, priority, title := int32(2), int32(7), "go client, updated"
+	updated, err := backfiller.Update(ctx, client, backfiller.UpdateBackfillInput{
+		Id: keys.Id, MaxConcurrentRuns: &limit, Priority: &priority, Title: &title,
+	})
+	check("update", firstError(err, expect(err != nil || (*updated.MaxConcurrentRuns == 2 && updated.Priority == 7 && *updated.Title == title), "updated %+v", updated)))
+	reread, err := backfiller.GetBackfill(client, ctx, keys.Id)
+	check("update read back", firstError(err, expect(err != nil || (*reread.MaxConcurrentRuns == 2 && reread.Priority == 7 && *reread.Title == title), "read %+v", reread)))
+	tooMany := int32(0)
+	_, err = backfiller.Update(ctx, client, backfiller.UpdateBackfillInput{Id: keys.Id, MaxConcurrentRuns: &tooMany})
+	check("update refuses a limit of 0", expect(errors.As(err, &userErrors) && userErrors.Codes()[0] == backfiller.UserErrorCodeInvalidArgument, "error %v", err))
+
+	marked, err := backfiller.Mark(ctx, client, backfiller.MarkPartitionsInput{
+		Target: backfiller.JobTarget("daily_sales"), Partitions: backfiller.KeysSelection("2025-06-02"),
+		Status: backfiller.PartitionMarkStatusSkipped, Reason: "go client: a known-bad day",
+	})
+	check("mark a partition skipped", firstError(err, expect(marked == 1, "marked %d", marked)))
+	_, err = backfiller.Mark(ctx, client, backfiller.MarkPartitionsInput{
+		Target: backfiller.JobTarget("daily_sales"), Partitions: backfiller.KeysSelection("2025-06-02"),
+		Status: backfiller.PartitionMarkStatusSkipped, Reason: "  ",
+	})
+	check("mark refuses a blank reason", expect(errors.As(err, &userErrors) && userErrors.Codes()[0] == backfiller.UserErrorCodeInvalidArgument, "error %v", err))
+
 	secured := backfiller.NewClient(os.Getenv("BACKFILLER_AUTH_URL"), os.Getenv("BACKFILLER_TOKEN"))
 	withToken, err := backfiller.Launch(ctx, secured, launchInput("daily_sales", backfiller.KeysSelection("2024-04-01")))
 	check("a token", firstError(err, expect(err != nil || (withToken.Creator != nil && *withToken.Creator == "go-operator"), "creator %v", withToken)))

@@ -19,10 +19,12 @@ import {
   ListAssetsDocument,
   ListBackfillsDocument,
   ListTriggersDocument,
+  MarkPartitionsDocument,
   PauseBackfillDocument,
   PreviewBackfillDocument,
   ResumeBackfillDocument,
   RetryBackfillDocument,
+  UpdateBackfillDocument,
 } from "./generated/operations.js";
 import type {
   BackfillStatus,
@@ -31,11 +33,13 @@ import type {
   GetBackfillQuery,
   LaunchBackfillInput,
   ListTriggersQuery,
+  MarkPartitionsInput,
   PreviewBackfillMutation,
   RetryInclude,
   TsAssetFragment,
   TsBackfillFragment,
   TsUserErrorFragment,
+  UpdateBackfillInput,
   UserErrorCode,
 } from "./generated/operations.js";
 
@@ -93,6 +97,12 @@ export interface RetryOptions {
   include?: RetryInclude[];
   idempotencyKey?: string;
 }
+
+/**
+ * What `update` changes of a backfill: a field left out stays as it is; `null` removes the
+ * limit (`maxConcurrentRuns`), the title or the description.
+ */
+export type BackfillChanges = Omit<UpdateBackfillInput, "id">;
 
 export interface ClientOptions {
   /** The server, e.g. `http://127.0.0.1:8000`. */
@@ -296,6 +306,25 @@ export class Client {
       idempotencyKey: options.idempotencyKey ?? null,
     };
     return backfillOf((await this.execute(RetryBackfillDocument, { input })).retryBackfill);
+  }
+
+  /**
+   * Change a backfill that is not finished: its limit, priority, title or description (see
+   * {@link BackfillChanges}). A lower limit holds from the daemon's next claim; runs in flight
+   * finish.
+   */
+  async update(id: string, changes: BackfillChanges): Promise<Backfill> {
+    const input = { ...changes, id };
+    return backfillOf((await this.execute(UpdateBackfillDocument, { input })).updateBackfill);
+  }
+
+  /**
+   * Record partitions of a job (or assets) as `SUCCEEDED` or `SKIPPED` without running them,
+   * with a reason (audited); returns how many. A backfill running one of them refuses it all
+   * with `PARTITIONS_RUNNING`.
+   */
+  async markPartitions(input: MarkPartitionsInput): Promise<number> {
+    return payload((await this.execute(MarkPartitionsDocument, { input })).markPartitions).marked;
   }
 
   /** Every asset of the graph, in dependency order. */

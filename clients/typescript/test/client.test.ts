@@ -86,6 +86,44 @@ describe("launch, read and steer a backfill", () => {
   });
 });
 
+describe("change a backfill and mark partitions", () => {
+  it("updates a backfill's limit, priority and title, and reads them back", async () => {
+    const launched = await client.launch({ ...week(randomUUID()), maxConcurrentRuns: 5 });
+    const updated = await client.update(launched.id, { maxConcurrentRuns: 2, priority: 7, title: "updated" });
+    assert.deepEqual([updated.maxConcurrentRuns, updated.priority, updated.title], [2, 7, "updated"]);
+    const read = await client.get(launched.id);
+    assert.deepEqual([read?.maxConcurrentRuns, read?.priority, read?.title], [2, 7, "updated"]);
+    const untitled = await client.update(launched.id, { title: null });
+    assert.deepEqual([untitled.title, untitled.maxConcurrentRuns], [null, 2]);
+
+    const refused = await client.update(launched.id, { maxConcurrentRuns: 0 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.ok(refused instanceof UserErrorsError);
+    assert.equal(refused.code, "INVALID_ARGUMENT");
+    assert.equal((await client.get(launched.id))?.maxConcurrentRuns, 2);
+    await client.cancel(launched.id);
+  });
+
+  it("marks a partition skipped with a reason; a blank reason is a typed userError", async () => {
+    const input = {
+      target: { job: "daily_sales" },
+      partitions: { keys: ["2025-06-01"] },
+      status: "SKIPPED" as const,
+      reason: "typescript client: a known-bad day",
+    };
+    assert.equal(await client.markPartitions(input), 1);
+    const refused = await client.markPartitions({ ...input, reason: " " }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.ok(refused instanceof UserErrorsError);
+    assert.equal(refused.code, "INVALID_ARGUMENT");
+    assert.deepEqual(refused.userErrors[0]?.field, ["reason"]);
+  });
+});
+
 describe("assets", () => {
   it("reads the graph and one asset", async () => {
     const assets = await client.assets();

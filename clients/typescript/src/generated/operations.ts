@@ -90,6 +90,15 @@ export type LaunchBackfillInput = {
   title?: string | null | undefined;
 };
 
+/** Partitions to record as SUCCEEDED or SKIPPED without running them: a target and a selection as `launchBackfill` takes them. */
+export type MarkPartitionsInput = {
+  partitions: PartitionSelectionInput;
+  /** Why, for the audit log and the partition's history; required, not blank. */
+  reason: string;
+  status: PartitionMarkStatus;
+  target: BackfillTargetInput;
+};
+
 /** A backfill lifecycle event a webhook can be told about. */
 export type NotificationEvent =
   | 'CANCELED'
@@ -120,6 +129,14 @@ export type NotifyInput = {
   /** An http:// or https:// URL that accepts POST. */
   url: string;
 };
+
+/** What `markPartitions` records of a partition, without running it. */
+export type PartitionMarkStatus =
+  /** Must not run (a known-bad day): shown SKIPPED; only `reprocess: ALL` runs it; an asset downstream of it is skipped. */
+  | 'SKIPPED'
+  /** Produced out of band: counts as a success everywhere (`reprocess: MISSING` skips it, asset downstreams run on it). */
+  | 'SUCCEEDED'
+  | '%future added value';
 
 /** Partitions from `start` to `end`, both included. */
 export type PartitionRangeInput = {
@@ -229,6 +246,19 @@ export type TriggerEvaluationOutcome =
   | 'SKIPPED'
   | '%future added value';
 
+/** What to change of a running or paused backfill; an absent field is left as it is. */
+export type UpdateBackfillInput = {
+  /** Its new description; null removes it. */
+  description?: string | null | undefined;
+  id: string;
+  /** At most this many runs at once (1..10000), null for no limit of its own. A lower limit holds from the daemon's next claim: no run starts beyond it, runs in flight finish. */
+  maxConcurrentRuns?: number | null | undefined;
+  /** Its new priority (-1000..1000); not null. */
+  priority?: number | null | undefined;
+  /** Its new title; null removes it. */
+  title?: string | null | undefined;
+};
+
 /** Why a request was refused. Every code is stable in v1. */
 export type UserErrorCode =
   /** No asset of that name is defined. */
@@ -269,14 +299,14 @@ export type UserErrorCode =
 
 export type TsUserErrorFragment = { field: Array<string> | null, message: string, code: UserErrorCode };
 
-export type TsBackfillFragment = { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null };
+export type TsBackfillFragment = { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null };
 
 export type LaunchBackfillMutationVariables = Exact<{
   input: LaunchBackfillInput;
 }>;
 
 
-export type LaunchBackfillMutation = { launchBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type LaunchBackfillMutation = { launchBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type PreviewBackfillMutationVariables = Exact<{
   input: LaunchBackfillInput;
@@ -290,7 +320,7 @@ export type GetBackfillQueryVariables = Exact<{
 }>;
 
 
-export type GetBackfillQuery = { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, partitionStatusRanges: Array<{ status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number }>, assets: Array<{ name: string, level: number, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, partitionStatusRanges: Array<{ status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number }> }>, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null };
+export type GetBackfillQuery = { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, partitionStatusRanges: Array<{ status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number }>, assets: Array<{ name: string, level: number, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, partitionStatusRanges: Array<{ status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number }> }>, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null };
 
 export type TsStatusRangeFragment = { status: PartitionStatus, startKey: string, endKey: string, startIndex: number, count: number };
 
@@ -317,37 +347,51 @@ export type ListBackfillsQueryVariables = Exact<{
 }>;
 
 
-export type ListBackfillsQuery = { backfills: { nodes: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type ListBackfillsQuery = { backfills: { nodes: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type PauseBackfillMutationVariables = Exact<{
   id: string;
 }>;
 
 
-export type PauseBackfillMutation = { pauseBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type PauseBackfillMutation = { pauseBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type ResumeBackfillMutationVariables = Exact<{
   id: string;
 }>;
 
 
-export type ResumeBackfillMutation = { resumeBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type ResumeBackfillMutation = { resumeBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type CancelBackfillMutationVariables = Exact<{
   id: string;
 }>;
 
 
-export type CancelBackfillMutation = { cancelBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type CancelBackfillMutation = { cancelBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type RetryBackfillMutationVariables = Exact<{
   input: RetryBackfillInput;
 }>;
 
 
-export type RetryBackfillMutation = { retryBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type RetryBackfillMutation = { retryBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
-export type TsTriggerEvaluationFragment = { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, scheduledAt: string | null, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> };
+export type UpdateBackfillMutationVariables = Exact<{
+  input: UpdateBackfillInput;
+}>;
+
+
+export type UpdateBackfillMutation = { updateBackfill: { backfill: { id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+
+export type MarkPartitionsMutationVariables = Exact<{
+  input: MarkPartitionsInput;
+}>;
+
+
+export type MarkPartitionsMutation = { markPartitions: { marked: number, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+
+export type TsTriggerEvaluationFragment = { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, scheduledAt: string | null, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> };
 
 export type EvaluateTriggerMutationVariables = Exact<{
   name: string;
@@ -355,7 +399,7 @@ export type EvaluateTriggerMutationVariables = Exact<{
 }>;
 
 
-export type EvaluateTriggerMutation = { evaluateTrigger: { evaluation: { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, scheduledAt: string | null, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
+export type EvaluateTriggerMutation = { evaluateTrigger: { evaluation: { id: string, trigger: string, outcome: TriggerEvaluationOutcome, skipReason: string | null, errorMessage: string | null, durationSeconds: number, actor: string | null, dryRun: boolean, evaluatedAt: string, scheduledAt: string | null, backfills: Array<{ id: string, title: string | null, description: string | null, status: BackfillStatus, error: string | null, reprocess: Reprocess, order: BackfillOrder, maxConcurrentRuns: number | null, priority: number, team: string | null, runConfig: unknown, creator: string | null, createdAt: string, startedAt: string | null, endedAt: string | null, updatedAt: string, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean, assets: Array<string> } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, tags: Array<{ key: string, value: string }>, counts: { total: number, pending: number, queued: number, running: number, succeeded: number, failed: number, canceled: number, skipped: number, done: number, percentDone: number }, parent: { id: string } | null }>, requests: Array<{ title: string | null, idempotencyKey: string | null, target: { job: string | null, assets: { names: Array<string>, upstream: boolean, downstream: boolean } | null }, partitionSelection: { keys: Array<string> | null, all: boolean, range: { start: string, end: string } | null }, preview: { total: number, runs: number, skipped: number } | null, backfill: { id: string } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> }> } | null, userErrors: Array<{ field: Array<string> | null, message: string, code: UserErrorCode }> } };
 
 export type ListTriggersQueryVariables = Exact<{ [key: string]: never; }>;
 
@@ -416,6 +460,8 @@ export const TsBackfillFragmentDoc = new TypedDocumentString(`
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -528,6 +574,8 @@ fragment TsBackfill on Backfill {
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -596,6 +644,8 @@ fragment TsBackfill on Backfill {
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -707,6 +757,8 @@ export const GetBackfillDocument = new TypedDocumentString(`
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -824,6 +876,8 @@ export const ListBackfillsDocument = new TypedDocumentString(`
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -892,6 +946,8 @@ fragment TsBackfill on Backfill {
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -960,6 +1016,8 @@ fragment TsBackfill on Backfill {
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -1028,6 +1086,8 @@ fragment TsBackfill on Backfill {
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -1096,6 +1156,8 @@ fragment TsBackfill on Backfill {
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {
@@ -1139,6 +1201,90 @@ fragment TsBackfill on Backfill {
     id
   }
 }`) as unknown as TypedDocumentString<RetryBackfillMutation, RetryBackfillMutationVariables>;
+export const UpdateBackfillDocument = new TypedDocumentString(`
+    mutation UpdateBackfill($input: UpdateBackfillInput!) {
+  updateBackfill(input: $input) {
+    backfill {
+      ...TsBackfill
+    }
+    userErrors {
+      ...TsUserError
+    }
+  }
+}
+    fragment TsUserError on UserError {
+  field
+  message
+  code
+}
+fragment TsBackfill on Backfill {
+  id
+  title
+  description
+  status
+  error
+  reprocess
+  order
+  maxConcurrentRuns
+  priority
+  team
+  runConfig
+  creator
+  target {
+    job
+    assets {
+      names
+      upstream
+      downstream
+      assets
+    }
+  }
+  partitionSelection {
+    range {
+      start
+      end
+    }
+    keys
+    all
+  }
+  tags {
+    key
+    value
+  }
+  counts {
+    total
+    pending
+    queued
+    running
+    succeeded
+    failed
+    canceled
+    skipped
+    done
+    percentDone
+  }
+  createdAt
+  startedAt
+  endedAt
+  updatedAt
+  parent {
+    id
+  }
+}`) as unknown as TypedDocumentString<UpdateBackfillMutation, UpdateBackfillMutationVariables>;
+export const MarkPartitionsDocument = new TypedDocumentString(`
+    mutation MarkPartitions($input: MarkPartitionsInput!) {
+  markPartitions(input: $input) {
+    marked
+    userErrors {
+      ...TsUserError
+    }
+  }
+}
+    fragment TsUserError on UserError {
+  field
+  message
+  code
+}`) as unknown as TypedDocumentString<MarkPartitionsMutation, MarkPartitionsMutationVariables>;
 export const EvaluateTriggerDocument = new TypedDocumentString(`
     mutation EvaluateTrigger($name: String!, $dryRun: Boolean! = false) {
   evaluateTrigger(input: {name: $name, dryRun: $dryRun}) {
@@ -1164,6 +1310,8 @@ fragment TsBackfill on Backfill {
   reprocess
   order
   maxConcurrentRuns
+  priority
+  team
   runConfig
   creator
   target {

@@ -96,7 +96,10 @@ public final class BackfillerClient {
    * so empty objects are dropped, and each @oneOf input must then hold exactly one field.
    */
   public static ObjectNode inputJson(Types.LaunchBackfillInput input) {
-    ObjectNode json = MAPPER.valueToTree(input);
+    return withOneOfs(MAPPER.valueToTree(input));
+  }
+
+  private static ObjectNode withOneOfs(ObjectNode json) {
     for (String oneOf : List.of("target", "partitions")) {
       JsonNode value = json.get(oneOf);
       if (value instanceof ObjectNode object) {
@@ -169,6 +172,67 @@ public final class BackfillerClient {
     input.setInclude(include);
     JsonNode data = execute("RetryBackfill", Map.of("input", MAPPER.valueToTree(input)));
     return payload(data.get("retryBackfill"), "backfill", Model.Backfill.class);
+  }
+
+  /**
+   * What {@link #update} changes of a backfill: only what is set here; {@code null} removes the
+   * limit, the title or the description.
+   */
+  public static final class Changes {
+    private final ObjectNode fields = MAPPER.createObjectNode();
+
+    /** At most this many runs at once (1..10000); {@code null}: no limit of its own. */
+    public Changes maxConcurrentRuns(Integer limit) {
+      fields.put("maxConcurrentRuns", limit);
+      return this;
+    }
+
+    /** Its priority (-1000..1000). */
+    public Changes priority(int priority) {
+      fields.put("priority", priority);
+      return this;
+    }
+
+    public Changes title(String title) {
+      fields.put("title", title);
+      return this;
+    }
+
+    public Changes description(String description) {
+      fields.put("description", description);
+      return this;
+    }
+  }
+
+  /**
+   * Change a backfill that is not finished: its limit, priority, title or description; what
+   * {@code changes} does not set stays. A lower limit holds from the daemon's next claim; runs
+   * in flight finish.
+   */
+  public Model.Backfill update(String id, Changes changes) {
+    ObjectNode input = changes.fields.deepCopy();
+    input.put("id", id);
+    JsonNode data = execute("UpdateBackfill", Map.of("input", input));
+    return payload(data.get("updateBackfill"), "backfill", Model.Backfill.class);
+  }
+
+  /**
+   * Record partitions of a job (or assets) as SUCCEEDED or SKIPPED without running them, with a
+   * reason (audited); returns how many. A backfill running one of them refuses it all
+   * ({@code PARTITIONS_RUNNING}).
+   */
+  public int markPartitions(
+      Types.BackfillTargetInput target,
+      Types.PartitionSelectionInput partitions,
+      Types.PartitionMarkStatus status,
+      String reason) {
+    ObjectNode input = MAPPER.createObjectNode();
+    input.set("target", MAPPER.valueToTree(target));
+    input.set("partitions", MAPPER.valueToTree(partitions));
+    input.put("status", status.name());
+    input.put("reason", reason);
+    JsonNode data = execute("MarkPartitions", Map.of("input", withOneOfs(input)));
+    return payload(data.get("markPartitions"), "marked", Integer.class);
   }
 
   // -- transport ----------------------------------------------------------------------------

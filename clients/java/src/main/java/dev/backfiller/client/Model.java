@@ -34,7 +34,10 @@ public final class Model {
       Counts counts,
       OffsetDateTime createdAt,
       OffsetDateTime endedAt,
-      Ref parent) {}
+      Ref parent,
+      Integer maxConcurrentRuns,
+      int priority,
+      String team) {}
 
   public record Preview(String job, int total, int runs, int skipped, List<String> firstPartitions) {}
 

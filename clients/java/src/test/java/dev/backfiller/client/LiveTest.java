@@ -141,6 +141,28 @@ public final class LiveTest {
         BackfillerClient.job("daily_sales"), BackfillerClient.range("2024-01-10", "2024-01-01"))));
     check("userErrors carry the field", badRange.contains("["), badRange);
 
+    Model.Backfill updated = client.update(keys.id(),
+        new BackfillerClient.Changes().maxConcurrentRuns(2).priority(7).title("java client, updated"));
+    check("update", Integer.valueOf(2).equals(updated.maxConcurrentRuns()) && updated.priority() == 7
+        && "java client, updated".equals(updated.title()), updated);
+    Model.Backfill reread = client.get(keys.id());
+    check("update read back", Integer.valueOf(2).equals(reread.maxConcurrentRuns())
+        && reread.priority() == 7 && "java client, updated".equals(reread.title()), reread);
+    Model.Backfill untitled = client.update(keys.id(), new BackfillerClient.Changes().title(null));
+    check("update removes a title, keeps the rest", untitled.title() == null
+        && Integer.valueOf(2).equals(untitled.maxConcurrentRuns()), untitled);
+    String zeroLimit = refusedCode(
+        () -> client.update(keys.id(), new BackfillerClient.Changes().maxConcurrentRuns(0)));
+    check("update refuses a limit of 0", zeroLimit.startsWith("INVALID_ARGUMENT"), zeroLimit);
+
+    int marked = client.markPartitions(BackfillerClient.job("daily_sales"),
+        BackfillerClient.keys("2025-06-03"), Types.PartitionMarkStatus.SKIPPED,
+        "java client: a known-bad day");
+    check("mark a partition skipped", marked == 1, marked);
+    String blankReason = refusedCode(() -> client.markPartitions(BackfillerClient.job("daily_sales"),
+        BackfillerClient.keys("2025-06-03"), Types.PartitionMarkStatus.SKIPPED, " "));
+    check("mark refuses a blank reason", blankReason.startsWith("INVALID_ARGUMENT"), blankReason);
+
     BackfillerClient secured =
         new BackfillerClient(System.getenv("BACKFILLER_AUTH_URL"), System.getenv("BACKFILLER_TOKEN"));
     Model.Backfill withToken = secured.launch(BackfillerClient.launchInput(
