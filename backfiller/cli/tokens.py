@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from backfiller import ids
 from backfiller.cli.app import app
 from backfiller.cli.server import DatabaseOption, fail, prepare_database
+
+if TYPE_CHECKING:
+    from backfiller.storage.auth import TokenRepository
 
 token_app = typer.Typer(
     help="Manage API tokens (server side: talks to the database, not to the API).",
@@ -248,23 +252,7 @@ def token_set_team(
 
 
 async def _set_team(url: str, token: str, team: str | None) -> str | None:
-    from backfiller.ids import parse_token_id
-    from backfiller.storage import Database
-    from backfiller.storage.auth import TokenRepository
-
-    db = Database(url)
-    try:
-        async with db.write() as session:
-            repo = TokenRepository(session)
-            pk = parse_token_id(token)
-            record = await repo.get(pk) if pk is not None else None
-            if record is None or record.revoked_at is not None:
-                record = await repo.active_by_name(token)
-            if record is None or not await repo.set_team(record.id, team):
-                return None
-            return f"tok_{record.id} {record.name!r}"
-    finally:
-        await db.dispose()
+    return await _on_active_token(url, token, lambda repo, pk: repo.set_team(pk, team))
 
 
 @token_app.command("revoke")
@@ -281,6 +269,14 @@ def token_revoke(
 
 
 async def _revoke(url: str, token: str, now: datetime) -> str | None:
+    return await _on_active_token(url, token, lambda repo, pk: repo.revoke(pk, now))
+
+
+async def _on_active_token(
+    url: str, token: str, change: Callable[[TokenRepository, int], Awaitable[bool]]
+) -> str | None:
+    """Apply ``change`` to the active token of this id (tok_12) or name, in one transaction;
+    the token's description, or None when no active token matches or the change did not hold."""
     from backfiller.ids import parse_token_id
     from backfiller.storage import Database
     from backfiller.storage.auth import TokenRepository
@@ -293,7 +289,7 @@ async def _revoke(url: str, token: str, now: datetime) -> str | None:
             record = await repo.get(pk) if pk is not None else None
             if record is None or record.revoked_at is not None:
                 record = await repo.active_by_name(token)
-            if record is None or not await repo.revoke(record.id, now):
+            if record is None or not await change(repo, record.id):
                 return None
             return f"tok_{record.id} {record.name!r}"
     finally:

@@ -163,6 +163,16 @@ def test_token_lifecycle_through_the_cli(database_url: str) -> None:
         assert httpx.post(url, json=me, headers=headers).json() == {
             "data": {"me": {"name": "ci", "role": "OPERATOR"}}
         }
+        moved = backfiller("token", "set-team", "ci", "--team", "sales", "--database", database_url)
+        assert moved.returncode == 0, moved.stderr
+        team = {"query": "{ me { team } }"}
+        assert httpx.post(url, json=team, headers=headers).json() == {
+            "data": {"me": {"team": "sales"}}
+        }
+        unknown = backfiller(
+            "token", "set-team", "nobody", "--team", "x", "--database", database_url
+        )
+        assert unknown.returncode == 1
         revoked = backfiller("token", "revoke", "ci", "--database", database_url)
         assert revoked.returncode == 0 and "revoked tok_1" in revoked.stdout
         assert httpx.post(url, json=me, headers=headers).status_code == 401

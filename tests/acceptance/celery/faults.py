@@ -112,3 +112,14 @@ CUTS = 2
 CUT_SECONDS = 20.0
 """Longer than a worker waits for its daemon's answer once it stops hearing from it."""
 CUT_PARTITIONS = 40  # 2021-01-01 .. 2021-02-09
+
+
+def assert_daemon_cuts_charge_nothing(database_url: str, marks: Path, broker_name: str) -> None:
+    """Cut a daemon off ``broker_name`` twice (``daemon_cuts``) and judge the outcome: no run
+    charged unless its job began, every partition executed once and recorded ``SUCCESS``."""
+    verdict = daemon_cuts(database_url, marks, broker_name)
+    assert verdict.charged_but_never_began == []
+    assert verdict.began_but_not_started == []
+    assert verdict.doubled == {}
+    assert verdict.overlapping == []
+    assert len(verdict.succeeded) == CUT_PARTITIONS and set(verdict.succeeded.values()) == {1}

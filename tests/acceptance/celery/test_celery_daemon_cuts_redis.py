@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.celery.faults import CUT_PARTITIONS, daemon_cuts
+from tests.acceptance.celery.faults import assert_daemon_cuts_charge_nothing
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -16,9 +16,4 @@ pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 def test_a_daemons_broker_cuts_charge_nothing_for_runs_that_never_began(
     database_url: str, marks: Path
 ) -> None:
-    verdict = daemon_cuts(database_url, marks, "redis")
-    assert verdict.charged_but_never_began == []
-    assert verdict.began_but_not_started == []
-    assert verdict.doubled == {}
-    assert verdict.overlapping == []
-    assert len(verdict.succeeded) == CUT_PARTITIONS and set(verdict.succeeded.values()) == {1}
+    assert_daemon_cuts_charge_nothing(database_url, marks, "redis")
