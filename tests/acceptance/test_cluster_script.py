@@ -71,6 +71,15 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+# The script as a terminal starts it: with SIGINT at its default. A process started in the
+# background by a non-interactive shell (as a CI job may start the suite) inherits SIGINT
+# ignored, and bash cannot trap a signal ignored when it starts, so Ctrl+C would not reach it.
+AS_FROM_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 @dataclass
 class ClusterScript:
     """``scripts/cluster.sh`` in a session (and process group) of its own; its stderr lines."""
@@ -82,7 +91,7 @@ class ClusterScript:
 
     def __post_init__(self) -> None:
         self.proc = subprocess.Popen(
-            [str(SCRIPT)],
+            [sys.executable, "-c", AS_FROM_A_TERMINAL, str(SCRIPT)],
             env={**os.environ, **self.env},
             cwd=REPO,
             stdout=subprocess.DEVNULL,
