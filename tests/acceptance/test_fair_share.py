@@ -80,12 +80,18 @@ def token_of(server: LiveServer, name: str, team: str) -> dict[str, str]:
 
 
 def launch_as(
+    server: LiveServer, headers: dict[str, str], start: str, end: str, **extra: Any
+) -> str:
+    return launch_job_as(server, headers, "recorded", start, end, extra)
+
+
+def launch_job_as(
     server: LiveServer,
     headers: dict[str, str],
+    job: str,
     start: str,
     end: str,
-    job: str = "recorded",
-    **extra: Any,
+    extra: dict[str, Any],
 ) -> str:
     variables = {"input": launch_input(job, start, end, **extra)}
     response = server.graphql(LAUNCH, variables, headers=headers)
@@ -135,8 +141,8 @@ def test_a_small_backfill_of_another_team_starts_at_once_beside_a_huge_one(
         alone = launch_as(server, team_b, "2025-01-01", "2025-01-10", **seconds)
         wait_status(server, alone, {"COMPLETED_SUCCESS"}, timeout=120)
         # A's huge backfill takes the whole room...
-        huge = launch_as(
-            server, team_a, "2000-01-01-00:00", "2011-05-29-15:00", "recorded_hourly", **seconds
+        huge = launch_job_as(
+            server, team_a, "recorded_hourly", "2000-01-01-00:00", "2011-05-29-15:00", seconds
         )
         assert count_of(server, huge) == 100_000
         wait_for("A fills the room", lambda: running_at(executions(marks), time.time()) >= 3)
