@@ -660,9 +660,11 @@ def test_launch_with_a_priority_then_update_it(server: LiveServer) -> None:
     def run(*args: str) -> Done:
         return cli_in_process(*args, url=server.url)
 
+    # Two years of 50 ms runs, 8 at a time: still running while it is updated, whatever daemon
+    # an earlier test of this module left behind.
     launched = run(
-        "launch", "daily_sales", "--keys", "2024-05-01", "--priority", "7", "--max-concurrent",
-        "8", "-o", "json",
+        "launch", "daily_sales", "--from", "2024-01-01", "--to", "2025-12-31", "--priority", "7",
+        "--max-concurrent", "8", "-o", "json",
     )  # fmt: skip
     assert launched.code == 0, launched.stdout + launched.stderr
     backfill = launched.json()
@@ -678,3 +680,4 @@ def test_launch_with_a_priority_then_update_it(server: LiveServer) -> None:
     assert text.code == 0 and text.stdout.startswith(f"updated {backfill['id']}")
     assert run("update", backfill["id"]).code == 2  # nothing to change: usage
     assert run("update", backfill["id"], "--no-limit", "--max-concurrent-runs", "3").code == 2
+    assert run("cancel", backfill["id"]).code == 0  # the daemon of later tests has no need of it
