@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -170,12 +170,18 @@ class Execution:
     started: float
     ended: float | None
     overlapped: bool
+    pid: int = 0
+    """The process that ran it (its marks file)."""
+    last: bool = False
+    """Whether it is the last execution its process recorded."""
 
 
 def executions(folder: Path) -> list[Execution]:
     """Every execution recorded in ``folder``; ``ended`` is None for one killed mid-run."""
     found: list[Execution] = []
     for path in folder.glob("*.marks"):
+        pid = int(path.stem)
+        own: list[Execution] = []
         open_runs: dict[str, tuple[float, list[str], bool]] = {}
         for line in path.read_text().splitlines():
             kind, at, job, partition, run_id, backfill, *rest = line.split()
@@ -183,11 +189,15 @@ def executions(folder: Path) -> list[Execution]:
                 open_runs[run_id] = (float(at), [job, partition, backfill], bool(rest))
             else:
                 started, (job, partition, backfill), overlapped = open_runs.pop(run_id)
-                found.append(
-                    Execution(job, partition, run_id, backfill, started, float(at), overlapped)
+                own.append(
+                    Execution(job, partition, run_id, backfill, started, float(at), overlapped, pid)
                 )
         for run_id, (started, (job, partition, backfill), overlapped) in open_runs.items():
-            found.append(Execution(job, partition, run_id, backfill, started, None, overlapped))
+            own.append(Execution(job, partition, run_id, backfill, started, None, overlapped, pid))
+        if own:
+            newest = max(own, key=lambda e: e.started)
+            own = [replace(e, last=e is newest) for e in own]
+        found += own
     return found
 
 
