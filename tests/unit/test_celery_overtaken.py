@@ -10,6 +10,7 @@ from backfiller.launchers.base import Outcome, RunTask
 from backfiller.launchers.celery.dispatch import OVERTAKEN_SECONDS, republish_if_overtaken
 from backfiller.launchers.celery.inbox import Inbox
 from backfiller.launchers.celery.state import DaemonRun, Shared
+from backfiller.launchers.celery.withdraw import Withdrawals
 
 
 def shared_with(count: int, per_task: int = 1) -> tuple[Shared, list[DaemonRun]]:
@@ -85,3 +86,17 @@ def test_the_wait_covers_a_busy_worker_s_prefetch_of_long_runs() -> None:
     assert first.published
     republish_if_overtaken(shared, first, 150.0)
     assert not first.published
+
+
+def test_a_withdrawn_run_s_late_request_shows_the_runs_before_it_overtaken() -> None:
+    """Seen on Redis after a worker's broker cut: the tasks it held came back only with the
+    visibility timeout (an hour), and the only requests afterwards were for withdrawn runs (the
+    retries of runs whose late results won), refused; the held runs waited on."""
+    shared, (held, retry) = shared_with(2)
+    shared.gate = lambda requests: {r.run_id for r in requests if r.run_id != retry.task.run_id}
+    Withdrawals(shared).check()  # the gate refuses the retry: withdrawn, forgotten
+    assert retry.task.run_id not in shared.runs and held.task.run_id in shared.runs
+    ask(shared, retry)  # its task is delivered all the same (a broker cannot take it back)
+    republish_if_overtaken(shared, held, 0.0)
+    republish_if_overtaken(shared, held, OVERTAKEN_SECONDS)
+    assert not held.published and list(shared.unpublished) == [held]

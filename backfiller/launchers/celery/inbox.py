@@ -141,6 +141,12 @@ class Inbox:
             # the first (ahead on the queue); the latest copy's place would make every run
             # published between the two look overtaken.
             shared.asked[run.queue] = max(shared.asked.get(run.queue, 0), run.first_sequence)
+        elif run is None and (place := shared.withdrawn.get((run_id, attempt))) is not None:
+            # A withdrawn run's task delivered (it is refused): the runs published before it
+            # and not asked for were overtaken all the same, e.g. held by a worker that lost
+            # its broker link (Redis gives those back only after its visibility timeout).
+            queue, sequence = place
+            shared.asked[queue] = max(shared.asked.get(queue, 0), sequence)
 
     def _on_end(self, run: DaemonRun, body: dict[str, Any]) -> list[LauncherEvent]:
         if run.reply is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -125,6 +125,10 @@ class Shared:
     sequence: int = 0
     asked: dict[str, int] = field(default_factory=dict)
     """Per queue, the publication sequence of the latest run a worker asked to start."""
+    withdrawn: OrderedDict[tuple[int, int], tuple[str, int]] = field(default_factory=OrderedDict)
+    """The latest attempts withdrawn before they started (see ``withdraw``), with their place
+    (queue, first copy's sequence): a worker asking to start one is refused, and its place
+    counts as asked all the same, so the runs published before it are seen overtaken."""
     took: dict[str, float] = field(default_factory=dict)
     """Per job, how long its runs took lately (seconds, a moving average)."""
     closing: bool = False

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 
 from backfiller.clock import utc_now
 from backfiller.launchers.base import Outcome, StartRequest
@@ -43,7 +42,6 @@ class Withdrawals:
         self.shared = shared
         self.checked_at = 0.0
         self.failing = False
-        self.withdrawn: OrderedDict[tuple[int, int], None] = OrderedDict()
 
     def check(self) -> None:
         """Withdraw the runs not started that the gate refuses (the gate's thread, about every
@@ -91,15 +89,16 @@ class Withdrawals:
             return False
         del shared.runs[run.task.run_id]
         shared.finish(run, Outcome.NOT_STARTED, WITHDRAWN)
-        self.withdrawn[(run.task.run_id, run.task.attempt)] = None
-        while len(self.withdrawn) > REMEMBERED:
-            self.withdrawn.popitem(last=False)
+        place = (run.queue, run.first_sequence or run.sequence)
+        shared.withdrawn[(run.task.run_id, run.task.attempt)] = place
+        while len(shared.withdrawn) > REMEMBERED:
+            shared.withdrawn.popitem(last=False)
         return True
 
     def refusal(self, run_id: int, attempt: int) -> str | None:
         """Why a start request for an attempt this launcher no longer holds is refused, when
         it is a withdrawn run's task delivered late (counted, logged at DEBUG); else None."""
-        if (run_id, attempt) not in self.withdrawn:
+        if (run_id, attempt) not in self.shared.withdrawn:
             return None
         logger.debug("refused a late delivery of run %s attempt %s (withdrawn)", run_id, attempt)
         launcher_metrics.withdrawn("refused")
