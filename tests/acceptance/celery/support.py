@@ -212,6 +212,11 @@ def cluster(database_url: str, broker: str, marks: Path, **kwargs: Any) -> Itera
     made = Cluster(database_url, broker, marks, **kwargs)
     try:
         yield made
+    except BaseException:
+        for process in [*made.daemons, *made.workers]:  # what each said, for the report
+            print(f"--- {type(process).__name__} {process.proc.pid} ---")
+            print(process.output()[-6000:])
+        raise
     finally:
         made.stop()
 
