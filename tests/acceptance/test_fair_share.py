@@ -167,9 +167,12 @@ def test_a_small_backfill_of_another_team_starts_at_once_beside_a_huge_one(
     )
     # Within one tick: a run of A (0.2 s) ends, and its room goes to B before A.
     assert first_start < 2.0, f"B's first run started {first_start:.2f} s after its launch"
-    # B shares the room evenly with A: within twice its time alone (plus a loaded machine's
-    # slack of half a second).
-    assert shared_time <= 2 * alone_time + 0.5
+    # B shares the room evenly with A: of the runs that started while B's did, about half are
+    # B's (two teams, one cap of 4: 2 and 2); first come, first served would give B none until
+    # A's 100,000 were done. (Its time, printed above, is a load-dependent figure.)
+    first_b, last_b = min(e.started for e in b_shared), max(e.started for e in b_shared)
+    meanwhile = [e for e in found if first_b <= e.started <= last_b]
+    assert len(b_shared) / len(meanwhile) >= 1 / 3, (len(b_shared), len(meanwhile))
     # The global cap held, and A kept going beside B (B took half the room, not all of it).
     for e in found:
         assert running_at(found, e.started) <= 4
