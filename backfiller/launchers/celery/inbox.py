@@ -49,6 +49,9 @@ class Inbox:
         """What a worker's message reports (called with the lock held)."""
         shared = self.shared
         kind = body.get("t")
+        if kind == "here":  # an idle worker process: counted among the ready ones
+            shared.heard_from(str(body.get("worker") or ""))
+            return []
         following = body.get("next")
         if kind == "end" and isinstance(following, dict) and following.get("t") == "start":
             self.events_of(following)  # the next run's start request, sent with this end

@@ -38,7 +38,12 @@ from backfiller.launchers.celery import process_group
 from backfiller.launchers.celery.app import control_exchange, lease_exchange
 from backfiller.launchers.celery.envelope import seal
 from backfiller.launchers.celery.poison import Guard, worker_queue_kind
-from backfiller.launchers.celery.protocol import BEAT_SECONDS, daemon_queue, worker_name
+from backfiller.launchers.celery.protocol import (
+    BEAT_SECONDS,
+    PRESENCE_SECONDS,
+    daemon_queue,
+    worker_name,
+)
 from backfiller.launchers.run_body import FLUSH_SECONDS
 
 logger = logging.getLogger("backfiller.worker")
@@ -302,6 +307,18 @@ class Link:
                     run_id, attempt = current.token
                     beat = {"t": "beat", "run": run_id, "attempt": attempt}
                     self._beats.try_send(current.owner, beat, lock_timeout=0.1)
+                elif current is None and time.monotonic() - last_beat >= PRESENCE_SECONDS:
+                    last_beat = time.monotonic()
+                    self._say_here()
+
+    def _say_here(self) -> None:
+        """Idle: tell each daemon heard lately that this process is there (a busy process's
+        heartbeats say so to its run's daemon)."""
+        now = time.monotonic()
+        with self._lock:
+            owners = [o for o, at in self._heard.items() if now - at < SILENT_OWNER_SECONDS]
+        for owner in owners:
+            self._beats.try_send(owner, {"t": "here", "worker": self.name}, lock_timeout=0.1)
 
     def _on_message(self, body: dict[str, Any], message: Any) -> None:
         kind = body.get("t")

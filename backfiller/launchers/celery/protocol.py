@@ -64,6 +64,10 @@ def default_queue() -> str:
 
 BEAT_SECONDS = 1.0
 """How often a worker reports that its run is alive, and a daemon announces its lease."""
+PRESENCE_SECONDS = 3.0
+"""How often an idle worker process tells each daemon it hears that it is there (``here``),
+so that ``backfiller_launcher_workers_ready`` counts it (busy ones send heartbeats). Keep
+daemons' ``--heartbeat-timeout`` above it."""
 GRANT_WAIT_SECONDS = 60.0
 """How long a worker waits for the answer to a start request before handing the run back."""
 DAEMON_QUEUE_EXPIRES_SECONDS = 7 * 24 * 3600.0

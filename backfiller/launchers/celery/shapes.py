@@ -22,7 +22,8 @@ from typing import Any
 from backfiller.launchers.celery.protocol import DAEMON_QUEUE_EXPIRES_SECONDS
 
 KEPT_SECONDS = DAEMON_QUEUE_EXPIRES_SECONDS
-"""Tasks and workers' reports: as long as a daemon's queue outlives it (a week)."""
+"""Tasks and workers' reports: as long as a daemon's queue outlives it (a week). An idle
+worker's ``here`` too: a daemon taking a dead one's queue over reads them, and must not warn."""
 NOW_SECONDS = 120.0
 """Heartbeats, answers to start requests and cancels (a worker waits 60 s for an answer)."""
 LEASE_SECONDS = 30.0
@@ -127,6 +128,7 @@ KINDS: dict[str, Kind] = {
     "undelivered": Kind({**_RUN, "reply": "~str?"}, KEPT_SECONDS),
     "cancel": Kind(_RUN, NOW_SECONDS),
     "lease": Kind({"owner": "str", "stop_by": "number", "drop": "pairs"}, LEASE_SECONDS),
+    "here": Kind({"worker": "str"}, KEPT_SECONDS),
 }
 
 

@@ -17,7 +17,7 @@ def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) ->
     """The Celery app of a worker, with the ``backfiller.run`` task bound to ``definitions``."""
     from celery.signals import worker_process_init
 
-    from backfiller.launchers.celery.runner import run_deliveries
+    from backfiller.launchers.celery.runner import link_for, run_deliveries
 
     app = make_app(broker_url)
 
@@ -40,6 +40,9 @@ def worker_app(broker_url: str, definitions: Any, api_url: str | None = None) ->
         from backfiller.observability import worker_metrics
 
         worker_metrics.start()  # with --metrics-port: busy, runs, heartbeat of this process
+        # Its line to the daemons now, not at its first run: idle, it tells them it is there
+        # (``backfiller_launcher_workers_ready`` counts it).
+        link_for(broker_url)
 
     del own_process_group
     watch_celery_consumer(app)  # what Celery drops itself is counted too

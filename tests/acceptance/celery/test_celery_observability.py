@@ -146,3 +146,27 @@ def _answers(port: int) -> bool:
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_idle_workers_are_counted_ready_and_a_stopped_one_no_longer(
+    database_url: str, broker: str, marks: Path
+) -> None:
+    """Issue 33: ``backfiller_launcher_workers_ready`` read 0 while 4 idle worker processes
+    ran. Now each idle pool process tells the daemons it hears that it is there."""
+    port = free_port()
+    with cluster(database_url, broker, marks) as c:
+        c.start_server()
+        c.start_daemon("--metrics-port", str(port))
+        first, second = c.start_worker(concurrency=2), c.start_worker(concurrency=2)
+        for worker in c.workers:
+            worker.wait_ready()
+        wait_for("the daemon's metrics port", lambda: _answers(port), timeout=60)
+        daemon = f"http://127.0.0.1:{port}/metrics"
+
+        def ready() -> float:
+            return value(scrape(daemon), "backfiller_launcher_workers_ready")
+
+        wait_for("4 idle processes counted", lambda: ready() == 4, timeout=60, every=0.2)
+        assert len(first.pool()) + len(second.pool()) == 4
+        second.stop()  # its processes fall silent: gone from the count after the timeout
+        wait_for("2 counted", lambda: ready() == 2, timeout=4 * c.heartbeat_timeout, every=0.2)
