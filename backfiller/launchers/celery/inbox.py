@@ -139,15 +139,18 @@ class Inbox:
         )
         shared.starts_waiting.set()
         run = shared.runs.get(run_id)
+        place: tuple[str, int] | None = None
         if run is not None and run.published:
             # The first copy's place: after a republication, the copy that asks is most likely
             # the first (ahead on the queue); the latest copy's place would make every run
             # published between the two look overtaken.
-            shared.asked[run.queue] = max(shared.asked.get(run.queue, 0), run.first_sequence)
-        elif run is None and (place := shared.withdrawn.get((run_id, attempt))) is not None:
+            place = (run.queue, run.first_sequence)
+        elif run is None:
             # A withdrawn run's task delivered (it is refused): the runs published before it
             # and not asked for were overtaken all the same, e.g. held by a worker that lost
             # its broker link (Redis gives those back only after its visibility timeout).
+            place = shared.withdrawn.get((run_id, attempt))
+        if place is not None:
             queue, sequence = place
             shared.asked[queue] = max(shared.asked.get(queue, 0), sequence)
 
