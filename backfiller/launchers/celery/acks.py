@@ -13,7 +13,8 @@ on the broker, where the takeover finds it. Other messages are acknowledged when
   itself (``give_back_unacked``): a daemon before it consumes its queue (after each
   reconnection: what the broken connection held), and a takeover before it reads a dead
   daemon's queue. Each message is acknowledged on its own (the transport has no cumulative
-  acknowledgement).
+  acknowledgement). A message is taken off its queue and recorded in that hash in one step
+  (:mod:`.redis_take`), so a reader killed at any instant leaves it on the broker.
 """
 
 from __future__ import annotations
@@ -40,9 +41,15 @@ def is_redis(broker_url: str) -> bool:
     return broker_url.startswith(("redis", "rediss"))
 
 
-def transport_options(broker_url: str) -> dict[str, Any]:
-    """The options of a connection that reads daemons' queues (see the module's docstring)."""
-    return dict(REDIS_UNACKED) if is_redis(broker_url) else {}
+def reader_options(broker_url: str) -> dict[str, Any]:
+    """The keyword arguments of the kombu connection that reads daemons' queues: on Redis, the
+    hash of its own (see the module's docstring) and a transport that takes a message and
+    records it as held in one step (:mod:`.redis_take`)."""
+    if not is_redis(broker_url):
+        return {"transport_options": {}}
+    from backfiller.launchers.celery.redis_take import TakingTransport
+
+    return {"transport_options": dict(REDIS_UNACKED), "transport": TakingTransport}
 
 
 def give_back_unacked(channel: Any, queue: str) -> int:

@@ -53,7 +53,7 @@ from typing import Any
 from backfiller.clock import utc_now
 from backfiller.definitions.loading import Definitions
 from backfiller.launchers.base import Gate, LauncherEvent, Outcome, RunFinished, RunTask
-from backfiller.launchers.celery.acks import Acks, give_back_unacked, is_redis, transport_options
+from backfiller.launchers.celery.acks import Acks, give_back_unacked, is_redis, reader_options
 from backfiller.launchers.celery.app import control_exchange, lease_exchange, make_app, owner_queue
 from backfiller.launchers.celery.dispatch import RUNS_PER_TASK, Dispatch
 from backfiller.launchers.celery.grants import Grants, send_replies
@@ -300,8 +300,8 @@ class CeleryLauncher:
                 # No publisher confirms (each would wait one broker round trip): a task lost
                 # with a broken connection is published again after reconnecting (it never
                 # started: the daemon saw no start request), and a lost answer is asked again.
-                options = transport_options(self.broker_url)
-                with Connection(self.broker_url, heartbeat=10, transport_options=options) as conn:
+                options = reader_options(self.broker_url)
+                with Connection(self.broker_url, heartbeat=10, **options) as conn:
                     conn.ensure_connection(max_retries=1)
                     self._serve(conn)
                     return
@@ -368,6 +368,10 @@ class CeleryLauncher:
         given = give_back_unacked(channel, queue.name)
         if given:
             logger.info("%d unacknowledged messages of %s put back on it", given, queue.name)
+        if is_redis(self.broker_url):
+            from backfiller.launchers.celery.redis_take import Taker
+
+            return Taker(channel, queue, on_message), owner
         consumer = Consumer(channel, [queue], on_message=on_message, accept=["json"])
         consumer.no_ack = False
         consumer.consume()
@@ -378,10 +382,17 @@ class CeleryLauncher:
             time.sleep(timeout)  # no owner yet: nothing to receive
             return
         began = time.monotonic()
+        take = getattr(consumer, "take", None)  # Redis: a ``redis_take.Taker``
         for _ in range(MAX_BATCH):
-            try:
-                conn.drain_events(timeout=timeout)
-            except TimeoutError:
+            if take is not None:
+                received = take(timeout)
+            else:
+                try:
+                    conn.drain_events(timeout=timeout)
+                    received = True
+                except TimeoutError:
+                    received = False
+            if not received:
                 self.shared.drained_at = began  # read up to here: silence is judged from it
                 return
             timeout = 0.001

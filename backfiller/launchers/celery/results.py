@@ -41,7 +41,7 @@ from backfiller.launchers.base import (
     RunLogs,
     RunStarted,
 )
-from backfiller.launchers.celery.acks import give_back_unacked, transport_options
+from backfiller.launchers.celery.acks import give_back_unacked, reader_options
 from backfiller.launchers.celery.app import owner_queue
 from backfiller.launchers.celery.poison import Guard
 from backfiller.launchers.celery.protocol import (
@@ -161,10 +161,8 @@ class KeptResults:
     def _connection(self) -> Any:
         from kombu import Connection
 
-        options = transport_options(self.broker_url)
-        conn = Connection(
-            self.broker_url, heartbeat=0, connect_timeout=2, transport_options=options
-        )
+        options = reader_options(self.broker_url)
+        conn = Connection(self.broker_url, heartbeat=0, connect_timeout=2, **options)
         conn.ensure_connection(max_retries=1)
         return conn
 

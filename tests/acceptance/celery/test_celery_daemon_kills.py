@@ -28,14 +28,7 @@ LEASE = ("--lease-timeout", "8")
 """Short leases: a dead daemon's runs are taken over 8 s after its last renewal."""
 
 
-REDIS_POP = pytest.mark.xfail(
-    strict=False,
-    reason="kombu's Redis transport pops a message (BRPOP) before it records it as unacknowledged:"
-    " a daemon killed in that instant loses it (docs/execution.md)",
-)
-
-
-@pytest.mark.parametrize("broker_name", ["rabbitmq", pytest.param("redis", marks=REDIS_POP)])
+@pytest.mark.parametrize("broker_name", ["rabbitmq", "redis"])
 def test_killing_daemons_executes_no_partition_twice(
     database_url: str, marks: Path, broker_name: str
 ) -> None:
