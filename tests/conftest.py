@@ -156,7 +156,7 @@ ANY_DATABASE = frozenset(
         "tests/acceptance/test_packaging.py",
         "tests/acceptance/test_rest_fuzz.py",
         "tests/acceptance/test_typescript_client.py",
-        "tests/acceptance/celery/test_redis_take.py",  # Redis alone, no database
+        "tests/acceptance/celery/test_redis_transport.py",  # Redis alone, no database
         # The HTTP and socket layers, the metrics ports, the logs, the rate limiter and the
         # webhook client: what they guard is decided before any statement reaches a database.
         "tests/integration/test_http.py",

@@ -13,8 +13,9 @@ on the broker, where the takeover finds it. Other messages are acknowledged when
   itself (``give_back_unacked``): a daemon before it consumes its queue (after each
   reconnection: what the broken connection held), and a takeover before it reads a dead
   daemon's queue. Each message is acknowledged on its own (the transport has no cumulative
-  acknowledgement). A message is taken off its queue and recorded in that hash in one step
-  (:mod:`.redis_take`), so a reader killed at any instant leaves it on the broker.
+  acknowledgement), those of one pass in one round trip. A message is taken off its queue and
+  recorded in that hash in one step (:mod:`.redis_transport`), so a reader killed at any
+  instant leaves it on the broker.
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ def is_redis(broker_url: str) -> bool:
 def reader_options(broker_url: str) -> dict[str, Any]:
     """The keyword arguments of the kombu connection that reads daemons' queues: on Redis, the
     hash of its own (see the module's docstring) and a transport that takes a message and
-    records it as held in one step (:mod:`.redis_take`)."""
+    records it as held in one step (:mod:`.redis_transport`)."""
     if not is_redis(broker_url):
         return {"transport_options": {}}
-    from backfiller.launchers.celery.redis_take import TakingTransport
+    from backfiller.launchers.celery.redis_transport import transport_for
 
-    return {"transport_options": dict(REDIS_UNACKED), "transport": TakingTransport}
+    return {"transport_options": dict(REDIS_UNACKED), **transport_for(broker_url)}
 
 
 def give_back_unacked(channel: Any, queue: str) -> int:
@@ -167,8 +168,12 @@ class Acks:
         for message in to_requeue:
             message.requeue()
         if not self.cumulative:
-            for message in to_ack:
-                message.ack()
+            ack_many = getattr(channel, "ack_many", None)  # Redis: one round trip
+            if ack_many is not None:
+                ack_many(to_ack)
+            else:
+                for message in to_ack:
+                    message.ack()
             return
         with shared.lock:
             given_back = {m.delivery_tag for m in to_requeue}

@@ -369,7 +369,7 @@ class CeleryLauncher:
         if given:
             logger.info("%d unacknowledged messages of %s put back on it", given, queue.name)
         if is_redis(self.broker_url):
-            from backfiller.launchers.celery.redis_take import Taker
+            from backfiller.launchers.celery.redis_transport import Taker
 
             return Taker(channel, queue, on_message), owner
         consumer = Consumer(channel, [queue], on_message=on_message, accept=["json"])
@@ -382,7 +382,7 @@ class CeleryLauncher:
             time.sleep(timeout)  # no owner yet: nothing to receive
             return
         began = time.monotonic()
-        take = getattr(consumer, "take", None)  # Redis: a ``redis_take.Taker``
+        take = getattr(consumer, "take", None)  # Redis: a ``redis_transport.Taker``
         for _ in range(MAX_BATCH):
             if take is not None:
                 received = take(timeout)

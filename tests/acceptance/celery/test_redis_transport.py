@@ -2,7 +2,7 @@
 
 kombu's Redis transport takes a message off its list and records it as held in two commands; a
 reader killed between the two loses it. The daemons read their queues through
-``launchers.celery.redis_take``, which does both in one step. Here readers of one queue (the
+``launchers.celery.redis_transport``, which does both in one step. Here readers of one queue (the
 daemon's own code: ``reader_options``, ``Taker``, ``give_back_unacked``) are SIGKILLed at
 random instants while a publisher keeps sending, and every message must be either handled by a
 reader (it wrote the message's number down before acknowledging it) or still on the broker for
@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ import os, sys, time
 from kombu import Connection
 from backfiller.launchers.celery.acks import give_back_unacked, reader_options
 from backfiller.launchers.celery.app import owner_queue
-from backfiller.launchers.celery.redis_take import Taker
+from backfiller.launchers.celery.redis_transport import Taker
 
 url, owner, log, until_empty = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -118,3 +119,43 @@ def test_readers_killed_at_any_instant_lose_no_message(tmp_path: Path) -> None:
     lost = sorted(set(range(MESSAGES)) - set(handled))
     assert lost == [], f"{len(lost)} messages lost, the first: {lost[:10]}"
     assert len(handled) - len(set(handled)) <= KILLS  # at most one handled twice per kill
+
+
+def test_what_is_not_a_kombu_message_is_dropped_and_leaves_no_record() -> None:
+    """Written straight onto a daemon's queue: not JSON, a JSON list, an object without
+    properties, a message with a delivery tag but no routing key (which could not be given
+    back). Each is dropped and leaves no record, and the message behind them is delivered.
+    (A kombu message whose body does not open is the guard's to drop: test_broker_messages.)"""
+    from kombu import Connection, Producer
+
+    from backfiller.launchers.celery.acks import REDIS_UNACKED, reader_options
+    from backfiller.launchers.celery.app import control_exchange, owner_queue
+    from backfiller.launchers.celery.redis_transport import Taker
+
+    url = broker_url("redis")
+    owner = f"take-test-{uuid.uuid4().hex[:8]}"
+    with Connection(url, **reader_options(url)) as conn:
+        channel = conn.channel()
+        queue = owner_queue(owner)(channel)
+        queue.declare()
+        unroutable = '{"body": "e30=", "properties": {"delivery_tag": "unroutable-tag",'
+        unroutable += ' "body_encoding": "base64", "delivery_info": {}}}'
+        with channel.conn_or_acquire() as client:
+            client.lpush(queue.name, "not json", "[1, 2]", '{"body": 1}', unroutable)
+        Producer(channel, exchange=control_exchange()).publish(
+            {"n": 7}, routing_key=queue.name, serializer="json"
+        )
+        received: list[Any] = []
+
+        def handle(message: Any) -> None:
+            received.append(message.decode())
+            message.ack()
+
+        taker = Taker(channel, queue, handle)
+        while taker.take(0.2):
+            pass
+        with channel.conn_or_acquire() as client:
+            left = client.hkeys(REDIS_UNACKED["unacked_key"])
+        queue.delete()
+    assert received == [{"n": 7}]
+    assert b"unroutable-tag" not in left
