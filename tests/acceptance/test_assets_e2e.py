@@ -39,9 +39,13 @@ UPSTREAM = {
 
 
 class AssetDaemon(LiveProcess):
-    def __init__(self, database_url: str, marks: Path, fail: str = "") -> None:
+    def __init__(
+        self, database_url: str, marks: Path, fail: str = "", lease: float | None = None
+    ) -> None:
         args = ["daemon", "--database", database_url, "--definitions", DEFINITIONS]
         args += ["--workers", "2", "--grace-seconds", "1"]
+        if lease is not None:
+            args += ["--lease-timeout", str(lease)]
         env = {"BACKFILLER_TEST_MARKS": str(marks), "BACKFILLER_TEST_FAIL": fail}
         super().__init__(args, env=env)
 
@@ -253,13 +257,15 @@ def test_cancel_stops_the_graph(server: LiveServer, database_url: str, marks: Pa
 def test_kill_9_of_the_daemon_mid_graph_then_a_new_daemon_finishes_it(
     server: LiveServer, database_url: str, marks: Path
 ) -> None:
-    first = AssetDaemon(database_url, marks)
+    # An 8 s lease (not the default 30 s): the second daemon takes the graph over once the
+    # first one's lease has expired.
+    first = AssetDaemon(database_url, marks, lease=8)
     backfill_id = launch(server, ["top"], "2024-01-01", "2024-01-06", runConfig={"seconds": 0.1})
     try:
         wait_for("progress", lambda: read(server, backfill_id)["counts"]["succeeded"] >= 4, TIMEOUT)
     finally:
         first.kill()
-    second = AssetDaemon(database_url, marks)
+    second = AssetDaemon(database_url, marks, lease=8)
     try:
         done = wait_status(server, backfill_id, FINAL, TIMEOUT)
     finally:

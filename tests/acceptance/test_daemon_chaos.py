@@ -85,7 +85,8 @@ def test_sigkill_of_the_daemon_at_random_moments_loses_nothing(
     total = read(server, backfill_id)["counts"]["total"]
     assert total == 500
     kills = 0
-    daemon = Daemon(database_url)
+    lease = ["--lease-timeout", "6"]  # taken over 6 s after a kill, not the default 30 s
+    daemon = Daemon(database_url, extra=lease)
     try:
         for _ in range(4):
             wait_for(
@@ -99,18 +100,13 @@ def test_sigkill_of_the_daemon_at_random_moments_loses_nothing(
             kills += 1
             middle = read(server, backfill_id)
             assert adds_up(middle["counts"]), middle
-            daemon = Daemon(database_url)
+            daemon = Daemon(database_url, extra=lease)
         backfill = wait_status(server, backfill_id, {"COMPLETED_SUCCESS"}, timeout=120)
     finally:
         daemon.stop()
     assert kills >= 2
     assert backfill["counts"]["succeeded"] == total and adds_up(backfill["counts"])
     check_each_partition_succeeded_once(database_url, int(backfill_id[3:]), total)
-    lost = rows(
-        database_url,
-        "SELECT count(*) FROM runs WHERE failure_reason = 'worker_lost'",
-    )
-    assert lost[0][0] >= 0
 
 
 def test_sigkill_of_workers_fails_the_attempt_with_worker_lost_and_retries_it(
