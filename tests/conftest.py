@@ -175,8 +175,48 @@ ANY_DATABASE = frozenset(
 )
 
 
+# The longest modules (test time in both suites, `--durations` of a full run), run first: each
+# suite hands whole modules to its pytest-xdist processes in collection order, and a long
+# module handed out last (the webhooks', say, collected after every acceptance module) kept one
+# process busy after the other had finished. A module not listed keeps its place after them.
+LONGEST_FIRST = (
+    "tests/acceptance/test_execution_guarantees.py",
+    "tests/operations/test_webhooks.py",
+    "tests/acceptance/test_daemon_chaos.py",
+    "tests/acceptance/test_daemon_e2e.py",
+    "tests/acceptance/celery/test_celery_launcher.py",
+    "tests/acceptance/test_docs_run.py",
+    "tests/acceptance/celery/test_celery_worker_cut.py",
+    "tests/acceptance/test_fair_share.py",
+    "tests/security/test_log_lines.py",
+    "tests/acceptance/celery/test_celery_observability.py",
+    "tests/acceptance/test_packaging.py",
+    "tests/acceptance/test_ranged_runs_e2e.py",
+    "tests/acceptance/celery/test_celery_daemon_cuts_redis.py",
+    "tests/security/test_fuzz.py",
+    "tests/acceptance/celery/test_celery_daemon_cuts_rabbitmq.py",
+    "tests/security/test_broker_messages.py",
+    "tests/security/test_matrix.py",
+    "tests/browser/test_pages.py",
+    "tests/acceptance/celery/test_celery_republish.py",
+    "tests/browser/test_steering.py",
+    "tests/acceptance/test_assets_e2e.py",
+    "tests/integration/test_http.py",
+    "tests/operations/test_json_everywhere.py",
+    "tests/integration/test_query_plans.py",
+    "tests/security/test_sockets.py",
+    "tests/integration/test_triggers_live.py",
+)
+
+
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     root = Path(str(config.rootpath))
+    rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
+    items.sort(
+        key=lambda item: rank.get(
+            Path(str(item.fspath)).relative_to(root).as_posix(), len(LONGEST_FIRST)
+        )
+    )
     for item in items:
         if "acceptance" in str(item.fspath):
             item.add_marker(pytest.mark.acceptance)

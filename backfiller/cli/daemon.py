@@ -159,6 +159,14 @@ NotifyTimeoutOption = Annotated[
         help="Seconds one delivery attempt may take in all (connect, send, wait, read).",
     ),
 ]
+NotifyRetryOption = Annotated[
+    float,
+    typer.Option(
+        "--notify-retry-seconds",
+        help="Wait before a failed delivery is tried again, doubled after each failure "
+        "(at most 300 s, 8 attempts in all).",
+    ),
+]
 WebhookAllowOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -360,6 +368,7 @@ def daemon(
     notify_events: NotifyEventsOption = None,
     notify_format: NotifyFormatOption = "generic",
     notify_timeout: NotifyTimeoutOption = 10.0,
+    notify_retry_seconds: NotifyRetryOption = 2.0,
     webhook_allow: WebhookAllowOption = None,
     launcher: LauncherOption = "local",
     broker: BrokerOption = None,
@@ -391,7 +400,12 @@ def daemon(
 
     try:
         notify = notifier_settings(
-            notify_url or [], notify_events, notify_format, notify_timeout, webhook_allow or []
+            notify_url or [],
+            notify_events,
+            notify_format,
+            notify_timeout,
+            webhook_allow or [],
+            retry_seconds=notify_retry_seconds,
         )
     except ValueError as exc:
         raise fail(str(exc)) from None

@@ -7,7 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from backfiller.notify.addresses import EgressPolicy
-from backfiller.notify.events import PayloadFormat, WebhookEvent, check_url, server_target
+from backfiller.notify.events import (
+    PayloadFormat,
+    RetrySchedule,
+    WebhookEvent,
+    check_url,
+    server_target,
+)
 from backfiller.notify.notifier import Notifier, NotifierSettings
 
 SECRET_VARIABLE = "BACKFILLER_WEBHOOK_SECRET"
@@ -32,20 +38,28 @@ def parse_events(text: str | None) -> list[WebhookEvent]:
     return found
 
 
+DEFAULT_RETRIES = RetrySchedule()
+
+
 def notifier_settings(
     urls: Sequence[str],
     events: str | None,
     fmt: str,
     timeout_seconds: float,
     allow: Sequence[str] = (),
+    retry_seconds: float = DEFAULT_RETRIES.base_seconds,
 ) -> NotifierSettings:
     """The daemon's notifier settings; the secret comes from ``$BACKFILLER_WEBHOOK_SECRET``
     (an environment variable, so that it never shows in a process list), the allow-list from
     ``allow`` (``--webhook-allow``) and ``$BACKFILLER_WEBHOOK_ALLOW``.
 
     Raises:
-        ValueError: a bad URL, event, format or allow-list entry.
+        ValueError: a bad URL, event, format or allow-list entry, or a retry wait that is not
+            a positive number of seconds.
     """
+    if not 0 < retry_seconds <= DEFAULT_RETRIES.max_seconds:
+        most = DEFAULT_RETRIES.max_seconds
+        raise ValueError(f"--notify-retry-seconds must be more than 0 and at most {most:g}")
     try:
         policy = EgressPolicy.from_env(allow)
     except ValueError as exc:
@@ -68,6 +82,7 @@ def notifier_settings(
         # (an attempt and its record end within the timeout plus 5 s).
         lease_seconds=2 * timeout_seconds + 5.0,
         policy=policy,
+        schedule=RetrySchedule(base_seconds=retry_seconds),
     )
 
 

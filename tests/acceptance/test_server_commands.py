@@ -126,3 +126,18 @@ def test_bad_daemon_options_give_one_clear_message(options: list[str], expected:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(expected), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_notify_retry_wait_that_is_not_positive_is_one_clear_message(tmp_path: Path) -> None:
+    result = backfiller(
+        "daemon",
+        "--definitions",
+        "backfiller.examples.quickstart:definitions",
+        "--database",
+        f"sqlite:///{tmp_path / 'db.sqlite'}",
+        "--notify-retry-seconds",
+        "0",
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: --notify-retry-seconds must be more than 0")
+    assert "Traceback" not in result.stderr

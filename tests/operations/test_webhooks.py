@@ -74,7 +74,8 @@ def test_signed_retried_on_500_and_timeouts_and_recorded(
 ) -> None:
     # Each delivery: a 500, then an answer slower than the 3 s deadline, then 200.
     receiver.script = lambda n: {1: (500, 0.0), 2: (200, 3.6)}.get(n, (200, 0.0))
-    daemon = start_daemon(database_url, receiver)
+    # Retried after 0.5 s, then 1 s (the operator's setting; 2 s, then 4 s by default).
+    daemon = start_daemon(database_url, receiver, "--notify-retry-seconds", "0.5")
     try:
         backfill = launch(
             server,
