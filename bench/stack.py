@@ -17,6 +17,9 @@ the workloads (``bench.stack_work``) talk to them over HTTP only. Parts (``--onl
 - ``assets``: a chain of 3 assets over 30 days: the first run, and the time to the end.
 - ``celery``: ``first-run`` and ``dispatch`` (``--celery-size``) with the Celery launcher
   (PostgreSQL, ``--broker``), 2 workers x 4.
+- ``celery-daemons``: the Celery ``dispatch`` with one daemon, then two daemons sharing the one
+  backfill (same workers and size; the order alternates by round). Not part of the default
+  run.
 
 ``--against REV`` (repeatable) runs every part on the code of ``REV`` as well, in a ``git
 worktree`` with its own virtual environment, alternating with this checkout round by round
@@ -46,6 +49,7 @@ from bench.stack_procs import Checkout, Stack, checkout_of, postgres_database, r
 from bench.stack_procs import this_checkout as this_code
 
 PARTS = ("first-run", "dispatch", "keys", "launch", "assets", "celery")
+"""The parts run by default (``celery-daemons`` is asked for by name)."""
 KEY_COUNT = 9_000
 Figures = dict[str, float]
 
@@ -223,6 +227,25 @@ def celery_part(args: argparse.Namespace, sides: list[Checkout], folder: Path) -
     report.summary("celery dispatch", [s.label for s in sides])
 
 
+def celery_daemons_part(args: argparse.Namespace, sides: list[Checkout], folder: Path) -> None:
+    """One daemon, then two sharing one backfill, with the same Celery workers (this checkout
+    only): runs/s of each."""
+    report = Report()
+    side = sides[0]
+    labels = {1: "1 daemon", 2: "2 daemons"}
+    for r in range(args.rounds):
+        for count in (1, 2) if r % 2 == 0 else (2, 1):
+            with database("postgresql", folder, args.postgres) as url:
+                stack = Stack(
+                    side, url, folder, launcher="celery", broker=args.broker, daemons=count
+                )
+                with running(stack):
+                    stack.settle()
+                    figures = asyncio.run(work.dispatch(stack, args.celery_size))
+            report.add("celery dispatch by daemons", labels[count], figures)
+    report.summary("celery dispatch by daemons", list(labels.values()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -262,6 +285,8 @@ def main() -> None:
             )
         if "celery" in parts:
             celery_part(args, sides, folder)
+        if "celery-daemons" in parts:
+            celery_daemons_part(args, sides, folder)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

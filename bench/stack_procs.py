@@ -157,6 +157,8 @@ class Stack:
     database_url: str
     folder: Path
     daemon: bool = True
+    daemons: int = 1
+    """How many ``backfiller daemon`` processes share the database (``daemon``, ``daemon2``...)."""
     workers: int = 2
     launcher: str = "local"
     broker: str = ""
@@ -192,7 +194,8 @@ class Stack:
         if self.launcher == "celery":
             self._start_celery(env)
         if self.daemon:
-            self._start_daemon(env)
+            for n in range(self.daemons):
+                self._start_daemon(env, "daemon" if n == 0 else f"daemon{n + 1}")
         self._wait(lambda: _get_ok(f"{self.api_url}/healthz"), "the API")
         return self
 
@@ -212,7 +215,7 @@ class Stack:
         worker_logs = self.logs[-self.workers :]
         self._wait(lambda: all(b"ready." in p.read_bytes() for p in worker_logs), "Celery")
 
-    def _start_daemon(self, env: dict[str, str]) -> None:
+    def _start_daemon(self, env: dict[str, str], name: str = "daemon") -> None:
         c = self.checkout
         args = ["daemon", "--definitions", TARGET, "--database", self.database_url]
         if self.launcher == "celery":
@@ -223,7 +226,7 @@ class Stack:
         if metrics is not None:
             args += ["--metrics-port", str(metrics)]
         began = time.perf_counter()
-        self.procs["daemon"] = proc = self._spawn("daemon", c.command(*args), env)
+        self.procs[name] = proc = self._spawn(name, c.command(*args), env)
         log = self.logs[-1]
         if metrics is not None:
             self._wait(lambda: _get_ok(f"http://127.0.0.1:{metrics}/readyz"), "the daemon")

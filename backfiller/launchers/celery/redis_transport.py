@@ -205,7 +205,9 @@ def _payload(raw: bytes | str) -> dict[str, Any] | None:
     if not isinstance(properties, dict) or not isinstance(properties.get("delivery_tag"), str):
         return None
     info = properties.get("delivery_info")
-    if not isinstance(info, dict) or not info.get("routing_key"):
+    if not isinstance(info, dict) or not isinstance(info.get("routing_key"), str):
+        return None
+    if not info["routing_key"]:
         return None  # not recorded by the take script either (nowhere to give it back to)
     return payload
 
