@@ -65,12 +65,16 @@ for i = 1, n - 2 do
     taken[#taken + 1] = raw
   end
 end
+if ARGV[3] ~= '' then
+  for i = 1, n - 2 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+end
 return taken
 """
 """KEYS: the queue's lists (one per priority, in kombu's reading order), then the ``unacked``
-hash and its index; ARGV: the time, and how many messages at most. Takes the next messages and
-records each as held, in one step; a message that is not a kombu message (with a delivery tag
-and a routing key) is taken and returned unrecorded (it is dropped)."""
+hash and its index; ARGV: the time, how many messages at most, and the queue's expiry in
+milliseconds (or ''). Takes the next messages and records each as held, in one step; a message
+that is not a kombu message (with a delivery tag and a routing key) is taken and returned
+unrecorded (it is dropped). Then sets the queue's expiry again, as kombu's get does."""
 
 
 class TakingQoS(kombu_redis.QoS):  # type: ignore[misc]
@@ -126,8 +130,9 @@ class TakingChannel(kombu_redis.Channel):  # type: ignore[misc]
         with self.conn_or_acquire() as client:
             if self._take_script is None:
                 self._take_script = client.register_script(TAKE_AND_HOLD)
-            raws = self._take_script(keys=keys, args=[time.time(), limit], client=client)
-            self._maybe_update_queues_expire(client, queue)
+            expires = self._expires.get(queue) if self._expires else None
+            args = [time.time(), limit, "" if expires is None else int(expires)]
+            raws = self._take_script(keys=keys, args=args, client=client)
         taken = []
         for raw in raws or ():
             payload = _payload(raw)
@@ -187,10 +192,11 @@ class TakingChannel(kombu_redis.Channel):  # type: ignore[misc]
         for message in messages:
             message.ack()
 
-    def wait_for(self, queue: str, timeout: float) -> None:
-        """Return once ``queue`` holds a message, or after ``timeout`` seconds; takes nothing."""
+    def wait_for(self, queue: str, timeout: float) -> bool:
+        """Return once ``queue`` holds a message (True), or after ``timeout`` seconds (False);
+        takes nothing."""
         with self.conn_or_acquire() as client:
-            client.blmove(queue, queue, max(timeout, 0.001), "RIGHT", "RIGHT")
+            return client.blmove(queue, queue, max(timeout, 0.001), "RIGHT", "RIGHT") is not None
 
 
 def _payload(raw: bytes | str) -> dict[str, Any] | None:
@@ -240,7 +246,8 @@ class Taker:
         whether there was one."""
         messages = self.channel.take_many(self.queue.name, self.BATCH)
         if not messages:
-            self.channel.wait_for(self.queue.name, timeout)
+            if not self.channel.wait_for(self.queue.name, timeout):
+                return False
             messages = self.channel.take_many(self.queue.name, self.BATCH)
             if not messages:
                 return False
