@@ -83,14 +83,11 @@ class Current:
 def _connection(broker_url: str, confirm: bool = True) -> Any:
     from kombu import Connection
 
-    from backfiller.launchers.celery.redis_transport import transport_for
-
     return Connection(
         broker_url,
         transport_options={"confirm_publish": confirm},
         heartbeat=0,
         connect_timeout=2,
-        **transport_for(broker_url),
     )
 
 

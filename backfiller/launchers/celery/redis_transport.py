@@ -15,9 +15,10 @@ message moves the queue's last element onto its own end (``BLMOVE q q RIGHT RIGH
 until the queue holds a message, and leaves it where it was, so a reader killed while waiting
 loses nothing either. The acknowledgements of one pass leave Redis in one round trip.
 
-Every Backfiller connection to Redis (the daemons', and the workers' links to them) uses it for
-its kept client: kombu makes a ``redis.Redis`` per command, each copying redis-py's table of
-about 170 reply parsers, which was a good part of the CPU a run cost on Redis.
+Its channel also keeps one client: kombu makes a ``redis.Redis`` per command, each copying
+redis-py's table of about 170 reply parsers, which was a good part of a daemon's CPU a run on
+Redis. (The workers' links to the daemons keep kombu's own transport: with this one they lost
+a reply queue or a run under load in the broker-message tests, a cause not found yet.)
 
 This leans on kombu's Redis transport (its channel's ``_get`` and ``conn_or_acquire``, its
 QoS, key names and the format of its ``unacked`` entries: ``[message, exchange,
@@ -135,31 +136,27 @@ class TakingChannel(kombu_redis.Channel):  # type: ignore[misc]
             raws = self._take_script(keys=keys, args=args, client=client)
         taken = []
         for raw in raws or ():
-            payload = _payload(raw)
+            payload = _payload(raw)  # None exactly when the script did not record it
             try:
                 message = self.Message(payload, channel=self) if payload is not None else None
             except Exception:
                 message = None
             if payload is None or message is None:
                 logger.warning("dropped a message of %s that is not a kombu message", queue)
-                self._forget(raw)
+                if payload is not None:
+                    self._remove_records([payload["properties"]["delivery_tag"]])
                 continue
             self.qos.recorded.add(message.delivery_tag)
             taken.append((payload, message))
         return taken
 
-    def _forget(self, raw: bytes | str) -> None:
-        """Remove the record of a dropped message, if the take script made one."""
-        try:
-            tag = loads(raw.decode() if isinstance(raw, bytes) else raw)["properties"]
-            tag = tag["delivery_tag"]
-        except Exception:
-            return
-        if isinstance(tag, str):
-            with self.conn_or_acquire() as client:
-                client.pipeline().zrem(self.unacked_index_key, tag).hdel(
-                    self.unacked_key, tag
-                ).execute()
+    def _remove_records(self, tags: list[str]) -> None:
+        """Remove the held-message records of ``tags``, in one round trip."""
+        with self.conn_or_acquire() as client:
+            pipe = client.pipeline()
+            pipe.zrem(self.unacked_index_key, *tags)
+            pipe.hdel(self.unacked_key, *tags)
+            pipe.execute()
 
     def _get(self, queue: str) -> dict[str, Any]:
         taken = self._take(queue, 1)
@@ -183,11 +180,7 @@ class TakingChannel(kombu_redis.Channel):  # type: ignore[misc]
         if not messages:
             return
         tags = [message.delivery_tag for message in messages]
-        with self.conn_or_acquire() as client:
-            pipe = client.pipeline()
-            pipe.zrem(self.unacked_index_key, *tags)
-            pipe.hdel(self.unacked_key, *tags)
-            pipe.execute()
+        self._remove_records(tags)
         self.qos.removed.update(tags)
         for message in messages:
             message.ack()
@@ -200,7 +193,8 @@ class TakingChannel(kombu_redis.Channel):  # type: ignore[misc]
 
 
 def _payload(raw: bytes | str) -> dict[str, Any] | None:
-    """A kombu message's payload (with its delivery tag), or None."""
+    """A kombu message's payload, or None: the take script's test (a delivery tag and a routing
+    key) as well as JSON's, so that None means the script did not record it."""
     try:
         payload = loads(raw.decode() if isinstance(raw, bytes) else raw)
     except ValueError:
