@@ -168,7 +168,8 @@ def test_launch_form_shows_validation_errors(
 ) -> None:
     page = new_page()
     page.goto(f"{ui_server.url}/#/launch?job=region_report")
-    page.wait_for_selector("#launch-run-config")
+    # As a person would: once the job has loaded (its description moves the form down).
+    page.locator("#launch-job-help .muted").wait_for()
     page.check("#launch-mode-keys")
     page.fill("#launch-keys", "emea\namer")
     page.locator("#preview-summary").filter(has_text="2 runs").wait_for()

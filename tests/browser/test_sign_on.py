@@ -182,6 +182,7 @@ def test_sign_in_act_within_the_role_and_sign_out(
     )
     assert denied["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     page.goto(f"{sso.url}/#/launch?job=region_report")
+    page.locator("#launch-job-help .muted").wait_for()  # loaded: the form no longer moves
     page.locator("#launch-mode-all").check()
     page.locator("#launch-submit").click()
     page.locator("#launch-job-error").filter(
