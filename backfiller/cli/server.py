@@ -285,7 +285,7 @@ def check_access_settings(settings: Settings) -> None:
         raise fail("--max-operations-per-token must be 0 (no limit) or more")
     if settings.max_operations_per_socket < 0:
         raise fail("--max-operations-per-socket must be 0 (no limit) or more")
-    from backfiller.web.oidc import oidc_config
+    from backfiller.web.oidc_claims import oidc_config
 
     try:
         oidc_config(settings)

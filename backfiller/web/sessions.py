@@ -44,7 +44,8 @@ from backfiller.resolvers.access import Principal
 from backfiller.resolvers.authentication import AuthFailure
 from backfiller.resolvers.context import Services
 from backfiller.storage.web_sessions import NewSession, WebSessionRepository
-from backfiller.web.oidc import OidcConfig, OidcProvider, SignInRefused, identity_of, oidc_config
+from backfiller.web.oidc import OidcProvider
+from backfiller.web.oidc_claims import OidcConfig, SignInRefused, identity_of, oidc_config
 
 logger = logging.getLogger("backfiller.auth")
 

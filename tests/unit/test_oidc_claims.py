@@ -14,7 +14,8 @@ from joserfc.jwk import KeySet, RSAKey
 
 from backfiller.config import Settings
 from backfiller.storage.auth_records import Role
-from backfiller.web.oidc import OidcConfig, OidcProvider, SignInRefused, identity_of, oidc_config
+from backfiller.web.oidc import OidcProvider
+from backfiller.web.oidc_claims import OidcConfig, SignInRefused, identity_of, oidc_config
 from backfiller.web.workers import settings_from_environment, settings_to_environment
 
 CONFIG = OidcConfig(
