@@ -116,7 +116,15 @@ class BackfillRepository:
         """Cancel a backfill at once when nothing of it is queued or running.
 
         Every partition not yet final is counted canceled, in the same conditional update.
+        The pending slots are locked first, the backfill row last: the lock order of
+        ``storage/execution`` (a claim holds the slots it takes, then updates the row's
+        counters; taking the row first deadlocked with it on PostgreSQL).
         """
+        await self.session.execute(
+            select(SlotRecord.id)
+            .where(SlotRecord.backfill_id == pk, SlotRecord.status == SlotState.PENDING)
+            .with_for_update()
+        )
         stmt = (
             update(BackfillRecord)
             .where(

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import create_engine, text, update
+from sqlalchemy.pool import NullPool
 
+from backfiller.daemon.ticks import DaemonState, plan_backfills
+from backfiller.definitions.loading import Definitions
 from backfiller.domain import BackfillState, SlotState
 from backfiller.storage import Database
+from backfiller.storage.engine import sync_database_url
 from backfiller.storage.records import BackfillEventRecord, BackfillRecord, SlotRecord
-from tests.support import GraphQLRunner, count_rows, launch
+from tests.support import FrozenClock, GraphQLRunner, count_rows, launch
 
 
 def steer_query(verb: str) -> str:
@@ -113,6 +118,59 @@ async def test_cancel_with_runs_in_flight_asks_the_daemon(
     await force_state(database, backfill_id, BackfillState.RUNNING, running=1, pending=9)
     payload = (await gql(steer_query("cancel"), {"id": backfill_id}))["result"]
     assert payload["backfill"]["status"] == "CANCELING"
+
+
+async def test_a_cancel_racing_a_claim_waits_for_its_slots_and_deadlocks_nothing(
+    gql: GraphQLRunner,
+    database: Database,
+    database_url: str,
+    definitions: Definitions,
+    clock: FrozenClock,
+) -> None:
+    """A claim locks its slot, then the backfill row (its counters). A cancel that found
+    nothing in flight used to lock the row, then the slots: with a claim between its two
+    steps, PostgreSQL found a deadlock and the cancel answered INTERNAL_ERROR."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite has one writer at a time: no claim is under way during a cancel")
+    backfill_id = await launched(gql)
+    await plan_backfills(database, definitions, clock, DaemonState())
+    pk = int(backfill_id.removeprefix("bf_"))
+    engine = create_engine(sync_database_url(database_url), poolclass=NullPool)
+    try:
+        with engine.connect() as claim, engine.connect() as watch:
+            slot = claim.execute(
+                text(
+                    "SELECT id FROM slots WHERE backfill_id = :b AND status = 'pending' "
+                    "ORDER BY id LIMIT 1 FOR UPDATE"
+                ),
+                {"b": pk},
+            ).scalar_one()
+            cancel = asyncio.create_task(gql(steer_query("cancel"), {"id": backfill_id}))
+            waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            for _ in range(500):  # until the cancel waits for a lock the claim holds
+                await asyncio.sleep(0.01)
+                if watch.execute(text(waiting)).scalar_one():
+                    break
+            watch.rollback()
+
+            def finish_claim() -> None:
+                claim.execute(text("UPDATE slots SET status = 'queued' WHERE id = :s"), {"s": slot})
+                claim.execute(
+                    text(
+                        "UPDATE backfills SET pending = pending - 1, queued = queued + 1 "
+                        "WHERE id = :b"
+                    ),
+                    {"b": pk},
+                )
+                claim.commit()
+
+            await asyncio.to_thread(finish_claim)
+            payload = (await cancel)["result"]
+    finally:
+        engine.dispose()
+    assert payload["userErrors"] == []
+    assert payload["backfill"]["status"] == "CANCELING"  # the claimed run is in flight
+    assert payload["backfill"]["counts"]["canceled"] == 0
 
 
 @pytest.mark.parametrize("verb", ["pause", "resume", "cancel"])
