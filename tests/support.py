@@ -174,7 +174,11 @@ def free_port() -> int:
 
 
 class LiveProcess:
-    """A real ``backfiller`` process (server or daemon) for acceptance tests."""
+    """A real ``backfiller`` process (server or daemon) for acceptance tests.
+
+    Its output goes to a temporary file, removed when it stops unless
+    ``BACKFILLER_TEST_KEEP_LOGS`` is set (to read a failed test's server log afterwards).
+    """
 
     def __init__(
         self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
@@ -215,7 +219,8 @@ class LiveProcess:
                 self.proc.kill()
                 self.proc.wait(5)
         self.log.close()
-        self.log_path.unlink(missing_ok=True)
+        if not os.environ.get("BACKFILLER_TEST_KEEP_LOGS"):
+            self.log_path.unlink(missing_ok=True)
 
 
 class LiveServer(LiveProcess):
