@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -319,4 +320,17 @@ class PublicSchema(strawberry.Schema):
         return RememberingExtensionsRunner(execution_context, extensions)
 
 
-schema = build_schema()
+schema: PublicSchema
+"""The schema of default settings (``schema export``, the tests), built on first use: a server
+builds its own from its settings and never pays for this one."""
+
+
+@functools.cache
+def _default_schema() -> PublicSchema:
+    return build_schema()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "schema":
+        return _default_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
