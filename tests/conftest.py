@@ -63,7 +63,7 @@ _EMPTY_POSTGRES = (
 )
 
 
-def _truncate_postgres(url: str) -> None:
+def _empty_postgres(url: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(text(_EMPTY_POSTGRES))
@@ -88,7 +88,7 @@ def database_url(tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """A migrated, empty database for one test."""
     pg_url: str | None = request.getfixturevalue("pg_template_url")
     if pg_url is not None:
-        _truncate_postgres(pg_url)
+        _empty_postgres(pg_url)
         return pg_url
     template: Path = request.getfixturevalue("sqlite_template")
     path = tmp_path / "backfiller.db"
@@ -104,7 +104,7 @@ def module_database_url(
     the module uses it). A module that uses it must not also use ``database_url``, which
     empties PostgreSQL's."""
     if pg_template_url is not None:
-        _truncate_postgres(pg_template_url)
+        _empty_postgres(pg_template_url)
         return pg_template_url
     url = f"sqlite:///{tmp_path_factory.mktemp('module') / 'backfiller.db'}"
     upgrade_database(url)

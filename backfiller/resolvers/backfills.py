@@ -177,8 +177,7 @@ async def _steer(
                 return None, [_invalid_state(record, verb.value)]
             if target is None:
                 return record, []
-            idle = record.queued == 0 and record.running == 0  # else the daemon ends it
-            if verb is SteerVerb.CANCEL and idle and await repo.cancel_idle(pk, now):
+            if verb is SteerVerb.CANCEL and await repo.cancel_idle(pk, now):
                 await events.add(pk, EventKind.CANCELED, now, ctx.actor, None)
                 return await repo.get(pk), []
             if await repo.move(pk, target, [state], now):

@@ -120,6 +120,11 @@ class BackfillRepository:
         ``storage/execution`` (a claim holds the slots it takes, then updates the row's
         counters; taking the row first deadlocked with it on PostgreSQL).
         """
+        in_flight = await self.session.execute(
+            select(BackfillRecord.queued + BackfillRecord.running).where(BackfillRecord.id == pk)
+        )
+        if in_flight.scalar() != 0:  # runs in flight (or no such backfill): the daemon ends it
+            return False
         await self.session.execute(
             select(SlotRecord.id)
             .where(SlotRecord.backfill_id == pk, SlotRecord.status == SlotState.PENDING)

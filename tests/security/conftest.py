@@ -18,7 +18,7 @@ from backfiller.storage.auth_records import AuditRecord, Role
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
-from tests.conftest import _truncate_postgres
+from tests.conftest import _empty_postgres
 from tests.support import LiveServer, live_server
 
 DEFS = "tests.security.defs:definitions"
@@ -70,7 +70,7 @@ def shared_database_url(
     Tests that use it must not also use ``database_url`` (which empties PostgreSQL).
     """
     if pg_template_url is not None:
-        _truncate_postgres(pg_template_url)
+        _empty_postgres(pg_template_url)
         return pg_template_url
     url = f"sqlite:///{tmp_path_factory.mktemp('security') / 'backfiller.db'}"
     upgrade_database(url)

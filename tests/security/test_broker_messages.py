@@ -38,7 +38,7 @@ from tests.acceptance.celery.support import (
     owner_of,
 )
 from tests.acceptance.daemon_support import launch, read, wait_for, wait_status
-from tests.conftest import _truncate_postgres
+from tests.conftest import _empty_postgres
 from tests.security.broker_support import (
     RAW,
     WRONG_KEY,
@@ -99,7 +99,7 @@ def marks(broker: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def measured(pg_template_url: str, broker: str, marks: Path) -> Iterator[Measured]:
-    _truncate_postgres(pg_template_url)
+    _empty_postgres(pg_template_url)
     with cluster(pg_template_url, broker, marks) as c:
         c.start_server()
         daemon_port, worker = start_measured(c)

@@ -23,7 +23,7 @@ from tests.acceptance.celery.support import (
     overlaps,
 )
 from tests.acceptance.daemon_support import adds_up, gql, launch, wait_for, wait_status
-from tests.conftest import _truncate_postgres
+from tests.conftest import _empty_postgres
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -45,7 +45,7 @@ def marks(broker: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def celery_cluster(pg_template_url: str, broker: str, marks: Path) -> Iterator[Cluster]:
     """One cluster for the module's tests (each test uses partitions of its own)."""
-    _truncate_postgres(pg_template_url)
+    _empty_postgres(pg_template_url)
     with cluster(pg_template_url, broker, marks) as made:
         made.start_server()
         made.start_daemon()

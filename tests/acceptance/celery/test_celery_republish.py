@@ -22,7 +22,7 @@ import pytest
 
 from tests.acceptance.celery.support import broker_url, cluster, executions, overlaps
 from tests.acceptance.daemon_support import adds_up, launch, wait_for, wait_status
-from tests.conftest import _truncate_postgres
+from tests.conftest import _empty_postgres
 from tests.operations.support import scrape, value
 from tests.support import free_port
 
@@ -49,7 +49,7 @@ def answers(port: int) -> bool:
 def test_runs_are_published_once_and_run_once(
     pg_template_url: str, broker: str, marks: Path
 ) -> None:
-    _truncate_postgres(pg_template_url)
+    _empty_postgres(pg_template_url)
     ports = [free_port(), free_port()]
     with cluster(pg_template_url, broker, marks) as c:
         c.start_server()
