@@ -113,7 +113,13 @@ class Grants:
                     self.refuse(start, withdrawn or "stale attempt")
                 elif run.reply is not None and run.reply == start.reply:
                     if run.dropped is None and run.cancel_at is None:
-                        self.grant(start, run.fence)  # asked again: the answer was lost
+                        # Asked again: the answer was lost, or the worker gave up waiting and
+                        # then took a copy of the task. It waits for this answer now and runs
+                        # the attempt on it: no longer taken for given up (``Liveness.watch``),
+                        # nor for silent until its heartbeats could come.
+                        run.gave_up_at = None
+                        run.last_beat = time.monotonic()
+                        self.grant(start, run.fence)
                 elif any(w.run_id == start.run_id and w.reply == start.reply for w in wanted):
                     continue  # asked again while the first request waits for the gate
                 elif run.reply is not None or any(w.run_id == start.run_id for w in wanted):

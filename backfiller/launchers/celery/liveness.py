@@ -12,8 +12,9 @@ worker that is merely busy, or a daemon behind on its queue, is not taken for de
 
 A run granted to a worker that then said it had given up waiting (the grant came late, after a
 cut of the daemon) never ran: once the queue has been read ``GAVE_UP_SECONDS`` past that note
-with no heartbeat of the run, it is reported ``NOT_STARTED`` (it costs nothing). A heartbeat
-means the worker asked again and runs it: it goes on.
+with no heartbeat of the run, it is reported ``NOT_STARTED`` (it costs nothing). A new request
+of that worker for the attempt (granted again, see ``Grants``) or a heartbeat means it runs it:
+it goes on.
 """
 
 from __future__ import annotations
