@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, or_, select, update
+from sqlalchemy import Connection, case, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backfiller.storage.notification_records import (
@@ -216,8 +216,13 @@ class NotificationRepository:
         self, ids: Sequence[int], now: datetime, lease_until: datetime
     ) -> list[NotificationRecord]:
         """Lease ``ids`` to the caller until ``lease_until``, those still due and unleased (a
-        daemon killed mid-delivery leaves its lease to run out, and the next one sends again)."""
+        daemon killed mid-delivery leaves its lease to run out, and the next one sends again).
+
+        A lease that ran out is an attempt whose outcome was never recorded (its daemon was
+        killed, or could not write it in time): the receiver may have had it, so it counts
+        among ``attempts``, and the next attempt is numbered after it."""
         claimed: list[int] = []
+        lost = case((NotificationRecord.lease_until.is_not(None), 1), else_=0)
         for pk in ids:
             moved = await self.session.execute(
                 update(NotificationRecord)
@@ -229,7 +234,7 @@ class NotificationRepository:
                         NotificationRecord.lease_until < now,
                     ),
                 )
-                .values(lease_until=lease_until)
+                .values(lease_until=lease_until, attempts=NotificationRecord.attempts + lost)
                 .execution_options(synchronize_session=False)
             )
             if changed(moved):
