@@ -9,7 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -22,6 +22,9 @@ from backfiller.storage import Database
 from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
 from tests.support import FrozenClock, GraphQLRunner
+
+if TYPE_CHECKING:
+    from tests.operations.receiver import Receiver
 
 PG_ENV = "BACKFILLER_TEST_DATABASE_URL"
 
@@ -149,6 +152,16 @@ def gql(
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real webhook receiver on 127.0.0.1 (``tests/operations/receiver.py``)."""
+    from tests.operations.receiver import Receiver
+
+    found = Receiver()
+    yield found
+    found.close()
 
 
 # Modules whose behaviour does not depend on the database behind the server: the clients, the

@@ -11,10 +11,7 @@ attempt is the second.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-
-import pytest
 
 from backfiller.notify.addresses import EgressPolicy
 from backfiller.notify.events import PayloadFormat, server_target
@@ -28,13 +25,6 @@ from tests.support import FrozenClock, GraphQLRunner
 DELIVERIES = """query($id: ID!) { backfill(id: $id) { notifications(first: 5) { nodes {
   status attempts idempotencyKey deliveries { attempt statusCode } } } } }"""
 LEASE_SECONDS = 60.0
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-    yield found
-    found.close()
 
 
 async def test_a_delivery_whose_daemon_died_before_recording_it_counts_that_attempt(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,13 +27,6 @@ query($id: ID!) { backfill(id: $id) { notifications(first: 50) { nodes {
 
 
 server = live_server(DEFS, env=ALLOW)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-    yield found
-    found.close()
 
 
 def notifications(server: LiveServer, backfill: str) -> list[dict[str, Any]]:

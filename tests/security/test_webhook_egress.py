@@ -111,13 +111,6 @@ def receiver_on_127_0_0_2() -> Iterator[Receiver]:
     found.close()
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-    yield found
-    found.close()
-
-
 async def deliveries_of(gql: GraphQLRunner, backfill: str) -> list[dict[str, Any]]:
     data = await gql(NOTIFICATIONS, {"id": backfill})
     nodes: list[dict[str, Any]] = data["backfill"]["notifications"]["nodes"]
