@@ -180,7 +180,11 @@ def test_keyboard_shortcuts_and_their_overlay(
     page.keyboard.press("g")
     page.keyboard.press("j")
     page.wait_for_url(re.compile(r".*#/jobs$"))
-    # Focus is visible: the focused element has an outline.
+    # Focus is visible: the focused element has an outline. The Tab comes once the jobs page
+    # has rendered, from its content: a Tab pressed while it renders lands outside <main>, and
+    # the router then moves focus to <main> itself (main.js, navigated), which draws none.
+    page.wait_for_selector(pages["jobs"][1])
+    page.locator("main").focus()
     page.keyboard.press("Tab")
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline not in ("", "none")
