@@ -332,15 +332,14 @@ def test_a_ranged_asset_runs_whole_chunks_after_their_upstream_partitions(
         if r.keys[0].startswith("2024-09")
     }
     for e in weekly:
+        started = times[("start", "weekly", e.run_id)]
         assert 1 <= len(e.keys) <= 4 and e.keys == days(e.keys[0], len(e.keys))
         if len(e.keys) < 4:
             before = date.fromisoformat(e.keys[0]) - timedelta(days=1)
             after = date.fromisoformat(e.keys[-1]) + timedelta(days=1)
             for n in (before.isoformat(), after.isoformat()):
                 if n in raw_ended:  # a neighbour inside the backfill
-                    assert raw_ended[n] < times[("start", "weekly", e.run_id)], (e.keys, n)
-    for e in weekly:
-        started = times[("start", "weekly", e.run_id)]
+                    assert raw_ended[n] < started, (e.keys, n)
         for key in e.keys:
             (raw,) = [r for r in executions(marks, "raw_days") if r.keys == (key,)]
             (down,) = [d for d in executions(marks, "after_weekly") if d.keys == (key,)]
