@@ -42,15 +42,47 @@ def on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
+class JobCall:
+    """Where one call of a job stands, for a SIGTERM handler that must stop the job but not
+    what follows it: whether a stop arriving in a given frame may still interrupt the job.
+
+    A SIGTERM is handled between two bytecodes of the main thread, possibly a few after the
+    job returned (its ``return`` happened, its outcome is not yet known to the caller). Raising
+    there would turn a job that returned into a stopped one; so the handler looks at the frame
+    it runs in: inside the job (a frame below :func:`_call_job`) or before it was called, it
+    interrupts; in :func:`_call_job` itself or once the call left the stack, the job has
+    returned (or is about to be called: it then runs, and its stop comes from the grace)."""
+
+    def __init__(self) -> None:
+        self.called = False
+
+    def interruptible(self, frame: FrameType | None) -> bool:
+        if not self.called:
+            return True
+        if frame is not None and frame.f_code is _call_job.__code__:
+            return False
+        while frame is not None:
+            if frame.f_code is _call_job.__code__:
+                return True
+            frame = frame.f_back
+        return False
+
+
+def _call_job(job: Callable[[Any], Any], context: Any, call: JobCall | None) -> None:
+    if call is not None:
+        call.called = True
+    job(context)
+
+
 @contextlib.contextmanager
-def sigterm_raises(unless: Callable[[], bool] | None = None) -> Iterator[None]:
+def sigterm_raises(unless: Callable[[FrameType | None], bool] | None = None) -> Iterator[None]:
     """While the block runs, SIGTERM raises :class:`Terminated` (the handler is restored),
-    except once ``unless()`` is true: the job has returned, and a SIGTERM sent to its process
-    group as it returned is no news (without this, it would raise past the job's end, or,
-    once the handler is restored, end the process)."""
+    except when ``unless(frame)`` is true for the frame the handler runs in: the job has
+    returned, and a SIGTERM sent to its process group as it returned is no news (without this,
+    it would raise past the job's end, or, once the handler is restored, end the process)."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if unless is None or not unless():
+        if unless is None or not unless(frame):
             raise Terminated
 
     previous = signal.signal(signal.SIGTERM, handler)
@@ -131,19 +163,21 @@ def execute(
     handler: logging.Handler,
     api_url: str | None,
     stopping: Callable[[], Outcome | None] | None = None,
+    call: JobCall | None = None,
 ) -> Result:
     """Run ``task``'s job with its context; how it ended.
 
     ``stopping`` says why the run is being stopped (cancel, timeout...), if it is: a job
     ending then ends with that outcome, whatever it raised. Without it, :class:`Terminated`
-    propagates (the local worker exits on it).
+    propagates (the local worker exits on it). ``call``, when given, follows the job's call
+    for a SIGTERM handler (:class:`JobCall`).
     """
     prepared = prepare_run(definitions, task, handler, api_url)
     if isinstance(prepared, str):
         return Outcome.ERROR, prepared, None
     job, context = prepared
     try:
-        job(context)
+        _call_job(job, context, call)
     except Terminated:
         if stopping is None:
             raise

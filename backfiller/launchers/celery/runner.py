@@ -24,6 +24,7 @@ from backfiller.launchers.celery import process_group
 from backfiller.launchers.celery.link import Current, Link
 from backfiller.launchers.celery.protocol import GRANT_WAIT_SECONDS, task_from_message, wire_lines
 from backfiller.launchers.run_body import (
+    JobCall,
     Result,
     RunLogBuffer,
     Terminated,
@@ -144,8 +145,10 @@ def _run_delivery(
 
     current.on_kill = final_if_killed
     current.flush = buffer.flush_if_stale
-    # SIGTERM (to the run's group: cancel, timeout) raises inside the job until it returned.
-    with sigterm_raises(unless=lambda: current.returned):
+    # SIGTERM (to the run's group: cancel, timeout) raises inside the job until it returned:
+    # one handled just after its return leaves its outcome as it was.
+    call = JobCall()
+    with sigterm_raises(unless=lambda frame: current.returned or not call.interruptible(frame)):
         link.begin(current)
         try:
             try:
@@ -154,10 +157,10 @@ def _run_delivery(
                     link.name,
                     message.get("ts"),
                     lambda: execute(
-                        definitions, task, buffer, api_url, lambda: current.terminating
+                        definitions, task, buffer, api_url, lambda: current.terminating, call
                     ),
                 )
-            except Terminated:  # stopped as the job returned, before it was settled
+            except Terminated:  # stopped before its job was called
                 outcome = current.terminating or Outcome.WORKER_LOST
                 error, trace = stop_reason(outcome, task), None
             if not _settled(link, current):

@@ -6,13 +6,15 @@ runs leave QUEUED within about a second (the figure is printed), back to PENDING
 CANCELED run is left behind; resumed, every partition executes exactly once (the job's own
 marks). Canceled, no run is left QUEUED or RUNNING, each canceled partition has one CANCELED
 run at most, and no partition executes after the cancel settled, though the withdrawn runs'
-tasks are still delivered to the worker (and refused).
+tasks are still delivered to the worker (and refused). Every success executed; a partition
+that executed without one is a run the cancel stopped while it was executing.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +106,7 @@ def test_pause_and_cancel_withdraw_published_runs(
         canceled = launch(c.api, "recorded", first, last, runConfig=config)
         _many_published(c, canceled)
         _steer(c, "cancel", canceled)
+        answered = datetime.now(UTC)
         _settled(c, canceled, time.monotonic(), "cancel")
         found = wait_status(c.api, canceled, {"CANCELED"}, timeout=SETTLE_SECONDS)
         assert int(found["counts"]["queued"]) + int(found["counts"]["running"]) == 0
@@ -117,6 +120,17 @@ def test_pause_and_cancel_withdraw_published_runs(
         succeeded = {r["partitionKey"] for r in runs if r["status"] == "SUCCESS"}
         assert not succeeded & set(per_key)
         executed = {k for k in keys if k in before}
+        # A run the cancel stopped after its job wrote its mark (in the log line that follows
+        # it, say) is CANCELED though its body ran: only one that was executing at the answer.
+        ended_by_cancel = {
+            r["partitionKey"]
+            for r in runs
+            if r["status"] == "CANCELED"
+            and r["startedAt"] is not None
+            and datetime.fromisoformat(r["startedAt"]) < answered
+        }
         unexplained = [r for r in runs if r["partitionKey"] in executed ^ succeeded]
-        assert executed == succeeded, unexplained  # executed: exactly the successes
+        assert succeeded <= executed, unexplained  # no success without its execution
+        assert executed - succeeded <= ended_by_cancel, unexplained
+        print(f"cancel: {len(executed - succeeded)} runs stopped after their job's mark")
         assert overlaps(marks) == []
