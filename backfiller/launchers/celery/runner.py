@@ -134,8 +134,16 @@ def _run_delivery(
     if not answer.get("ok"):
         return "refused: " + str(answer.get("why") or "not startable"), None
     _started.add(token)
-    began = time.time()  # its end says when it started (for a takeover to record it)
     current = Current(task=task, owner=owner, grace=grace, stop_by=float(answer["stop_by"]))
+    return _run_granted(link, current, message, definitions, api_url)
+
+
+def _run_granted(
+    link: Link, current: Current, message: dict[str, Any], definitions: Any, api_url: str | None
+) -> tuple[str, dict[str, Any] | None]:
+    """Run a granted attempt: what became of it, and its end to send."""
+    task = current.task
+    began = time.time()  # its end says when it started (for a takeover to record it)
     buffer = _log_buffer(link, current)
 
     def final_if_killed() -> dict[str, Any] | None:
