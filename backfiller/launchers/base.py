@@ -250,8 +250,8 @@ class DurableResults(Protocol):
 
 @runtime_checkable
 class Warming(Protocol):
-    """A launcher whose workers take a while to start (spawned processes importing the
-    definitions and the storage layer). The daemon waits for them, within a bound, before it
+    """A launcher whose workers take a while to start (processes importing the definitions
+    and opening a database connection). The daemon waits for them, within a bound, before it
     takes its lease and answers ready, so that its first run is not later than the next."""
 
     def warming(self) -> bool:

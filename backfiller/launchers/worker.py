@@ -95,11 +95,19 @@ def kill_own_group() -> None:
     os._exit(3)
 
 
-def _watch(parent_pid: int, deadline: SharedDeadline, current: list[RunLogBuffer | None]) -> None:
-    """Kill the group when the daemon is gone or, while a job runs, at the lease deadline."""
+def _watch(
+    lifeline: Connection, deadline: SharedDeadline, current: list[RunLogBuffer | None]
+) -> None:
+    """Kill the group when the daemon is gone (``lifeline``, which it never writes to, reads
+    as ended) or, while a job runs, at the lease deadline. (Not the worker's parent: that is
+    the daemon's fork server, which lives on while any worker does.)"""
     while True:
         time.sleep(WATCH_SECONDS)
-        if os.getppid() != parent_pid:
+        try:
+            gone = lifeline.poll()
+        except (OSError, ValueError):
+            gone = True
+        if gone:
             kill_own_group()
         handler = current[0]
         if handler is None:
@@ -114,9 +122,9 @@ def _watch(parent_pid: int, deadline: SharedDeadline, current: list[RunLogBuffer
 
 
 def run_worker(
-    conn: Connection, options: WorkerOptions, parent_pid: int, deadline: SharedDeadline
+    conn: Connection, options: WorkerOptions, lifeline: Connection, deadline: SharedDeadline
 ) -> None:
-    """Entry point of a worker process (``multiprocessing`` spawn target)."""
+    """Entry point of a worker process (forked by the daemon's fork server)."""
     # Own process group: a Ctrl+C or a SIGTERM sent to the daemon's group reaches the daemon
     # only, which then stops its workers in order. The launcher signals workers one by one.
     with contextlib.suppress(OSError):
@@ -132,13 +140,13 @@ def run_worker(
 
     worker_metrics.start()  # first: before anything imports prometheus_client here
     try:
-        _serve(conn, options, parent_pid, deadline)
+        _serve(conn, options, lifeline, deadline)
     except Terminated:
         os._exit(143)
 
 
 def _serve(
-    conn: Connection, options: WorkerOptions, parent_pid: int, deadline: SharedDeadline
+    conn: Connection, options: WorkerOptions, lifeline: Connection, deadline: SharedDeadline
 ) -> None:
     from backfiller.observability import logs, tracing
 
@@ -148,7 +156,7 @@ def _serve(
     sender = _Sender(conn)
     current: list[RunLogBuffer | None] = [None]
     threading.Thread(
-        target=_watch, args=(parent_pid, deadline, current), daemon=True, name="watch"
+        target=_watch, args=(lifeline, deadline, current), daemon=True, name="watch"
     ).start()
     from backfiller.definitions.loading import load_definitions
 

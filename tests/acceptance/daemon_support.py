@@ -70,22 +70,29 @@ class Daemon(LiveProcess):
         self.stop()
 
     def workers(self) -> list[int]:
-        """Pids of this daemon's worker processes."""
-        found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[1]) != self.proc.pid:
-                continue
-            try:
-                cmdline = (stat.parent / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"spawn_main" in cmdline:  # not multiprocessing's resource tracker
-                found.append(int(stat.parent.name))
-        return found
+        """Pids of this daemon's worker processes: the children of its workers' fork server
+        (itself a child of the daemon; not multiprocessing's resource tracker)."""
+        servers = [pid for pid in _children(self.proc.pid) if b"forkserver" in _cmdline(pid)]
+        return [pid for server in servers for pid in _children(server)]
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def gql(server: LiveServer, query: str, variables: dict[str, Any] | None = None) -> Any:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import wait
-from multiprocessing.context import SpawnContext
+from multiprocessing.context import ForkServerContext
 from typing import Any
 
 from backfiller.clock import utc_now
@@ -60,7 +60,7 @@ class Dispatcher:
     def __init__(
         self,
         state: PoolState,
-        context: SpawnContext,
+        context: ForkServerContext,
         options: WorkerOptions,
         folder: ResultsFolder | None,
     ) -> None:
@@ -74,7 +74,7 @@ class Dispatcher:
         os.set_blocking(self._wake_w, False)
 
     def spawn(self, slot: int) -> None:
-        self.state.workers[slot] = spawn(self.context, slot, self.options, self.state.deadline)
+        self.state.workers[slot] = spawn(self.context, slot, self.options, self.state)
 
     def wake(self) -> None:
         with contextlib.suppress(BlockingIOError, OSError):

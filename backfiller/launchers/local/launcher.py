@@ -43,6 +43,26 @@ from backfiller.launchers.local.pool import PoolState, signal_worker, terminate
 from backfiller.launchers.messages import Stop
 from backfiller.launchers.worker import WorkerOptions
 
+WORKER_PRELOAD = (
+    "__main__",  # the daemon's script (``backfiller``), which each worker would import again
+    "backfiller.launchers.worker",
+    "backfiller.definitions.loading",
+    "backfiller.definitions.jobs",
+    "backfiller.observability.logs",
+    "backfiller.observability.tracing",
+    "backfiller.storage.engine",
+    "backfiller.storage.execution.starts",
+    "jsonschema",  # a job's config schema
+    "sqlalchemy.dialects.sqlite",
+    "sqlalchemy.dialects.postgresql.psycopg",
+    "psycopg",
+)
+"""What the workers' fork server imports once, before it forks each worker, so that a worker
+starts in about 0.1 s of CPU instead of 0.6 s (see :meth:`LocalLauncher.__init__`). Modules
+only, nothing that starts a thread or opens a connection; never ``prometheus_client``: a worker
+turns its metrics on before it imports it. The user's definitions are not among them: each
+worker imports them itself, as before."""
+
 BACKLOG_SECONDS = 0.25
 MAX_BACKLOG_PER_WORKER = 64
 
@@ -95,12 +115,19 @@ class LocalLauncher:
             results_dir=str(self.results_dir) if self.results_dir else None,
             database_url=database_url,
         )
-        context = multiprocessing.get_context("spawn")
+        # Workers are forked by a fork server that this process starts with the first worker
+        # (a fresh interpreter, without this process's threads or connections) and that imports
+        # WORKER_PRELOAD once: a worker, first or replacement, starts without paying the
+        # imports a spawned one would. The server exits when this process does.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(WORKER_PRELOAD))
+        lifeline, self._keep_alive = context.Pipe(duplex=False)
         self.state = PoolState(
             size=self.size,
             grace_seconds=grace_seconds,
             deadline=context.Value("d", math.inf, lock=False),
             workers=[None] * self.size,
+            lifeline=lifeline,
         )
         self.dispatcher = Dispatcher(self.state, context, self.options, self.folder)
         self._thread: threading.Thread | None = None

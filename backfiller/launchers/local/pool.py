@@ -16,7 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from multiprocessing.context import SpawnContext
+from multiprocessing.context import ForkServerContext
 from multiprocessing.process import BaseProcess
 
 from backfiller.clock import utc_now
@@ -67,6 +67,9 @@ class PoolState:
     deadline: SharedDeadline
     """The lease deadline (monotonic), shared with the workers: no run executes past it."""
     workers: list[PoolWorker | None]
+    lifeline: Connection
+    """The read end of a pipe whose write end only this process holds and never writes to:
+    each worker watches it, and its end (EOF) says that the daemon is gone."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     backlog: deque[RunTask] = field(default_factory=deque)
     events: list[LauncherEvent] = field(default_factory=list)
@@ -107,12 +110,12 @@ class PoolState:
 
 
 def spawn(
-    context: SpawnContext, slot: int, options: WorkerOptions, deadline: SharedDeadline
+    context: ForkServerContext, slot: int, options: WorkerOptions, state: PoolState
 ) -> PoolWorker:
     parent, child = context.Pipe(duplex=True)
     process = context.Process(
         target=run_worker,
-        args=(child, options, os.getpid(), deadline),
+        args=(child, options, state.lifeline, state.deadline),
         name=f"backfiller-worker-{slot}",
         # Not daemonic, so that jobs may start processes of their own; close() stops it.
         daemon=False,
