@@ -340,6 +340,30 @@ def test_a_timeout_kills_the_jobs_child_processes(
     assert reasons == [("timeout",)]
 
 
+def test_a_killed_daemon_takes_its_workers_and_their_jobs_children_along(
+    server: LiveServer, database_url: str, marks: Path
+) -> None:
+    """A daemon SIGKILLed while a job runs: its workers (children of its fork server, not of
+    the daemon) and the job's own children are gone long before the lease deadline could have
+    stopped them (30 s lease: 24 s), so they watch the daemon itself."""
+    extra = ["--lease-timeout", "30", "--results-dir", str(marks.parent / "results")]
+    running = Daemon(database_url, extra=extra, env={"BACKFILLER_TEST_MARKS": str(marks)})
+    try:
+        launch(server, "with_children", "2024-03-01", "2024-03-01")
+        wait_for("the job's children", lambda: (marks / "children").exists(), every=0.01)
+        workers = running.workers()
+        assert len(workers) == 2
+        running.kill()
+        killed_at = time.monotonic()
+        children = [int(p) for p in (marks / "children").read_text().split()]
+        gone = [*workers, *children]
+        # Within 20 s: well before the lease deadline (24 s) would have stopped them.
+        wait_for("the workers and the children gone", lambda: not any(map(alive, gone)), 20)
+        print(f"gone {time.monotonic() - killed_at:.2f} s after the daemon's SIGKILL")
+    finally:
+        running.stop()
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (a zombie waiting for its reaper is not)."""
     try:
