@@ -72,11 +72,12 @@ class Daemon(LiveProcess):
     def workers(self) -> list[int]:
         """Pids of this daemon's worker processes: the children of its workers' fork server
         (itself a child of the daemon; not multiprocessing's resource tracker)."""
-        servers = [pid for pid in _children(self.proc.pid) if b"forkserver" in _cmdline(pid)]
-        return [pid for server in servers for pid in _children(server)]
+        servers = [pid for pid in children_of(self.proc.pid) if b"forkserver" in _cmdline(pid)]
+        return [pid for server in servers for pid in children_of(server)]
 
 
-def _children(parent: int) -> list[int]:
+def children_of(parent: int) -> list[int]:
+    """The live children of process ``parent``."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

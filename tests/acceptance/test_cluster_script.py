@@ -27,7 +27,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from tests.acceptance.celery.support import broker_url, children_of
+from tests.acceptance.celery.support import broker_url
+from tests.acceptance.daemon_support import children_of
 from tests.support import LAUNCH, REPO, free_port
 
 SCRIPT = REPO / "scripts" / "cluster.sh"

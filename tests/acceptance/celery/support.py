@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.daemon_support import gql, launch, read, wait_for
+from tests.acceptance.daemon_support import children_of, gql, launch, read, wait_for
 from tests.support import LiveProcess, LiveServer
 
 DEFINITIONS = "tests.acceptance.celery.defs:definitions"
@@ -60,18 +60,6 @@ def broker_url(name: str) -> str:
     if not broker_reachable(url):
         pytest.skip(f"{name} is not running on 127.0.0.1")
     return url
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def kill_quietly(pid: int) -> None:
