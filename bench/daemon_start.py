@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.proc_cpu import children_cpu, stat_cpu, stat_fields
+from bench.proc_cpu import by_parent, children_cpu, stat_cpu, stat_fields
 from bench.stack_procs import TARGET, Checkout, checkout_of, free_port, this_checkout
 
 QUIET_SECONDS = 0.5
@@ -40,18 +40,14 @@ def _cmdline(pid: int) -> bytes:
 
 def _descendants(pid: int) -> dict[int, int]:
     """Live descendants of ``pid``: each one's parent."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError):
-            parents[int(stat.parent.name)] = int(stat_fields(stat)[1])
+    children = by_parent()
     found: dict[int, int] = {}
     todo = [pid]
     while todo:
         parent = todo.pop()
-        for child, its_parent in parents.items():
-            if its_parent == parent:
-                found[child] = parent
-                todo.append(child)
+        for child, _ in children.get(parent, []):
+            found[child] = parent
+            todo.append(child)
     return found
 
 

@@ -24,7 +24,7 @@ def process_cpu(pid: int) -> float:
     return stat_cpu(stat_fields(Path(f"/proc/{pid}/stat")), children=False)
 
 
-def _parents() -> dict[int, list[tuple[int, list[str]]]]:
+def by_parent() -> dict[int, list[tuple[int, list[str]]]]:
     """Live processes by parent pid: ``(pid, stat fields)`` of each."""
     found: dict[int, list[tuple[int, list[str]]]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -38,10 +38,10 @@ def _parents() -> dict[int, list[tuple[int, list[str]]]]:
 
 def children_cpu(pid: int) -> float:
     """CPU seconds of the live descendants of process ``pid`` (with their reaped children)."""
-    by_parent = _parents()
+    children = by_parent()
     total, todo = 0.0, [pid]
     while todo:
-        for child, fields in by_parent.get(todo.pop(), []):
+        for child, fields in children.get(todo.pop(), []):
             total += stat_cpu(fields, children=True)
             todo.append(child)
     return total
