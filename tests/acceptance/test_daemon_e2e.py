@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
@@ -26,7 +25,7 @@ from tests.acceptance.daemon_support import (
     wait_status,
 )
 from tests.operations.support import scrape, value
-from tests.support import LiveServer, free_port, live_server
+from tests.support import LiveServer, answers, free_port, live_server
 
 pytestmark = pytest.mark.acceptance
 
@@ -62,13 +61,7 @@ def metrics(daemon: Daemon, metrics_port: int) -> str:
     """The daemon's own /metrics and /healthz (``--metrics-port``), once it answers."""
     url = f"http://127.0.0.1:{metrics_port}"
 
-    def answers() -> bool:
-        try:
-            return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_for("the daemon's metrics endpoint", answers, timeout=30)
+    wait_for("the daemon's metrics endpoint", lambda: answers(f"{url}/healthz"), timeout=30)
     return url
 
 
@@ -269,10 +262,7 @@ def test_a_ready_daemon_has_its_workers_started_and_connected(
     the storage layer and opened its start gate's connection, so the first backfill's first run
     waits for neither."""
 
-    def ready() -> bool:
-        return httpx.get(f"{metrics}/readyz", timeout=2).status_code == 200
-
-    wait_for("the daemon's readiness", ready, timeout=60)
+    wait_for("the daemon's readiness", lambda: answers(f"{metrics}/readyz", 2), timeout=60)
     workers = daemon.workers()
     assert len(workers) == 2
     for pid in workers:

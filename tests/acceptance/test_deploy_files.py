@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from tests.acceptance.celery.support import broker_url
-from tests.support import REPO, free_port
+from tests.support import HTTP, REPO, free_port
 
 pytestmark = pytest.mark.any_database
 
@@ -335,7 +335,7 @@ def answering(urls: dict[str, str], timeout: float) -> dict[str, int]:
     while time.monotonic() < deadline:
         for what, url in urls.items():
             with suppress(httpx.HTTPError):
-                statuses[what] = httpx.get(url, timeout=2).status_code
+                statuses[what] = HTTP.get(url, timeout=2).status_code
         if len(statuses) == len(urls) and set(statuses.values()) == {200}:
             break
         time.sleep(0.3)

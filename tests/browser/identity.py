@@ -11,11 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 from joserfc.jwk import RSAKey
 
 from tests.acceptance.toolchains import require
-from tests.support import free_port
+from tests.support import answers, free_port
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 CLIENT_ID = "backfiller-ui"
@@ -84,12 +83,9 @@ class IdentityProvider:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the provider exited: {self.log_path.read_text()}")
-            try:
-                url = f"{self.issuer}/.well-known/openid-configuration"
-                if httpx.get(url, timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
+            if answers(f"{self.issuer}/.well-known/openid-configuration"):
+                return
+            time.sleep(0.1)
         raise RuntimeError(f"the provider did not start: {self.log_path.read_text()}")
 
     def stop(self) -> None:

@@ -28,7 +28,7 @@ from tests.browser.conftest import (
     shoot,
     wait_until,
 )
-from tests.support import LAUNCH, REPO, LiveProcess, LiveServer
+from tests.support import LAUNCH, REPO, LiveProcess, LiveServer, answers
 
 pytestmark = pytest.mark.browser
 
@@ -344,11 +344,9 @@ def test_a_server_restart_under_an_open_page_recovers_without_reloading(
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+            if answers(f"{server.url}/healthz"):
+                break
+            time.sleep(0.2)
         launched = httpx.post(
             f"{server.url}/graphql/v1",
             json={

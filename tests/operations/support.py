@@ -5,15 +5,16 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support import HTTP
 
 PROMTOOL = shutil.which("promtool")
 
 
 def scrape(url: str, token: str | None = None) -> str:
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    response = httpx.get(url, headers=headers, timeout=10)
+    response = HTTP.get(url, headers=headers, timeout=10)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain")
     return response.text

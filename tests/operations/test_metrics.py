@@ -10,7 +10,7 @@ import pytest
 
 from tests.acceptance.daemon_support import Daemon, launch, runs_of, wait_for, wait_status
 from tests.operations.support import check_with_promtool, scrape, value
-from tests.support import REPO, LiveServer, free_port, live_server
+from tests.support import REPO, LiveServer, answers, free_port, live_server
 
 pytestmark = pytest.mark.acceptance
 
@@ -27,7 +27,7 @@ def test_counters_of_server_daemon_and_workers_match_the_runs(
     daemon = Daemon(database_url, workers=2, extra=["--metrics-port", str(port)])
     metrics = f"http://127.0.0.1:{port}"
     try:
-        wait_for("the daemon's endpoint", lambda: _answers(f"{metrics}/healthz"), timeout=30)
+        wait_for("the daemon's endpoint", lambda: answers(f"{metrics}/healthz"), timeout=30)
         # flaky: even days fail their first attempt and succeed on the retry.
         backfill = launch(server, "flaky", "2001-01-01", "2001-01-10")
         wait_status(server, backfill, {"COMPLETED_SUCCESS"})
@@ -98,13 +98,6 @@ def test_counters_of_server_daemon_and_workers_match_the_runs(
         assert server_ready.json()["checks"]["migrations"]["ok"] is True
     finally:
         daemon.stop()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _label_values(text: str, name: str, label: str) -> list[str]:

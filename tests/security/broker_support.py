@@ -21,12 +21,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from backfiller.launchers.celery.app import control_exchange
 from backfiller.launchers.celery.envelope import BrokerKey
 from tests.acceptance.celery.support import DEFINITIONS, CeleryWorker, Cluster
-from tests.support import LiveProcess, free_port
+from tests.support import HTTP, LiveProcess, free_port
 
 CONTROL = "backfiller.control"
 LEASES = "backfiller.leases"
@@ -193,7 +191,7 @@ def reply_queues(broker: str, pids: list[int]) -> list[str]:
 
 def refused(port: int) -> Tally:
     """``backfiller_broker_messages_refused_total`` as a metrics port serves it."""
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    text = HTTP.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
     return Counter({(kind, why): int(float(n)) for kind, why, n in REFUSED.findall(text)})
 
 

@@ -13,14 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.acceptance.celery.support import Cluster, broker_url, cluster
 from tests.acceptance.daemon_support import launch, wait_for, wait_status
 from tests.operations.collector import Collector
 from tests.operations.support import check_with_promtool, samples, scrape, value
-from tests.support import REPO, free_port
+from tests.support import REPO, answers, free_port
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -102,7 +101,11 @@ def _start(c: Cluster) -> list[int]:
         c.start_worker(extra=("--metrics-port", str(port)))
     for worker in c.workers:
         worker.wait_ready()
-    wait_for("the metrics ports", lambda: all(_answers(port) for port in ports), timeout=60)
+    wait_for(
+        "the metrics ports",
+        lambda: all(answers(f"http://127.0.0.1:{port}/healthz") for port in ports),
+        timeout=60,
+    )
     return ports
 
 
@@ -141,13 +144,6 @@ def _exposes(text: str, name: str) -> bool:
     return re.search(rf"^(# (HELP|TYPE) )?{name}\b", text, re.M) is not None
 
 
-def _answers(port: int) -> bool:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def test_idle_workers_are_counted_ready_and_a_stopped_one_no_longer(
     database_url: str, broker: str, marks: Path
 ) -> None:
@@ -160,7 +156,11 @@ def test_idle_workers_are_counted_ready_and_a_stopped_one_no_longer(
         first, second = c.start_worker(concurrency=2), c.start_worker(concurrency=2)
         for worker in c.workers:
             worker.wait_ready()
-        wait_for("the daemon's metrics port", lambda: _answers(port), timeout=60)
+        wait_for(
+            "the daemon's metrics port",
+            lambda: answers(f"http://127.0.0.1:{port}/healthz"),
+            timeout=60,
+        )
         daemon = f"http://127.0.0.1:{port}/metrics"
 
         def ready() -> float:

@@ -17,14 +17,13 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.acceptance.celery.support import broker_url, cluster, executions, overlaps
 from tests.acceptance.daemon_support import adds_up, launch, wait_for, wait_status
 from tests.conftest import _empty_postgres
 from tests.operations.support import scrape, value
-from tests.support import free_port
+from tests.support import answers, free_port
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
@@ -37,13 +36,6 @@ def broker(request: pytest.FixtureRequest, pg_template_url: str | None) -> str:
     if pg_template_url is None:
         pytest.skip("the Celery launcher's tests run on PostgreSQL")
     return broker_url(str(request.param))
-
-
-def answers(port: int) -> bool:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_runs_are_published_once_and_run_once(
@@ -60,7 +52,11 @@ def test_runs_are_published_once_and_run_once(
         for worker in c.workers:
             worker.wait_ready()
         for port in ports:
-            wait_for("the daemon's metrics endpoint", partial(answers, port), timeout=60)
+            wait_for(
+                "the daemon's metrics endpoint",
+                partial(answers, f"http://127.0.0.1:{port}/healthz"),
+                timeout=60,
+            )
 
         backfill = launch(c.api, "recorded", START, END, runConfig={"seconds": SECONDS})
         done = wait_status(c.api, backfill, {"COMPLETED_SUCCESS", "COMPLETED_FAILED"}, 120)
