@@ -1,3 +1,7 @@
-from backfiller.cli import main
+from backfiller.collector import starting
+
+starting()  # before the command's imports (collector.py)
+
+from backfiller.cli import main  # noqa: E402
 
 main()

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from backfiller.collector import starting
 from backfiller_client.cli.app import (
     _print_version,
     app,
@@ -101,6 +102,7 @@ def register_commands(argv: Sequence[str] | None = None) -> None:
     never uses the client's commands, which bring httpx and rich, nor the daemon's and the
     worker's, which bring the launchers. Leaving them out keeps an idle server process small.
     """
+    starting()  # a server-side command may become a long-running process (collector.py)
     command = None if argv is None else command_of(argv)
     if command in _MODULE_OF_COMMAND:
         importlib.import_module(f"backfiller.cli.{_MODULE_OF_COMMAND[command]}")

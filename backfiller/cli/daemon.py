@@ -40,6 +40,7 @@ from backfiller.cli.worker import (
     checked_broker,
     warn_if_password,
 )
+from backfiller.collector import started
 from backfiller.config import AuthMode, Settings
 from backfiller.definitions.loading import Definitions
 from backfiller.event_loop import run_service
@@ -274,6 +275,7 @@ async def run_daemon(database_url: str, defs: Definitions, options: DaemonOption
     _stop_on_signals(stop)
     daemon = build_daemon(database_url, defs, options)
     announce(started_line(daemon.owner, options))
+    started()
     try:
         await daemon.run(stop)
     finally:
@@ -432,6 +434,7 @@ async def run_dev(defs: Definitions, settings: Settings, options: DaemonOptions)
     _stop_on_signals(stop)
     server = http_server(defs, settings)
     daemon = build_daemon(settings.database_url, defs, options)
+    started()
     base = f"http://{settings.host}:{settings.port}"
 
     async def serve() -> None:

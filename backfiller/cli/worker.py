@@ -25,6 +25,7 @@ from backfiller.cli.server import (
     definitions_or_exit,
     fail,
 )
+from backfiller.collector import started
 from backfiller.launchers.celery.protocol import BROKER_ENV, QUEUE_ENV, default_queue
 from backfiller.logs import announce
 
@@ -265,8 +266,10 @@ def worker(
     defs = definitions_or_exit(definitions or EXAMPLE_DEFINITIONS)
     from backfiller.launchers.celery.worker import start_worker, worker_app
 
+    app = worker_app(url, defs, api_url)
+    started()
     start_worker(
-        worker_app(url, defs, api_url),
+        app,
         concurrency=concurrency,
         queues=names or [default_queue()],
         hostname=hostname,

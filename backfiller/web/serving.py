@@ -82,8 +82,10 @@ def api_line(settings: Settings) -> str:
 
 async def serve(definitions: Definitions, settings: Settings) -> None:
     server = http_server(definitions, settings)
+    from backfiller.collector import started
     from backfiller.logs import announce
 
+    started()
     announce(api_line(settings), verbatim=True)
     serve_metrics_port(settings)
     await server.serve()
@@ -103,6 +105,9 @@ def exec_server(settings: Settings) -> None:
 
 def main() -> None:
     """The server process (see the module's docstring)."""
+    from backfiller.collector import starting
+
+    starting()  # before the server's imports (collector.py)
     from backfiller.event_loop import run_service
     from backfiller.logs import configure_logging
     from backfiller.web.workers import definitions_and_settings_from_environment
