@@ -81,7 +81,7 @@ def quiet(pid: int, limit: float = 60.0) -> None:
             return
 
 
-def _ready(url: str) -> bool:
+def answers_200(url: str) -> bool:
     try:
         return httpx.get(url, timeout=2.0).status_code == 200
     except httpx.HTTPError:
@@ -111,7 +111,7 @@ def one_round(c: Checkout, count: int, folder: Path) -> tuple[float, float, floa
         stderr=subprocess.STDOUT,
     )
     try:
-        while not _ready(f"http://127.0.0.1:{port}/readyz"):
+        while not answers_200(f"http://127.0.0.1:{port}/readyz"):
             if proc.poll() is not None or time.perf_counter() - began > 120:
                 raise RuntimeError((folder / "daemon.log").read_text(errors="replace")[-800:])
             time.sleep(0.01)
@@ -140,7 +140,7 @@ def one_round(c: Checkout, count: int, folder: Path) -> tuple[float, float, floa
             proc.wait(5)
 
 
-def _p50(values: list[float]) -> str:
+def p50(values: list[float]) -> str:
     return f"p50 {statistics.median(values):5.2f} ({min(values):.2f} to {max(values):.2f})"
 
 
@@ -176,8 +176,8 @@ def main() -> None:
         for (label, size), rows in figures.items():
             ready, cpu, replaced = (list(column) for column in zip(*rows, strict=True))
             print(
-                f"  {label:>8} {size} workers: ready after {_p50(ready)} s;"
-                f" CPU to quiet {_p50(cpu)} s; one worker replaced {_p50(replaced)} s of CPU"
+                f"  {label:>8} {size} workers: ready after {p50(ready)} s;"
+                f" CPU to quiet {p50(cpu)} s; one worker replaced {p50(replaced)} s of CPU"
             )
 
 
