@@ -252,3 +252,7 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         path = Path(str(item.fspath)).relative_to(root).as_posix()
         if path in ANY_DATABASE or path.startswith(DATABASE_FREE_TIERS):
             item.add_marker(pytest.mark.any_database)
+        # Skipped before its fixtures (a server, daemons) are set up for nothing.
+        needs = item.get_closest_marker("postgresql_only")
+        if needs is not None and not os.environ.get(PG_ENV):
+            item.add_marker(pytest.mark.skip(reason=needs.args[0]))

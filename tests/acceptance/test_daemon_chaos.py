@@ -187,11 +187,10 @@ def test_a_killed_worker_gives_back_its_prefetched_runs_without_using_any_budget
     assert given_back >= 1, f"none of {killed} killed workers held a prefetched run"
 
 
+@pytest.mark.postgresql_only("several daemons need PostgreSQL (SQLite runs one daemon)")
 def test_two_daemons_on_postgresql_never_launch_one_slot_twice(
-    server: LiveServer, database_url: str, is_postgres: bool
+    server: LiveServer, database_url: str
 ) -> None:
-    if not is_postgres:
-        pytest.skip("several daemons need PostgreSQL (SQLite runs one daemon)")
     first = Daemon(database_url, workers=2)
     second = Daemon(database_url, workers=2)
     try:

@@ -20,9 +20,8 @@ pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 WAITING = re.compile(r"the database does not answer \(attempt (\d+): [^)\n]+\); trying again in")
 
 
-def test_a_daemon_waits_for_its_database_then_runs(database_url: str, is_postgres: bool) -> None:
-    if not is_postgres:
-        pytest.skip("a SQLite database is a local file: there is nothing to wait for")
+@pytest.mark.postgresql_only("a SQLite database is a local file: there is nothing to wait for")
+def test_a_daemon_waits_for_its_database_then_runs(database_url: str) -> None:
     url = make_url(database_url)
     proxy = Proxy(url.port or 5432)
     proxy.cut()  # refuses every connection until restored

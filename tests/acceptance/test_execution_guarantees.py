@@ -100,12 +100,11 @@ def _started(e: Execution) -> float:
 
 
 @pytest.mark.timeout(600)  # 2,000 runs and daemon restarts (worker spawn) on a shared machine
+@pytest.mark.postgresql_only("several daemons need PostgreSQL (SQLite runs one daemon)")
 @pytest.mark.parametrize("daemons", [2, 3])
 def test_daemons_and_workers_killed_at_random_on_postgresql(
-    server: LiveServer, database_url: str, is_postgres: bool, marks: Path, daemons: int
+    server: LiveServer, database_url: str, marks: Path, daemons: int
 ) -> None:
-    if not is_postgres:
-        pytest.skip("several daemons need PostgreSQL (SQLite runs one daemon)")
     rng = random.Random(int(os.environ.get("BACKFILLER_CHAOS_SEED", "12")) + daemons)
     running = [daemon(database_url, marks) for _ in range(daemons)]
     kills = Counter[str]()
@@ -202,12 +201,11 @@ def test_overlapping_backfills(
         assert done[1]["counts"]["succeeded"] == 12
 
 
+@pytest.mark.postgresql_only("several daemons need PostgreSQL (SQLite runs one daemon)")
 @pytest.mark.parametrize("outage_seconds", [2.0, 4.5])
 def test_a_database_outage_for_one_daemon(
-    server: LiveServer, database_url: str, is_postgres: bool, marks: Path, outage_seconds: float
+    server: LiveServer, database_url: str, marks: Path, outage_seconds: float
 ) -> None:
-    if not is_postgres:
-        pytest.skip("several daemons need PostgreSQL (SQLite runs one daemon)")
     url = make_url(database_url)
     proxy = Proxy(url.port or 5432)
     proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)

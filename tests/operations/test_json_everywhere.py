@@ -94,11 +94,8 @@ def test_serve_and_local_daemon_write_only_json(database_url: str) -> None:
     assert any("Backfiller daemon" in str(line["message"]) for line in started)
 
 
-def test_celery_daemon_and_worker_write_only_json(
-    database_url: str, is_postgres: bool, tmp_path: Path
-) -> None:
-    if not is_postgres:
-        pytest.skip("the Celery launcher's tests run on PostgreSQL")
+@pytest.mark.postgresql_only("the Celery launcher's tests run on PostgreSQL")
+def test_celery_daemon_and_worker_write_only_json(database_url: str, tmp_path: Path) -> None:
     broker = broker_url("rabbitmq")
     marks = tmp_path / "marks"
     marks.mkdir()
