@@ -17,8 +17,6 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from backfiller.notify.egress import EgressRefused
-
 if TYPE_CHECKING:
     import httpx
 
@@ -74,7 +72,9 @@ async def post_once(
     deadline_seconds: float,
 ) -> Outcome:
     """POST ``body`` to ``url`` once, within ``deadline_seconds`` in all."""
-    import httpx
+    import httpx  # with the egress module: loaded by the first delivery, not by a daemon's start
+
+    from backfiller.notify.egress import EgressRefused
 
     try:
         async with asyncio.timeout(deadline_seconds):

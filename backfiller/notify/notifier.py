@@ -35,7 +35,6 @@ from backfiller import ids
 from backfiller.notify import metrics, signing
 from backfiller.notify.addresses import EgressPolicy
 from backfiller.notify.delivery import FAILED, Outcome, post_once
-from backfiller.notify.egress import Resolver, egress_client
 from backfiller.notify.events import (
     PayloadFormat,
     RetrySchedule,
@@ -59,6 +58,8 @@ from backfiller.storage.notifications import (
 
 if TYPE_CHECKING:
     import httpx
+
+    from backfiller.notify.egress import Resolver
 
 logger = logging.getLogger("backfiller.notify")
 
@@ -243,6 +244,8 @@ class Notifier:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            from backfiller.notify.egress import egress_client  # httpx: see delivery.post_once
+
             settings = self.settings
             self._client = egress_client(
                 settings.policy, settings.timeout_seconds, settings.concurrency, settings.resolver
