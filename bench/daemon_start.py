@@ -88,34 +88,53 @@ def answers_200(url: str) -> bool:
         return False
 
 
-def one_round(c: Checkout, count: int, folder: Path) -> tuple[float, float, float]:
-    """Seconds to ready, CPU to quiet, CPU of one worker's replacement."""
+def migrated(c: Checkout, folder: Path) -> str:
+    """A fresh SQLite database in ``folder``, migrated by the checkout's own command line."""
     database = f"sqlite:///{folder / 'bench.db'}"
-    env = c.env()
     subprocess.run(
         c.command("db", "upgrade", "--database", database),
         check=True,
-        env=env,
+        env=c.env(),
         cwd=c.root,
         capture_output=True,
     )
-    port = free_port()
-    args = ["daemon", "--definitions", TARGET, "--database", database, "--workers", str(count)]
+    return database
+
+
+@contextlib.contextmanager
+def running(
+    c: Checkout, folder: Path, args: list[str], ready_url: str
+) -> Iterator[tuple[subprocess.Popen[bytes], float]]:
+    """The checkout's command line with ``args``, once ``ready_url`` answers 200, with the
+    seconds that took; stopped with SIGTERM (SIGKILL after 30 s) at the end."""
     began = time.perf_counter()
-    log = (folder / "daemon.log").open("wb")
+    log_path = folder / f"{args[0]}.log"
+    log = log_path.open("wb")
     proc = subprocess.Popen(
-        [*c.command(*args), "--metrics-port", str(port)],
-        env=env,
-        cwd=c.root,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+        c.command(*args), env=c.env(), cwd=c.root, stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        while not answers_200(f"http://127.0.0.1:{port}/readyz"):
+        while not answers_200(ready_url):
             if proc.poll() is not None or time.perf_counter() - began > 120:
-                raise RuntimeError((folder / "daemon.log").read_text(errors="replace")[-800:])
+                raise RuntimeError(log_path.read_text(errors="replace")[-800:])
             time.sleep(0.01)
-        ready = time.perf_counter() - began
+        yield proc, time.perf_counter() - began
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def one_round(c: Checkout, count: int, folder: Path) -> tuple[float, float, float]:
+    """Seconds to ready, CPU to quiet, CPU of one worker's replacement."""
+    database = migrated(c, folder)
+    port = free_port()
+    args = ["daemon", "--definitions", TARGET, "--database", database, "--workers", str(count)]
+    ready_url = f"http://127.0.0.1:{port}/readyz"
+    with running(c, folder, [*args, "--metrics-port", str(port)], ready_url) as (proc, ready):
         quiet(proc.pid)
         started = tree_cpu(proc.pid)
         pool = workers(proc.pid)
@@ -131,13 +150,6 @@ def one_round(c: Checkout, count: int, folder: Path) -> tuple[float, float, floa
         quiet(proc.pid)
         replaced = tree_cpu(proc.pid) - before
         return ready, started, replaced
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def p50(values: list[float]) -> str:

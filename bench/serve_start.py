@@ -12,53 +12,22 @@ Not a test: it asserts nothing.
 from __future__ import annotations
 
 import argparse
-import signal
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-from bench.daemon_start import answers_200, checkouts, p50, quiet, tree_cpu
+from bench.daemon_start import checkouts, migrated, p50, quiet, running, tree_cpu
 from bench.stack_procs import TARGET, Checkout, free_port
 
 
 def one_round(c: Checkout, folder: Path) -> tuple[float, float]:
     """Seconds to the first answer, CPU to quiet."""
-    database = f"sqlite:///{folder / 'bench.db'}"
-    env = c.env()
-    subprocess.run(
-        c.command("db", "upgrade", "--database", database),
-        check=True,
-        env=env,
-        cwd=c.root,
-        capture_output=True,
-    )
+    database = migrated(c, folder)
     port = free_port()
     args = ["serve", "--definitions", TARGET, "--database", database, "--auth", "none"]
-    began = time.perf_counter()
-    log = (folder / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [*c.command(*args), "--port", str(port)],
-        env=env,
-        cwd=c.root,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        while not answers_200(f"http://127.0.0.1:{port}/healthz"):
-            if proc.poll() is not None or time.perf_counter() - began > 120:
-                raise RuntimeError((folder / "serve.log").read_text(errors="replace")[-800:])
-            time.sleep(0.01)
-        ready = time.perf_counter() - began
+    ready_url = f"http://127.0.0.1:{port}/healthz"
+    with running(c, folder, [*args, "--port", str(port)], ready_url) as (proc, ready):
         quiet(proc.pid)
         return ready, tree_cpu(proc.pid)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def main() -> None:
