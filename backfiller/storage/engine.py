@@ -56,6 +56,21 @@ def normalize_database_url(url: str | None) -> str:
     raise ValueError(f"unsupported database {backend!r}: use sqlite or postgresql")
 
 
+DRIVER_MODULES = {
+    "sqlite": ("sqlalchemy.dialects.sqlite",),
+    "postgresql": ("sqlalchemy.dialects.postgresql.psycopg", "psycopg"),
+}
+"""The modules of each backend's driver, as a process that connects to it imports them."""
+
+
+def driver_modules(url: str | None) -> tuple[str, ...]:
+    """The driver modules of the database at ``url`` (None: the embedded SQLite default)."""
+    if not url:
+        return DRIVER_MODULES["sqlite"]
+    backend = make_url(url).get_backend_name()
+    return DRIVER_MODULES["postgresql" if backend in ("postgresql", "postgres") else backend]
+
+
 def sync_database_url(url: str) -> str:
     """The synchronous twin of an async URL (for Alembic)."""
     parsed = make_url(normalize_database_url(url))

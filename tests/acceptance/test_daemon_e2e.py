@@ -256,14 +256,17 @@ def _connected_to(pid: int, database_url: str) -> bool:
 
 
 def test_a_ready_daemon_has_its_workers_started_and_connected(
-    daemon: Daemon, metrics: str, database_url: str
+    daemon: Daemon, metrics: str, database_url: str, is_postgres: bool
 ) -> None:
     """``/readyz`` answers once every worker is ready to run at once: the worker has imported
     the storage layer and opened its start gate's connection, so the first backfill's first run
-    waits for neither."""
+    waits for neither. Its fork server loaded the driver of that database only: beside SQLite,
+    psycopg's library is not in a worker's memory."""
 
     wait_for("the daemon's readiness", lambda: answers(f"{metrics}/readyz", 2), timeout=60)
     workers = daemon.workers()
     assert len(workers) == 2
     for pid in workers:
         assert _connected_to(pid, database_url), f"worker {pid} has no database connection"
+        mapped = Path(f"/proc/{pid}/maps").read_text()
+        assert ("psycopg_binary" in mapped) == is_postgres, f"worker {pid}: psycopg loaded"
