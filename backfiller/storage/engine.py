@@ -64,11 +64,9 @@ DRIVER_MODULES = {
 
 
 def driver_modules(url: str | None) -> tuple[str, ...]:
-    """The driver modules of the database at ``url`` (None: the embedded SQLite default)."""
-    if not url:
-        return DRIVER_MODULES["sqlite"]
-    backend = make_url(url).get_backend_name()
-    return DRIVER_MODULES["postgresql" if backend in ("postgresql", "postgres") else backend]
+    """The driver modules of the database at ``url``, read as :func:`normalize_database_url`
+    reads it (None: the embedded SQLite default)."""
+    return DRIVER_MODULES[make_url(normalize_database_url(url)).get_backend_name()]
 
 
 def sync_database_url(url: str) -> str:
