@@ -30,6 +30,7 @@ from backfiller.storage import Database
 from backfiller.storage.launches import NewBackfill
 from backfiller.storage.records import Base
 from backfiller.testing import FrozenClock as FrozenClock  # the users' kit, here too
+from tests.launchpad import LAUNCHPAD, PadChild
 
 REPO = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -211,13 +212,17 @@ class LiveProcess:
         full_env.setdefault("PYTHONPATH", str(REPO))
         self.log_path = Path(tempfile.mkstemp(prefix="backfiller-proc-", suffix=".log")[1])
         self.log = open(self.log_path, "w")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "backfiller", *args],
-            env=full_env,
-            cwd=cwd or REPO,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
+        self.proc: subprocess.Popen[bytes] | PadChild
+        if os.environ.get("BACKFILLER_TEST_FRESH_PROCESSES"):
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "backfiller", *args],
+                env=full_env,
+                cwd=cwd or REPO,
+                stdout=self.log,
+                stderr=subprocess.STDOUT,
+            )
+        else:  # the same command, forked from a preloaded Python (tests/launchpad.py)
+            self.proc = LAUNCHPAD.start(args, full_env, cwd or REPO, self.log_path)
 
     def output(self) -> str:
         self.log.flush()

@@ -1,0 +1,282 @@
+"""Live ``backfiller`` processes forked from one preloaded Python per test process.
+
+The suite starts about 370 real servers and daemons (``tests.support.LiveProcess``). Each
+``python -m backfiller ...`` paid for a new interpreter and for importing the command line,
+storage, SQLAlchemy and the daemon before doing anything: about 1 s of CPU a start here, a
+third of the suite's CPU. The launchpad is a Python process, one per test process, that imports
+those modules once (:data:`PRELOAD`) and then forks a child for each start. The child is the
+process the test gets: it sets the environment, directory, ``sys.path`` and output the
+command would have had, runs ``backfiller.__main__`` exactly as ``python -m backfiller ARGS``
+does, and exits with its status. ``backfiller serve`` still replaces itself with a new
+interpreter (``web/serving.py``), as it does for users.
+
+A test holds a :class:`PadChild`: the part of :class:`subprocess.Popen` the tests use (pid,
+poll, wait, signals, returncode). The launchpad reaps its children as they end and answers
+for their status. ``BACKFILLER_TEST_FRESH_PROCESSES=1`` makes every live process a plain
+``subprocess.Popen`` again (``tests/support.py``), to compare or to rule the launchpad out.
+
+Run as ``python -m tests.launchpad``: requests and answers are JSON lines on its standard
+input and output.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import gc
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+# What a daemon, a worker and the command phase of `serve` import (web/serving.py's server
+# process is a new interpreter, so the web application is not among them): these modules,
+# and every module of these packages (one level down). Never prometheus_client, nor what
+# imports it (the daemon's package, the metrics modules): it reads PROMETHEUS_MULTIPROC_DIR as
+# it is imported, and a Celery worker or an API worker sets that variable first
+# (observability/). The launchpad refuses to start if one slips in.
+PRELOAD = (
+    "backfiller.cli.app",
+    "backfiller.cli.daemon",
+    "backfiller.cli.server",
+    "backfiller.cli.database",
+    "backfiller.cli.worker",
+    "backfiller.launchers.registry",
+    "backfiller.launchers.local",
+    "backfiller.launchers.celery",
+    "backfiller.storage.migrations",
+    "backfiller.notify.delivery",
+    "backfiller.notify.payloads",
+    "backfiller.observability.process",
+    "backfiller.observability.health",
+    "backfiller.observability.worker_metrics",
+    "backfiller.web.serving",
+    "backfiller.web.workers",
+    "backfiller.web.oidc_claims",
+    "backfiller_client.cli.entry",
+    "sqlalchemy.dialects.sqlite",
+    "aiosqlite",
+    "jsonschema",
+    "uvloop",
+    "multiprocessing.forkserver",
+)
+PRELOAD_PACKAGES = (
+    "backfiller.storage",
+    "backfiller.storage.execution",
+    "backfiller.services",
+    "backfiller.planning",
+    "backfiller.definitions",
+    "backfiller.domain",
+)
+NEVER = ("prometheus_client",)
+
+
+def preload() -> None:
+    """Import :data:`PRELOAD` and :data:`PRELOAD_PACKAGES` (and nothing of :data:`NEVER`)."""
+    import pkgutil
+
+    names = list(PRELOAD)
+    for package in PRELOAD_PACKAGES:
+        path = importlib.import_module(package).__path__
+        names += [f"{package}.{m.name}" for m in pkgutil.iter_modules(path) if not m.ispkg]
+    for name in names:
+        importlib.import_module(name)
+    slipped = [name for name in NEVER if name in sys.modules]
+    if slipped:
+        raise SystemExit(f"the launchpad must not preload {slipped} (tests/launchpad.py)")
+
+
+# --- the test's side ----------------------------------------------------------------------
+
+
+class PadChild:
+    """A process the launchpad forked: what the tests use of :class:`subprocess.Popen`."""
+
+    def __init__(self, pad: Launchpad, pid: int, args: list[str]) -> None:
+        self.pad = pad
+        self.pid = pid
+        self.args = args
+        self.returncode: int | None = None
+        self.stdout = self.stderr = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.pad.status(self.pid)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            time.sleep(0.02)
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):  # it has just ended
+                os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class Launchpad:
+    """The test process's end of its launchpad, started on first use."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen[str] | None = None
+
+    def _ask(self, request: dict[str, Any]) -> Any:
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "tests.launchpad"],
+                    cwd=Path(__file__).resolve().parent.parent,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+                atexit.register(self.proc.kill)
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            answer = self.proc.stdout.readline()
+        if not answer:
+            raise RuntimeError("the test launchpad ended")
+        return json.loads(answer)
+
+    def start(self, argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> PadChild:
+        """``python -m backfiller *argv`` in ``cwd`` with exactly ``env``, its output to ``log``."""
+        pid = self._ask({"start": argv, "env": env, "cwd": str(cwd), "log": str(log)})
+        return PadChild(self, int(pid), argv)
+
+    def status(self, pid: int) -> int | None:
+        """The exit code of a child that ended (negative: the signal), or None."""
+        answer = self._ask({"status": pid})
+        return None if answer is None else int(answer)
+
+
+LAUNCHPAD = Launchpad()
+
+
+# --- the launchpad's side -----------------------------------------------------------------
+
+
+def _python_path(env: dict[str, str], cwd: str, base: list[str]) -> list[str]:
+    """``sys.path`` as ``python -m`` computes it for ``cwd`` and ``env``'s PYTHONPATH."""
+    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [cwd, *extra, *base]
+
+
+def _run_child(request: dict[str, Any], base_path: list[str]) -> None:
+    """In the forked child: become ``python -m backfiller ARGS`` and exit with its status."""
+    code = 1
+    try:
+        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDONLY)
+        out = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.closerange(3, 1 << 16)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.path[:] = _python_path(request["env"], request["cwd"], base_path)
+        importlib.invalidate_caches()
+        for name in [m for m in sys.modules if m == "tests" or m.startswith("tests.")]:
+            del sys.modules[name]  # importable only as the child's own sys.path allows
+        encoding = sys.__stdout__.encoding if sys.__stdout__ else "utf-8"
+        sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+        sys.stdout = open(  # noqa: SIM115
+            1, "w", encoding=encoding, closefd=False, buffering=1 if unbuffered() else -1
+        )
+        sys.stderr = open(  # noqa: SIM115
+            2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1
+        )
+        sys.argv = ["-m", *request["start"]]
+        import runpy
+
+        try:
+            runpy.run_module("backfiller", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as ended:
+            code = _exit_code(ended.code)
+        threading._shutdown()  # type: ignore[attr-defined]  # what interpreter exit does
+        atexit._run_exitfuncs()
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed stream has nothing left to flush
+                stream.flush()
+        os._exit(code)
+
+
+def unbuffered() -> bool:
+    return bool(os.environ.get("PYTHONUNBUFFERED"))
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def serve() -> None:
+    """The launchpad's loop: preload, then one JSON request per line until its input ends."""
+    base_path = [p for p in sys.path if p not in ("", os.getcwd())]
+    base_path = [p for p in base_path if p not in os.environ.get("PYTHONPATH", "").split(":")]
+    preload()
+    gc.collect()
+    gc.freeze()
+    ended: dict[int, int] = {}
+
+    def reap(*_: Any) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            ended[pid] = os.waitstatus_to_exitcode(status)
+
+    signal.signal(signal.SIGCHLD, reap)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl+C is the test run's to handle
+    answers = os.fdopen(os.dup(1), "w")
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "start" in request:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _run_child(request, base_path)
+            answer: Any = pid
+        else:
+            reap()
+            answer = ended.get(int(request["status"]))
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    serve()
