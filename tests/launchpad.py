@@ -1,22 +1,32 @@
-"""Live ``backfiller`` processes forked from one preloaded Python per test process.
+"""Live ``backfiller`` processes forked from preloaded Pythons, two per test process.
 
 The suite starts about 370 real servers and daemons (``tests.support.LiveProcess``). Each
 ``python -m backfiller ...`` paid for a new interpreter and for importing the command line,
-storage, SQLAlchemy and the daemon before doing anything: about 1 s of CPU a start here, a
-third of the suite's CPU. The launchpad is a Python process, one per test process, that imports
-those modules once (:data:`PRELOAD`) and then forks a child for each start. The child is the
-process the test gets: it sets the environment, directory, ``sys.path`` and output the
-command would have had, runs ``backfiller.__main__`` exactly as ``python -m backfiller ARGS``
-does, and exits with its status. ``backfiller serve`` still replaces itself with a new
-interpreter (``web/serving.py``), as it does for users.
+storage, SQLAlchemy and the daemon before doing anything, and ``serve`` then replaced itself
+with a second new interpreter that imported the web application: about 1 s of CPU a start, a
+third of the suite's CPU. A launchpad is a Python process that imports those modules once
+(:func:`preload`) and then forks a child for each start. The child is the process the test
+gets: it sets the environment, directory, ``sys.path`` and output the command would have had,
+runs ``backfiller.__main__`` exactly as ``python -m backfiller ARGS`` does, and exits with its
+status.
+
+Two launchpads, because two things must be imported after a variable is set: the command
+launchpad never imports prometheus_client (a Celery worker sets ``PROMETHEUS_MULTIPROC_DIR``
+first), and the server launchpad, which has the web application imported for ``serve``, never
+imports ``web/protocol.py`` (it reads ``BACKFILLER_CLIENT_TIMEOUT``). In the server
+launchpad's children, ``serve``'s exec of its server process (``web/serving.py``) is taken in
+place: the same process goes on as the server, as the exec would, without a new interpreter.
+What only a new interpreter shows (the server's memory map without the command line's
+libraries) is tested with ``fresh=True``, and ``serve --workers N`` and a traced ``serve``
+exec for real (:func:`choose`).
 
 A test holds a :class:`PadChild`: the part of :class:`subprocess.Popen` the tests use (pid,
-poll, wait, signals, returncode). The launchpad reaps its children as they end and answers
-for their status. ``BACKFILLER_TEST_FRESH_PROCESSES=1`` makes every live process a plain
-``subprocess.Popen`` again (``tests/support.py``), to compare or to rule the launchpad out.
+poll, wait, signals, returncode). A launchpad reaps its children as they end and answers for
+their status. ``BACKFILLER_TEST_FRESH_PROCESSES=1`` makes every live process a plain
+``subprocess.Popen`` again (``tests/support.py``), to compare or to rule the launchpads out.
 
-Run as ``python -m tests.launchpad``: requests and answers are JSON lines on its standard
-input and output.
+Run as ``python -m tests.launchpad command|server``: requests and answers are JSON lines on
+its standard input and output.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,20 +88,38 @@ PRELOAD_PACKAGES = (
 )
 NEVER = ("prometheus_client",)
 
+# The server's launchpad: `backfiller serve` (one process, no tracing) replaces itself with the
+# server process (web/serving.py's exec_server); a child of this launchpad takes that step in
+# place instead (_run_child), with the web application already imported. Never
+# web/protocol.py: it reads BACKFILLER_CLIENT_TIMEOUT as it is imported. prometheus_client is
+# imported here, so `serve --workers N`, whose processes set PROMETHEUS_MULTIPROC_DIR, starts
+# from the command launchpad (choose).
+SERVER_PRELOAD = ("backfiller.web.app", "uvicorn", "uvicorn.supervisors")
+SERVER_NEVER = ("backfiller.web.protocol",)
 
-def preload() -> None:
-    """Import :data:`PRELOAD` and :data:`PRELOAD_PACKAGES` (and nothing of :data:`NEVER`)."""
+
+def preload(kind: str) -> None:
+    """Import what the ``kind`` launchpad preloads (and nothing it must not)."""
     import pkgutil
 
-    names = list(PRELOAD)
+    names = list(PRELOAD) + list(SERVER_PRELOAD if kind == "server" else ())
     for package in PRELOAD_PACKAGES:
         path = importlib.import_module(package).__path__
         names += [f"{package}.{m.name}" for m in pkgutil.iter_modules(path) if not m.ispkg]
     for name in names:
         importlib.import_module(name)
-    slipped = [name for name in NEVER if name in sys.modules]
+    never = SERVER_NEVER if kind == "server" else NEVER
+    slipped = [name for name in never if name in sys.modules]
     if slipped:
-        raise SystemExit(f"the launchpad must not preload {slipped} (tests/launchpad.py)")
+        raise SystemExit(f"the {kind} launchpad must not preload {slipped} (tests/launchpad.py)")
+
+
+def choose(argv: list[str], env: dict[str, str]) -> str:
+    """Which launchpad starts ``python -m backfiller *argv`` with ``env``."""
+    traced = env.get("BACKFILLER_OTLP_ENDPOINT") or any("otlp" in a for a in argv)
+    if argv[:1] == ["serve"] and "--workers" not in argv and not traced:
+        return "server"
+    return "command"
 
 
 # --- the test's side ----------------------------------------------------------------------
@@ -134,7 +163,8 @@ class PadChild:
 class Launchpad:
     """The test process's end of its launchpad, started on first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[str] | None = None
 
@@ -142,7 +172,7 @@ class Launchpad:
         with self.lock:
             if self.proc is None or self.proc.poll() is not None:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "tests.launchpad"],
+                    [sys.executable, "-m", "tests.launchpad", self.kind],
                     cwd=Path(__file__).resolve().parent.parent,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
@@ -168,7 +198,12 @@ class Launchpad:
         return None if answer is None else int(answer)
 
 
-LAUNCHPAD = Launchpad()
+LAUNCHPADS = {kind: Launchpad(kind) for kind in ("command", "server")}
+
+
+def start(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> PadChild:
+    """``python -m backfiller *argv``, forked from the launchpad that suits it."""
+    return LAUNCHPADS[choose(argv, env)].start(argv, env, cwd, log)
 
 
 # --- the launchpad's side -----------------------------------------------------------------
@@ -180,7 +215,27 @@ def _python_path(env: dict[str, str], cwd: str, base: list[str]) -> list[str]:
     return [cwd, *extra, *base]
 
 
-def _run_child(request: dict[str, Any], base_path: list[str]) -> None:
+SERVER_MODULE = "backfiller.web.serving"
+
+
+class _BecomeServer(BaseException):
+    """``serve`` replacing itself with its server process (past typer's handlers)."""
+
+
+def _exec_in_place(execv: Callable[..., Any]) -> Callable[..., Any]:
+    """``os.execv`` for a server launchpad's child: the server process's exec becomes
+    :class:`_BecomeServer` (the child goes on as that process, its modules already imported);
+    any other exec is a real one."""
+
+    def in_place(path: str, argv: list[str]) -> None:
+        if list(argv[1:]) == ["-m", SERVER_MODULE]:
+            raise _BecomeServer
+        execv(path, argv)
+
+    return in_place
+
+
+def _run_child(request: dict[str, Any], base_path: list[str], kind: str) -> None:
     """In the forked child: become ``python -m backfiller ARGS`` and exit with its status."""
     code = 1
     try:
@@ -208,10 +263,16 @@ def _run_child(request: dict[str, Any], base_path: list[str]) -> None:
             2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1
         )
         sys.argv = ["-m", *request["start"]]
+        if kind == "server":
+            os.execv = _exec_in_place(os.execv)
         import runpy
 
         try:
-            runpy.run_module("backfiller", run_name="__main__", alter_sys=True)
+            try:
+                runpy.run_module("backfiller", run_name="__main__", alter_sys=True)
+            except _BecomeServer:  # serve's exec_server, in this launchpad's child
+                gc.collect()  # the command's leftovers (its engine's connections)
+                importlib.import_module(SERVER_MODULE).main()
             code = 0
         except SystemExit as ended:
             code = _exit_code(ended.code)
@@ -240,11 +301,12 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-def serve() -> None:
-    """The launchpad's loop: preload, then one JSON request per line until its input ends."""
+def serve(kind: str) -> None:
+    """The ``kind`` launchpad's loop: preload, then one JSON request per line until its input
+    ends."""
     base_path = [p for p in sys.path if p not in ("", os.getcwd())]
     base_path = [p for p in base_path if p not in os.environ.get("PYTHONPATH", "").split(":")]
-    preload()
+    preload(kind)
     gc.collect()
     gc.freeze()
     ended: dict[int, int] = {}
@@ -269,7 +331,7 @@ def serve() -> None:
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                _run_child(request, base_path)
+                _run_child(request, base_path, kind)
             answer: Any = pid
         else:
             reap()
@@ -279,4 +341,4 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    serve()
+    serve(sys.argv[1])

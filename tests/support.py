@@ -30,7 +30,7 @@ from backfiller.storage import Database
 from backfiller.storage.launches import NewBackfill
 from backfiller.storage.records import Base
 from backfiller.testing import FrozenClock as FrozenClock  # the users' kit, here too
-from tests.launchpad import LAUNCHPAD, PadChild
+from tests import launchpad
 
 REPO = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -202,18 +202,24 @@ class LiveProcess:
 
     Its output goes to a temporary file, removed when it stops unless
     ``BACKFILLER_TEST_KEEP_LOGS`` is set (to read a failed test's server log afterwards).
+    It is forked from a preloaded Python (:mod:`tests.launchpad`); ``fresh``: started as a new
+    interpreter instead, for a test of what only a new one shows (a process's memory map).
     """
 
     def __init__(
-        self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+        self,
+        args: list[str],
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        fresh: bool = False,
     ) -> None:
         self.args = args
         full_env = {**os.environ, **(env or {})}
         full_env.setdefault("PYTHONPATH", str(REPO))
         self.log_path = Path(tempfile.mkstemp(prefix="backfiller-proc-", suffix=".log")[1])
         self.log = open(self.log_path, "w")  # noqa: SIM115
-        self.proc: subprocess.Popen[bytes] | PadChild
-        if os.environ.get("BACKFILLER_TEST_FRESH_PROCESSES"):
+        self.proc: subprocess.Popen[bytes] | launchpad.PadChild
+        if fresh or os.environ.get("BACKFILLER_TEST_FRESH_PROCESSES"):
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "backfiller", *args],
                 env=full_env,
@@ -222,7 +228,7 @@ class LiveProcess:
                 stderr=subprocess.STDOUT,
             )
         else:  # the same command, forked from a preloaded Python (tests/launchpad.py)
-            self.proc = LAUNCHPAD.start(args, full_env, cwd or REPO, self.log_path)
+            self.proc = launchpad.start(args, full_env, cwd or REPO, self.log_path)
 
     def output(self) -> str:
         self.log.flush()
@@ -261,6 +267,7 @@ class LiveServer(LiveProcess):
         cwd: Path | None = None,
         command: str = "serve",
         auth: str | None = "none",
+        fresh: bool = False,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -277,7 +284,7 @@ class LiveServer(LiveProcess):
             args += ["--definitions", definitions]
         if auth is not None and (command == "serve" or auth != "none"):
             args += ["--auth", auth]
-        super().__init__(args + (extra or []), env=env, cwd=cwd)
+        super().__init__(args + (extra or []), env=env, cwd=cwd, fresh=fresh)
         try:
             self.wait_ready()
         except BaseException:

@@ -94,7 +94,7 @@ def test_schema_export_prints_the_committed_sdl(tmp_path: Path) -> None:
 def test_serve_hands_its_process_to_a_server_without_the_command_line(
     tmp_path: Path, database_url: str
 ) -> None:
-    server = LiveServer(database_url, cwd=tmp_path)
+    server = LiveServer(database_url, cwd=tmp_path, fresh=True)  # what a user's shell starts
     try:
         launched = server.graphql(
             'mutation { launchBackfill(input: {target: {job: "daily_sales"}, partitions: '

@@ -34,9 +34,13 @@ class Json(LiveProcess):
     """A process started with ``--log-format json`` before its command."""
 
     def __init__(
-        self, args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+        self,
+        args: list[str],
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        fresh: bool = False,
     ) -> None:
-        super().__init__([*ROOT_OPTIONS, *args], env=env, cwd=cwd)
+        super().__init__([*ROOT_OPTIONS, *args], env=env, cwd=cwd, fresh=fresh)
 
 
 class JsonServer(LiveServer, Json):
