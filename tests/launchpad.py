@@ -178,7 +178,7 @@ class Launchpad:
                     stdout=subprocess.PIPE,
                     text=True,
                 )
-                atexit.register(self.proc.kill)
+                atexit.register(self.close)
             assert self.proc.stdin is not None and self.proc.stdout is not None
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
@@ -186,6 +186,20 @@ class Launchpad:
         if not answer:
             raise RuntimeError("the test launchpad ended")
         return json.loads(answer)
+
+    def close(self) -> None:
+        """End the launchpad (its input ends; its children live on until their tests stop
+        them)."""
+        if self.proc is None:
+            return
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
 
     def start(self, argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> PadChild:
         """``python -m backfiller *argv`` in ``cwd`` with exactly ``env``, its output to ``log``."""
