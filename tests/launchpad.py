@@ -117,7 +117,8 @@ def preload(kind: str) -> None:
 def choose(argv: list[str], env: dict[str, str]) -> str:
     """Which launchpad starts ``python -m backfiller *argv`` with ``env``."""
     traced = env.get("BACKFILLER_OTLP_ENDPOINT") or any("otlp" in a for a in argv)
-    if argv[:1] == ["serve"] and "--workers" not in argv and not traced:
+    shared_metrics = env.get("PROMETHEUS_MULTIPROC_DIR") or "--workers" in argv
+    if argv[:1] == ["serve"] and not shared_metrics and not traced:
         return "server"
     return "command"
 
@@ -253,8 +254,10 @@ def _run_child(request: dict[str, Any], base_path: list[str], kind: str) -> None
     """In the forked child: become ``python -m backfiller ARGS`` and exit with its status."""
     code = 1
     try:
-        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as a new Python has it
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})  # blocked for the fork
         null = os.open(os.devnull, os.O_RDONLY)
         out = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         os.dup2(null, 0)
@@ -343,9 +346,14 @@ def serve(kind: str) -> None:
         if "start" in request:
             sys.stdout.flush()
             sys.stderr.flush()
+            # Reaping waits until the new pid's stale status (an ended child's, pids are
+            # reused) is gone: a child that ends at once keeps its own.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
             pid = os.fork()
             if pid == 0:
                 _run_child(request, base_path, kind)
+            ended.pop(pid, None)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             answer: Any = pid
         else:
             reap()
