@@ -20,15 +20,11 @@ import time
 from collections.abc import Callable
 
 from backfiller.storage.migrations import upgrade_database
-from bench.proc_cpu import children_cpu, process_cpu
+from bench.daemon_start import tree_cpu
 from tests.support import LiveProcess, LiveServer
 
 DEFINITIONS = "tests.defs.jobs_daemon:definitions"
 FRESH = "BACKFILLER_TEST_FRESH_PROCESSES"
-
-
-def _tree_cpu(pid: int) -> float:
-    return process_cpu(pid) + children_cpu(pid)
 
 
 def _daemon(url: str) -> tuple[float, float]:
@@ -40,7 +36,7 @@ def _daemon(url: str) -> tuple[float, float]:
         daemon.output_once_it_says("started", timeout=30)
         ready = time.monotonic() - began
         time.sleep(0.5)  # its workers start
-        return _tree_cpu(daemon.proc.pid), ready
+        return tree_cpu(daemon.proc.pid), ready
     finally:
         daemon.stop()
 
@@ -49,7 +45,7 @@ def _server(url: str) -> tuple[float, float]:
     began = time.monotonic()
     server = LiveServer(url, DEFINITIONS)
     try:
-        return _tree_cpu(server.proc.pid), time.monotonic() - began
+        return tree_cpu(server.proc.pid), time.monotonic() - began
     finally:
         server.stop()
 

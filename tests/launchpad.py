@@ -47,9 +47,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# What a daemon, a worker and the command phase of `serve` import (web/serving.py's server
-# process is a new interpreter, so the web application is not among them): these modules,
-# and every module of these packages (one level down). Never prometheus_client, nor what
+from backfiller.web.serving import SERVER_MODULE  # what serve's exec_server runs
+
+# What a daemon, a worker and the command phase of `serve` import (the web application is the
+# server launchpad's alone, below): these modules, and every module of these packages (one
+# level down). Never prometheus_client, nor what
 # imports it (the daemon's package, the metrics modules): it reads PROMETHEUS_MULTIPROC_DIR as
 # it is imported, and a Celery worker or an API worker sets that variable first
 # (observability/). The launchpad refuses to start if one slips in.
@@ -230,9 +232,6 @@ def _python_path(env: dict[str, str], cwd: str, base: list[str]) -> list[str]:
     return [cwd, *extra, *base]
 
 
-SERVER_MODULE = "backfiller.web.serving"
-
-
 class _BecomeServer(BaseException):
     """``serve`` replacing itself with its server process (past typer's handlers)."""
 
@@ -273,8 +272,9 @@ def _run_child(request: dict[str, Any], base_path: list[str], kind: str) -> None
             del sys.modules[name]  # importable only as the child's own sys.path allows
         encoding = sys.__stdout__.encoding if sys.__stdout__ else "utf-8"
         sys.stdin = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+        line_buffered = bool(os.environ.get("PYTHONUNBUFFERED"))
         sys.stdout = open(  # noqa: SIM115
-            1, "w", encoding=encoding, closefd=False, buffering=1 if unbuffered() else -1
+            1, "w", encoding=encoding, closefd=False, buffering=1 if line_buffered else -1
         )
         sys.stderr = open(  # noqa: SIM115
             2, "w", encoding=encoding, errors="backslashreplace", closefd=False, buffering=1
@@ -305,10 +305,6 @@ def _run_child(request: dict[str, Any], base_path: list[str], kind: str) -> None
         os._exit(code)
 
 
-def unbuffered() -> bool:
-    return bool(os.environ.get("PYTHONUNBUFFERED"))
-
-
 def _exit_code(code: object) -> int:
     if code is None:
         return 0
@@ -321,8 +317,8 @@ def _exit_code(code: object) -> int:
 def serve(kind: str) -> None:
     """The ``kind`` launchpad's loop: preload, then one JSON request per line until its input
     ends."""
-    base_path = [p for p in sys.path if p not in ("", os.getcwd())]
-    base_path = [p for p in base_path if p not in os.environ.get("PYTHONPATH", "").split(":")]
+    own = {"", os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep)}
+    base_path = [p for p in sys.path if p not in own]  # the site's (_python_path)
     preload(kind)
     gc.collect()
     gc.freeze()
