@@ -237,3 +237,17 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 60, interval: floa
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(interval)
+
+
+def held_until(page: Any, held: list[Any], timeout: float = 15) -> Any:
+    """Wait for a route handler to hold a request; the first one held.
+
+    Playwright's synchronous API calls route handlers only while one of its own calls has
+    control, so this waits through the page (``wait_for_timeout``), never ``time.sleep``.
+    """
+    deadline = time.monotonic() + timeout
+    while not held:
+        if time.monotonic() > deadline:
+            raise AssertionError("the page sent no request that the route holds")
+        page.wait_for_timeout(100)
+    return held[0]

@@ -24,6 +24,7 @@ from tests.browser.conftest import (
     ConsoleWatch,
     Stack,
     _Databases,
+    held_until,
     record,
     shoot,
     wait_until,
@@ -212,11 +213,7 @@ def test_dates_typed_while_the_job_loads_are_kept(
 
     page.route("**/graphql/v1", hold)
     page.goto(f"{ui_server.url}/#/launch?job=daily_sales")
-    for _ in range(150):  # Playwright calls route handlers only while it has control
-        if held:
-            break
-        page.wait_for_timeout(100)
-    assert held, "the page never asked for the job's details"
+    held_until(page, held)
     page.fill("#launch-start", "2024-03-01")
     page.fill("#launch-end", "2024-03-05")
     held[0].continue_()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import ConsoleWatch, Stack, shoot, wait_until
+from tests.browser.conftest import ConsoleWatch, Stack, held_until, shoot, wait_until
 from tests.support import LAUNCH
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -119,7 +119,7 @@ def test_pause_and_resume_disable_the_button_in_flight(
     page.route("**/graphql/v1", hold)
     pause = page.locator('button[data-action="pause"]')
     pause.click()
-    wait_until(lambda: held, timeout=10)
+    held_until(page, held)
     assert pause.is_disabled()
     assert pause.get_attribute("aria-busy") == "true"
     held[0].continue_()

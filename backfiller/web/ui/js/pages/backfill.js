@@ -670,7 +670,7 @@ export async function render(root, { params }) {
     replace(root, h("nav", { class: "breadcrumbs" }, h("a", { href: "#/backfills" }, "Backfills")), errorBox(error, "Could not load this backfill."));
     return undefined;
   }
-  renderActions();
+  // refreshHeader has rendered the actions (renderHeader, then updateActionStates).
   const press = (name) => () => buttons?.[name]?.button.click();
   const stopKeys = pageShortcuts([
     { keys: "p", description: "Pause this backfill", run: press("pause") },
