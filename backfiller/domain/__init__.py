@@ -137,6 +137,18 @@ STEER_RULES: Mapping[SteerVerb, SteerRule] = {
 }
 
 
+START_PERMIT_SECONDS = 0.05
+"""How long one read of the start gate lets a run start, and how long a pause or cancel waits,
+once committed, before it answers.
+
+A worker reads the gate once for all the tasks it holds (``launchers.worker``) and may start
+each one it let through until this much time has passed since it sent the read, by its own
+monotonic clock. A read that let a run through saw the backfill RUNNING, so it began before the
+pause or cancel committed; that commit answers this much later (``resolvers.backfills``), so
+every run let through by a read from before the commit has started, if it starts at all, before
+the answer. Once a pause or cancel has answered, no run of the backfill starts."""
+
+
 class SteerRefused(Exception):
     """The verb does not apply to a backfill in this state."""
 

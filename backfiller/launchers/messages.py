@@ -75,3 +75,6 @@ class Done:
 
 
 WorkerMessage = Ready | Fatal | Started | Logs | Done
+"""What a worker sends its launcher."""
+LauncherMessage = RunTask | Gated | Stop
+"""What a launcher sends a worker."""

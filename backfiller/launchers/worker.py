@@ -7,7 +7,8 @@ worker's journal in the results directory (when there is one, see :class:`Journa
 next daemon finds it if this one is gone.
 A gated task (:class:`~backfiller.launchers.messages.Gated`) is checked by the worker itself
 right before its job runs: one read of the start gate on the worker's own connection (see
-``storage.execution.starts``); refused, it ends ``NOT_STARTED`` without running.
+``storage.execution.starts``), for it and the gated tasks already in the pipe, which then hold
+a start permit for a moment (:class:`_Inbox`); refused, it ends ``NOT_STARTED`` without running.
 
 A worker leads its own process group, which the job's child processes join: cancel, timeout and
 a lost lease signal the whole group. A run never outlives its daemon's lease: while a job runs,
@@ -26,6 +27,7 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing.connection import Connection
@@ -34,11 +36,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from backfiller import ids
 from backfiller.clock import utc_now
+from backfiller.domain import START_PERMIT_SECONDS
 from backfiller.launchers.base import Outcome, RunFinished, RunTask, StartCheck
 from backfiller.launchers.messages import (
     Done,
     Fatal,
     Gated,
+    LauncherMessage,
     Logs,
     Ready,
     Started,
@@ -170,9 +174,10 @@ def _serve(
     journal = Journal(Path(options.results_dir), "worker") if options.results_dir else None
     name = f"{socket.gethostname()}:{os.getpid()}"
     sender.send(Ready(name))
+    inbox = _Inbox(conn, gate)
     while True:
         try:
-            message = conn.recv()
+            message = inbox.next()
         except (EOFError, OSError):
             os._exit(0)
         if isinstance(message, Stop):
@@ -184,7 +189,7 @@ def _serve(
         task = message.task if isinstance(message, Gated) else message
         handler = _log_buffer(task.run_id, sender)
         at = utc_now()  # before the gate's read: a pause or cancel answered by now is seen
-        outcome, message_text, trace = _refusal(message, at, deadline, gate)
+        outcome, message_text, trace = _refusal(message, at, deadline, inbox)
         if outcome is None:
             if isinstance(message, Gated):
                 _starting(task, at, journal, sender)
@@ -223,18 +228,18 @@ class _OwnGate:
             logging.getLogger("backfiller.worker").debug("start gate warm-up", exc_info=True)
             self.dispose()
 
-    def may_start(self, check: StartCheck, task: RunTask, at: datetime) -> bool:
+    def may_start(self, check: StartCheck, tasks: list[RunTask], at: datetime) -> set[int]:
+        """The ids of ``tasks`` that the gate lets start (none if it cannot be asked)."""
         from backfiller.storage.execution.starts import StartGate
 
         if self.gate is None or self.gate.url != check.database_url:
             self.dispose()
             self.gate = StartGate(check.database_url)
         try:
-            allowed = self.gate.start(check.owner, [(task.run_id, task.attempt)], at)
+            return self.gate.start(check.owner, [(t.run_id, t.attempt) for t in tasks], at)
         except Exception:
             logging.getLogger("backfiller.worker").exception("the start gate failed")
-            return False
-        return task.run_id in allowed
+            return set()
 
     def dispose(self) -> None:
         gate, self.gate = self.gate, None
@@ -242,13 +247,64 @@ class _OwnGate:
             gate.dispose()
 
 
+class _Inbox:
+    """The worker's pipe, and the start permits of the gated tasks it holds.
+
+    A gated task without a valid permit reads the gate once for itself and for every gated task
+    already waiting in the pipe (read ahead, kept in order): those let through may start
+    without another read until ``START_PERMIT_SECONDS`` after that read was sent (see
+    ``domain.START_PERMIT_SECONDS``: a pause or cancel answers that much after its commit). A
+    worker holding 16 short runs reads the gate once for them, not 16 times.
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        gate: _OwnGate,
+        read_ahead: int = 64,
+        permit_seconds: float = START_PERMIT_SECONDS,
+    ) -> None:
+        self.conn = conn
+        self.gate = gate
+        self.read_ahead = read_ahead
+        self.permit_seconds = permit_seconds
+        self.held: deque[LauncherMessage] = deque()
+        self.permits: dict[tuple[int, int], float] = {}
+        """(run id, attempt) to the monotonic time until which it may start."""
+
+    def next(self) -> LauncherMessage:
+        """The next message, held or from the pipe (EOFError once the pipe is closed)."""
+        return self.held.popleft() if self.held else self.conn.recv()
+
+    def may_start(self, message: Gated, at: datetime) -> bool:
+        key = (message.task.run_id, message.task.attempt)
+        until = self.permits.pop(key, None)
+        if until is not None and time.monotonic() < until:
+            return True
+        self._read_ahead()
+        batch = [message.task]
+        batch += [m.task for m in self.held if isinstance(m, Gated) and m.check == message.check]
+        sent = time.monotonic()
+        allowed = self.gate.may_start(message.check, batch, at)
+        for task in batch[1:]:
+            if task.run_id in allowed:
+                self.permits[(task.run_id, task.attempt)] = sent + self.permit_seconds
+        return message.task.run_id in allowed
+
+    def _read_ahead(self) -> None:
+        """Take what the pipe already holds (a closed pipe is seen by the next :meth:`next`)."""
+        with contextlib.suppress(EOFError, OSError):
+            while len(self.held) < self.read_ahead and self.conn.poll(0):
+                self.held.append(self.conn.recv())
+
+
 def _refusal(
-    message: RunTask | Gated, at: datetime, deadline: SharedDeadline, gate: _OwnGate
+    message: RunTask | Gated, at: datetime, deadline: SharedDeadline, inbox: _Inbox
 ) -> tuple[Outcome | None, str | None, None]:
     """Why the task must not start (``NOT_STARTED``), or ``(None, None, None)``."""
     if time.monotonic() >= deadline.value:
         return Outcome.NOT_STARTED, "the daemon's lease ran out", None
-    if isinstance(message, Gated) and not gate.may_start(message.check, message.task, at):
+    if isinstance(message, Gated) and not inbox.may_start(message, at):
         return Outcome.NOT_STARTED, "not started", None
     return None, None, None
 

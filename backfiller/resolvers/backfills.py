@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Iterable
 
@@ -9,6 +10,7 @@ import strawberry
 
 from backfiller.definitions.jobs import JobDefinition
 from backfiller.domain import (
+    START_PERMIT_SECONDS,
     EventKind,
     SlotState,
     SteerRefused,
@@ -157,9 +159,20 @@ async def _steer(
     """Pause, resume or cancel, as conditional updates from the transition table.
 
     Retried on a lost race. Cancel ends the backfill at once (CANCELED) when nothing of it is
-    queued or running, else asks the daemon (CANCELING). Once this commits, no run of the
-    backfill starts: the daemon's start gate checks the backfill's status in the database.
+    queued or running, else asks the daemon (CANCELING). Once a pause or cancel has answered,
+    no run of the backfill starts: the start gate checks the backfill's status in the database,
+    and the answer waits out the gate's permits (``domain.START_PERMIT_SECONDS``).
     """
+    record, errors = await _steer_once(ctx, raw_id, verb)
+    if verb is not SteerVerb.RESUME and not errors:  # moved now, or by a request still waiting
+        await asyncio.sleep(START_PERMIT_SECONDS)
+    return record, errors
+
+
+async def _steer_once(
+    ctx: Context, raw_id: str, verb: SteerVerb
+) -> tuple[BackfillRecord | None, list[UserError]]:
+    """:func:`_steer`'s transaction."""
     pk = parse_backfill_id(raw_id)
     if pk is None:
         return None, [_not_found(raw_id)]

@@ -5,6 +5,9 @@ to hand to idle workers: one read checks that the daemon's lease is valid and th
 still QUEUED, leased to the daemon, at its attempt, and of a RUNNING backfill. ``pauseBackfill``
 and ``cancelBackfill`` commit before they answer, so once they have answered no gate lets a run
 of that backfill start: pause and cancel are immediate, not a matter of the next daemon tick.
+A local worker reads it once for the tasks it holds and starts those let through within a
+short permit (``domain.START_PERMIT_SECONDS``), which pause and cancel wait out before they
+answer.
 The start itself is written by the daemon with the run's other events (``RunStarted``), fenced
 like every result. A read, not a write: it never waits for the daemon's writes (on SQLite it is
 a WAL reader), so it costs a dispatch little.
