@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from backfiller.domain import ACTIVE_RUN_STATES, BackfillState, RunState, SlotState
+from backfiller.storage.base import UTCDateTime
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import (
     BackfillRecord,
@@ -22,6 +23,7 @@ from backfiller.storage.records import (
     SlotRecord,
     table_of,
 )
+from backfiller.storage.row_arrays import arrays_of, unnested
 from backfiller.storage.rows import changed
 from backfiller.storage.upserts import upsert
 from backfiller.storage.value_lists import DIALECTS, one_of_list
@@ -101,10 +103,19 @@ class SessionRepository:
         parameters' order (``sort_by_parameter_order``), which on SQLite inserts row by row."""
         if not rows:
             return []
-        inserted = await self.session.execute(
-            insert(runs_t).returning(runs_t.c.id, runs_t.c.slot_id), list(rows)
-        )
-        by_slot = {int(slot_id): int(run_id) for run_id, slot_id in inserted.all()}
+        if self.dialect == "postgresql":  # one statement, the same for any number of rows
+            names = tuple(rows[0])
+            statement = _RUN_INSERTS.get(names) or _RUN_INSERTS.setdefault(
+                names, _runs_insert_arrays(names)
+            )
+            inserted: Iterable[Any] = await self.rows_of(statement, arrays_of(rows, names))
+        else:
+            inserted = (
+                await self.session.execute(
+                    insert(runs_t).returning(runs_t.c.id, runs_t.c.slot_id), list(rows)
+                )
+            ).all()
+        by_slot = {int(slot_id): int(run_id) for run_id, slot_id in inserted}
         return [by_slot[int(row["slot_id"])] for row in rows]
 
     async def apply_moves(self, moves: Moves, now: datetime) -> None:
@@ -127,6 +138,11 @@ class SessionRepository:
     ) -> None:
         """Upsert the latest outcome of each (job, partition); an older run never wins."""
         stmt, rows = partition_states_upsert(self.dialect, states, now)
+        if self.dialect == "postgresql" and len(rows) > 1:  # one statement for all the rows
+            await self.rows_of(
+                _STATES_UPSERT_ARRAYS, {**arrays_of(rows, _STATE_COLUMNS), "now": now}
+            )
+            return
         await self.run_many(stmt, rows)
 
 
@@ -143,6 +159,45 @@ def _states_upsert(dialect: str) -> Prepared:
             where=or_(states_t.c.run_id.is_(None), states_t.c.run_id <= ins.excluded.run_id),
         )
     )
+
+
+_STATE_COLUMNS = ("job_name", "partition_key", "status", "run_id")
+
+
+def _states_upsert_arrays() -> Prepared:
+    """PostgreSQL: the upsert of :func:`_states_upsert` for all the rows at once, given as one
+    array per column (``storage.row_arrays``)."""
+    rows = unnested(*((name, states_t.c[name].type) for name in _STATE_COLUMNS))
+    ins = upsert("postgresql", states_t).from_select(
+        [*_STATE_COLUMNS, "updated_at"],
+        select(*(rows.c[name] for name in _STATE_COLUMNS), bindparam("now", type_=UTCDateTime())),
+    )
+    return Prepared(
+        ins.on_conflict_do_update(
+            index_elements=[states_t.c.job_name, states_t.c.partition_key],
+            set_={
+                "status": ins.excluded.status,
+                "run_id": ins.excluded.run_id,
+                "updated_at": ins.excluded.updated_at,
+            },
+            where=or_(states_t.c.run_id.is_(None), states_t.c.run_id <= ins.excluded.run_id),
+        )
+    )
+
+
+def _runs_insert_arrays(names: tuple[str, ...]) -> Prepared:
+    """PostgreSQL: the insert of run rows with the columns ``names``, all the rows at once,
+    given as one array per column (``storage.row_arrays``); returns each one's id and slot."""
+    rows = unnested(*((name, runs_t.c[name].type) for name in names))
+    return Prepared(
+        insert(runs_t)
+        .from_select(list(names), select(*(rows.c[name] for name in names)))
+        .returning(runs_t.c.id, runs_t.c.slot_id)
+    )
+
+
+_RUN_INSERTS: dict[tuple[str, ...], Prepared] = {}
+"""Run inserts by the columns they set (two shapes: built on first use, then kept)."""
 
 
 def _counters_moved(names: tuple[str, ...]) -> Prepared:
@@ -166,6 +221,7 @@ def _counters_moved(names: tuple[str, ...]) -> Prepared:
 _MOVES: dict[tuple[str, ...], Prepared] = {}
 """Counter updates by the counters they move (a few shapes: built on first use, then kept)."""
 _STATES_UPSERT = {dialect: _states_upsert(dialect) for dialect in DIALECTS}
+_STATES_UPSERT_ARRAYS = _states_upsert_arrays()
 _STATUSES = {
     dialect: Prepared(
         select(backfills_t.c.id, backfills_t.c.status).where(
