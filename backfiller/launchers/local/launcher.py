@@ -62,7 +62,12 @@ beside SQLite). Modules only, nothing that starts a thread or opens a connection
 definitions are not among them: each worker imports them itself, as before."""
 
 BACKLOG_SECONDS = 0.25
-MAX_BACKLOG_PER_WORKER = 64
+MAX_BACKLOG_PER_WORKER = 512
+"""At most this many runs held per worker. The backlog is bounded by time first (about
+``BACKLOG_SECONDS`` of runs at their measured pace); this bounds it for runs of under half a
+millisecond. A deep backlog of short runs lets the daemon claim and record them in large
+batches, which on PostgreSQL (a round trip per statement, a flush per commit) sets most of the
+dispatch rate of short runs (docs/benchmarks.md)."""
 
 
 def default_worker_count() -> int:
@@ -79,7 +84,7 @@ class LocalLauncher:
         definitions: the user's definitions as ``module:attribute`` (each worker imports it).
         workers: number of worker processes (default: the CPU count).
         max_active: at most this many runs handed over at once, running and waiting
-            (default 64 per worker). Below it, the backlog adapts to the pace of runs.
+            (default 512 per worker). Below it, the backlog adapts to the pace of runs.
         grace_seconds: time between SIGTERM and SIGKILL when a run is canceled or times out.
         api_url, token: given to runs so that ``context.client`` can reach the service.
         results_dir: where workers keep each run's end until the daemon has written it, so
