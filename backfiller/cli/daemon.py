@@ -71,7 +71,7 @@ MaxRunsOption = Annotated[
         "--max-runs",
         envvar="BACKFILLER_MAX_RUNS",
         help="Runs this daemon keeps active at once, queued and running "
-        "(default: adaptive, at most 512 per worker).",
+        "(default: adaptive, at most 64 per worker on SQLite, 512 on PostgreSQL).",
     ),
 ]
 TeamMaxRunsOption = Annotated[

@@ -63,10 +63,15 @@ DRIVER_MODULES = {
 """The modules of each backend's driver, as a process that connects to it imports them."""
 
 
+def backend_name(url: str | None) -> str:
+    """The database of ``url`` (``sqlite``, ``postgresql``), read as
+    :func:`normalize_database_url` reads it (None: the embedded SQLite default)."""
+    return make_url(normalize_database_url(url)).get_backend_name()
+
+
 def driver_modules(url: str | None) -> tuple[str, ...]:
-    """The driver modules of the database at ``url``, read as :func:`normalize_database_url`
-    reads it (None: the embedded SQLite default)."""
-    return DRIVER_MODULES[make_url(normalize_database_url(url)).get_backend_name()]
+    """The driver modules of the database at ``url`` (None: the embedded SQLite default)."""
+    return DRIVER_MODULES[backend_name(url)]
 
 
 def sync_database_url(url: str) -> str:

@@ -62,12 +62,23 @@ beside SQLite). Modules only, nothing that starts a thread or opens a connection
 definitions are not among them: each worker imports them itself, as before."""
 
 BACKLOG_SECONDS = 0.25
-MAX_BACKLOG_PER_WORKER = 512
-"""At most this many runs held per worker. The backlog is bounded by time first (about
-``BACKLOG_SECONDS`` of runs at their measured pace); this bounds it for runs of under half a
-millisecond. A deep backlog of short runs lets the daemon claim and record them in large
-batches, which on PostgreSQL (a round trip per statement, a flush per commit) sets most of the
-dispatch rate of short runs (docs/benchmarks.md)."""
+MAX_BACKLOG_PER_WORKER = {"sqlite": 64}
+"""At most this many runs held per worker, by database; 512 on a database server. The backlog
+is bounded by time first (about ``BACKLOG_SECONDS`` of runs at their measured pace); this
+bounds it for very short runs. On PostgreSQL, where each of a pass's statements is a round
+trip and each commit a flush, a deep backlog lets the daemon claim and record short runs in
+large batches: no-op runs dispatch about 1.5 times as fast with 512 as with 64. On SQLite
+(statements are calls into a library) larger batches gained nothing and lost about a tenth
+(docs/benchmarks.md)."""
+SERVER_BACKLOG_PER_WORKER = 512
+
+
+def max_backlog_per_worker(database_url: str | None) -> int:
+    """The most runs held per worker for the daemon's database (see
+    :data:`MAX_BACKLOG_PER_WORKER`)."""
+    from backfiller.storage.engine import backend_name
+
+    return MAX_BACKLOG_PER_WORKER.get(backend_name(database_url), SERVER_BACKLOG_PER_WORKER)
 
 
 def default_worker_count() -> int:
@@ -84,7 +95,8 @@ class LocalLauncher:
         definitions: the user's definitions as ``module:attribute`` (each worker imports it).
         workers: number of worker processes (default: the CPU count).
         max_active: at most this many runs handed over at once, running and waiting
-            (default 512 per worker). Below it, the backlog adapts to the pace of runs.
+            (default 64 per worker on SQLite, 512 on PostgreSQL). Below it, the backlog
+            adapts to the pace of runs.
         grace_seconds: time between SIGTERM and SIGKILL when a run is canceled or times out.
         api_url, token: given to runs so that ``context.client`` can reach the service.
         results_dir: where workers keep each run's end until the daemon has written it, so
@@ -106,7 +118,8 @@ class LocalLauncher:
         database_url: str | None = None,
     ) -> None:
         self.size = workers or default_worker_count()
-        self.max_active = max_active or self.size * MAX_BACKLOG_PER_WORKER
+        self.per_worker = max_backlog_per_worker(database_url)
+        self.max_active = max_active or self.size * self.per_worker
         self.grace_seconds = grace_seconds
         self.folder = ResultsFolder(results_dir) if results_dir else None
         self.results_dir = self.folder.path if self.folder is not None else None
@@ -158,7 +171,7 @@ class LocalLauncher:
         if mean is None:
             per_worker = 1
         else:
-            per_worker = max(1, min(MAX_BACKLOG_PER_WORKER, math.ceil(BACKLOG_SECONDS / mean)))
+            per_worker = max(1, min(self.per_worker, math.ceil(BACKLOG_SECONDS / mean)))
         return min(self.max_active, self.size * (1 + per_worker))
 
     @property
