@@ -123,7 +123,9 @@ async def throughput(
 
         prepare_worker_metrics()
     results = str(folder / "results") if "results" in like_cli else None
-    launcher = LocalLauncher(target, workers, results_dir=results).start()
+    # Given the database as ``backfiller daemon`` gives it: the workers' gates connect at start,
+    # and the backlog is the database's (deeper on PostgreSQL).
+    launcher = LocalLauncher(target, workers, results_dir=results, database_url=url).start()
     daemon = Daemon(database, defs, launcher, DaemonSettings(shutdown_grace_seconds=5))
     if "metrics" in like_cli:
         from backfiller.observability.daemon_ops import observe_daemon
