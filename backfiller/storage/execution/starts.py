@@ -21,11 +21,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Select, bindparam, create_engine, event, select
+from sqlalchemy.sql.elements import ColumnElement
 
 from backfiller.domain import BackfillState, RunState
 from backfiller.storage.engine import LOCK_PATIENCE_SECONDS, sync_database_url
 from backfiller.storage.execution.common import backfills_t, leases_t, runs_t
 from backfiller.storage.prepared import Prepared
+from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 
 class StartGate:
@@ -66,7 +68,7 @@ class StartGate:
         self.engine.dispose()
 
 
-def _may_start_query(one: bool) -> Select[tuple[int, int]]:
+def _may_start_query(which: ColumnElement[bool]) -> Select[tuple[int, int]]:
     leased = (
         select(leases_t.c.owner)
         .where(leases_t.c.owner == bindparam("owner"), leases_t.c.expires_at > bindparam("now"))
@@ -76,9 +78,7 @@ def _may_start_query(one: bool) -> Select[tuple[int, int]]:
         select(runs_t.c.id, runs_t.c.attempt)
         .join(backfills_t, backfills_t.c.id == runs_t.c.backfill_id)
         .where(
-            runs_t.c.id == bindparam("id")
-            if one
-            else runs_t.c.id.in_(bindparam("ids", expanding=True)),
+            which,
             runs_t.c.status == RunState.QUEUED,
             runs_t.c.lease_owner == bindparam("owner"),
             backfills_t.c.status == BackfillState.RUNNING,
@@ -87,12 +87,15 @@ def _may_start_query(one: bool) -> Select[tuple[int, int]]:
     )
 
 
-MAY_START = _may_start_query(one=False)
-"""Built once: SQLAlchemy then reuses its compiled form, so a check costs tens of
-microseconds of Python, where building the statement per check cost ten times more."""
-_MAY_ONE_START = Prepared(_may_start_query(one=True))
-"""The check of one run, as a worker asks it before each run: prepared, since an expanding
-``IN`` is rendered anew at every call."""
+_MAY_START = {
+    dialect: Prepared(_may_start_query(one_of_list(dialect, runs_t.c.id, "ids")))
+    for dialect in DIALECTS
+}
+"""The check of several runs, by dialect: the ids as one list parameter
+(``storage.value_lists``), so that the statement is the same for any number of runs (prepared
+once by PostgreSQL, not parsed again for each batch size)."""
+_MAY_ONE_START = Prepared(_may_start_query(runs_t.c.id == bindparam("id")))
+"""The check of one run."""
 
 
 def may_start(
@@ -105,8 +108,9 @@ def may_start(
         found = _MAY_ONE_START.rows(conn, {"id": run_id, "owner": owner, "now": now})
         return {run_id for _, at in found if at == attempt}
     attempts = dict(requests)
-    rows = conn.execute(MAY_START, {"ids": list(attempts), "owner": owner, "now": now})
-    return {int(r.id) for r in rows if attempts[int(r.id)] == int(r.attempt)}
+    statement = _MAY_START[conn.dialect.name]
+    rows = statement.rows(conn, {"ids": list(attempts), "owner": owner, "now": now})
+    return {int(run_id) for run_id, at in rows if attempts[int(run_id)] == int(at)}
 
 
 def _sqlite_reader(engine: Engine) -> None:
