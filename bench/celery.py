@@ -263,7 +263,8 @@ def by_thread(cpu: dict[str, float], size: int) -> str:
 
 async def local(server: str, size: int) -> float:
     with fresh_postgres(server) as url:
-        launcher = LocalLauncher(TARGET, 2).start()
+        # Given the database as ``backfiller daemon`` gives it (its backlog is the database's).
+        launcher = LocalLauncher(TARGET, 2, database_url=url).start()
         while launcher.ready_workers() < 2:  # noqa: ASYNC110 (the launcher has no event)
             await asyncio.sleep(0.05)
         took, cpu = await timed_backfill(url, launcher, size, Profiles(None))
