@@ -220,7 +220,8 @@ def new_backfill(
     """The row a launch inserts: of ``job``'s partitions, or (``job`` None) of the ``assets``.
 
     ``fingerprint`` is the request's for its idempotency key (default: :func:`fingerprint_of`
-    the request; a retry passes its own). ``team``: the launcher's, which the backfill acts
+    the request when it has a key, else none, ``""``: it is compared only when a key is used
+    again; a retry passes its own). ``team``: the launcher's, which the backfill acts
     for; its priority is the request's, else the job's default.
     """
     assert (job is None) != (assets is None), "a backfill runs a job or assets"
@@ -246,6 +247,8 @@ def new_backfill(
             fingerprint
             if fingerprint is not None
             else fingerprint_of(request, job.name if job is not None else ASSETS_JOB)
+            if request.idempotency_key is not None
+            else ""  # compared only under an idempotency key (``services.launching``)
         ),
         creator=creator,
         team=team,
