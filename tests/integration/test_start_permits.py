@@ -13,6 +13,8 @@ import time
 from datetime import datetime
 from multiprocessing import Pipe
 
+import pytest
+
 from backfiller.daemon.ticks import DaemonState, launch_runs, plan_backfills
 from backfiller.definitions.loading import Definitions
 from backfiller.domain import START_PERMIT_SECONDS
@@ -36,7 +38,8 @@ class _Reads(_OwnGate):
         return super().may_start(check, tasks, at)
 
 
-async def _claimed(
+@pytest.fixture
+async def claimed(
     gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
 ) -> tuple[str, str, list[RunTask]]:
     """A backfill of five days, claimed by a daemon's ticks: its id, the daemon's name and the
@@ -71,13 +74,9 @@ async def _pause(gql: GraphQLRunner, backfill_id: str) -> float:
 
 
 async def test_one_read_of_the_gate_lets_every_held_task_start(
-    gql: GraphQLRunner,
-    database: Database,
-    database_url: str,
-    definitions: Definitions,
-    clock: FrozenClock,
+    claimed: tuple[str, str, list[RunTask]], database_url: str, clock: FrozenClock
 ) -> None:
-    _, owner, tasks = await _claimed(gql, database, definitions, clock)
+    _, owner, tasks = claimed
     inbox, gate = _inbox(tasks, StartCheck(database_url, owner), permit_seconds=60)
     try:
         started = []
@@ -93,13 +92,12 @@ async def test_one_read_of_the_gate_lets_every_held_task_start(
 
 
 async def test_a_task_whose_permit_ran_out_reads_the_gate_again_and_a_pause_stops_it(
+    claimed: tuple[str, str, list[RunTask]],
     gql: GraphQLRunner,
-    database: Database,
     database_url: str,
-    definitions: Definitions,
     clock: FrozenClock,
 ) -> None:
-    backfill_id, owner, tasks = await _claimed(gql, database, definitions, clock)
+    backfill_id, owner, tasks = claimed
     inbox, gate = _inbox(tasks, StartCheck(database_url, owner), permit_seconds=0.0)
     try:
         first = inbox.next()

@@ -146,8 +146,9 @@ class SessionRepository:
         await self.run_many(stmt, rows)
 
 
-def _states_upsert(dialect: str) -> Prepared:
-    ins = upsert(dialect, states_t)
+def _newest_run_wins(ins: Any) -> Prepared:
+    """The insert ``ins`` of partition states, as an upsert in which an older run never
+    replaces a newer one's state."""
     return Prepared(
         ins.on_conflict_do_update(
             index_elements=[states_t.c.job_name, states_t.c.partition_key],
@@ -159,6 +160,10 @@ def _states_upsert(dialect: str) -> Prepared:
             where=or_(states_t.c.run_id.is_(None), states_t.c.run_id <= ins.excluded.run_id),
         )
     )
+
+
+def _states_upsert(dialect: str) -> Prepared:
+    return _newest_run_wins(upsert(dialect, states_t))
 
 
 _STATE_COLUMNS = ("job_name", "partition_key", "status", "run_id")
@@ -172,17 +177,7 @@ def _states_upsert_arrays() -> Prepared:
         [*_STATE_COLUMNS, "updated_at"],
         select(*(rows.c[name] for name in _STATE_COLUMNS), bindparam("now", type_=UTCDateTime())),
     )
-    return Prepared(
-        ins.on_conflict_do_update(
-            index_elements=[states_t.c.job_name, states_t.c.partition_key],
-            set_={
-                "status": ins.excluded.status,
-                "run_id": ins.excluded.run_id,
-                "updated_at": ins.excluded.updated_at,
-            },
-            where=or_(states_t.c.run_id.is_(None), states_t.c.run_id <= ins.excluded.run_id),
-        )
-    )
+    return _newest_run_wins(ins)
 
 
 def _runs_insert_arrays(names: tuple[str, ...]) -> Prepared:
