@@ -91,8 +91,8 @@ def token_create(
     team: TeamOption = None,
 ) -> None:
     """Create a token and print it, once: only its hash is stored."""
+    from backfiller.domain.roles import Role
     from backfiller.storage.auth import NewToken, TokenNameTaken
-    from backfiller.storage.auth_records import Role
 
     now = datetime.now(UTC)
     name, expires_at, jobs = _checked_token_options(name, role, expires, job, now)

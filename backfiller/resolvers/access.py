@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from backfiller import ids
+from backfiller.domain.roles import Role
 from backfiller.resolvers.shared_rate import shared_rate_limiter_from_env
-from backfiller.storage.auth_records import Role
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from typing import assert_never
 import strawberry
 
 from backfiller.definitions.loading import Definitions
+from backfiller.domain.roles import Role
 from backfiller.ids import audit_id, encode_cursor, parse_token_id, token_id
 from backfiller.resolvers.commands import user_error
 from backfiller.resolvers.context import Info, check_page_size
@@ -32,7 +33,7 @@ from backfiller.schema.admin import (
 )
 from backfiller.schema.common import UserError, UserErrorCode
 from backfiller.storage.auth import AuditRepository, NewToken, TokenNameTaken, TokenRepository
-from backfiller.storage.auth_records import ApiTokenRecord, AuditRecord, Role
+from backfiller.storage.auth_records import ApiTokenRecord, AuditRecord
 from backfiller.storage.auth_records import AuditOutcome as StoredOutcome
 
 MAX_TOKEN_NAME = 200

@@ -6,10 +6,11 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from backfiller.domain.roles import Role
 from backfiller.resolvers.access import Principal
 from backfiller.resolvers.context import Services
 from backfiller.storage.auth import TokenRepository
-from backfiller.storage.auth_records import ApiTokenRecord, Role
+from backfiller.storage.auth_records import ApiTokenRecord
 from backfiller.storage.run_credentials import (
     is_run_credential,
     run_is_active,

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from backfiller.config import Settings
+from backfiller.domain.roles import Role
 from backfiller.resolvers.access import Principal, RateLimiter
 from backfiller.schema.common import UserErrorCode
-from backfiller.storage.auth_records import Role
 
 PUBLIC = None
 """A field anyone may ask for, even without a token (only ``__typename``)."""

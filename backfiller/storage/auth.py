@@ -20,7 +20,8 @@ from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backfiller.storage.auth_records import ApiTokenRecord, AuditOutcome, AuditRecord, Role
+from backfiller.domain.roles import Role
+from backfiller.storage.auth_records import ApiTokenRecord, AuditOutcome, AuditRecord
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import table_of
 from backfiller.storage.rows import changed

@@ -1,4 +1,6 @@
-"""Records of access control: API tokens (only their hashes) and the audit log of mutations."""
+"""Records of access control: API tokens (only their hashes) and the audit log of mutations.
+
+``Role`` is the domain's (``domain.roles``), imported here for the records' columns."""
 
 from __future__ import annotations
 
@@ -9,25 +11,8 @@ from typing import Any
 from sqlalchemy import JSON, Enum, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from backfiller.domain.roles import Role
 from backfiller.storage.base import Base, BigId
-
-
-class Role(enum.StrEnum):
-    """What a token may do; each role may do everything the one before it may."""
-
-    VIEWER = "viewer"
-    OPERATOR = "operator"
-    ADMIN = "admin"
-
-    @property
-    def rank(self) -> int:
-        return _RANKS[self]
-
-    def allows(self, needed: Role) -> bool:
-        return self.rank >= needed.rank
-
-
-_RANKS = {Role.VIEWER: 1, Role.OPERATOR: 2, Role.ADMIN: 3}
 
 
 class AuditOutcome(enum.StrEnum):

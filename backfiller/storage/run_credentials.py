@@ -32,8 +32,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from backfiller.domain import ACTIVE_RUN_STATES, TERMINAL_BACKFILL_STATES, BackfillState
+from backfiller.domain.roles import Role
 from backfiller.storage.auth import TokenRepository
-from backfiller.storage.auth_records import Role, SigningKeyRecord
+from backfiller.storage.auth_records import SigningKeyRecord
 from backfiller.storage.engine import Database
 from backfiller.storage.records import BackfillRecord, RunRecord
 

@@ -17,7 +17,8 @@ from sqlalchemy import JSON, Index, String, Text, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from backfiller.storage.auth_records import Role, _enum
+from backfiller.domain.roles import Role
+from backfiller.storage.auth_records import _enum
 from backfiller.storage.base import Base, BigId
 
 

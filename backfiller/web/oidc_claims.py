@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from backfiller.config import Settings
-from backfiller.storage.auth_records import Role
+from backfiller.domain.roles import Role
 
 
 class SignInRefused(Exception):

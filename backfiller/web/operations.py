@@ -83,8 +83,8 @@ class Operations:
         await Response(body, media_type=exposition.CONTENT_TYPE)(scope, receive, send)
 
     async def _refusal(self, headers: Headers) -> Response | None:
+        from backfiller.domain.roles import Role
         from backfiller.resolvers.auth import AuthFailure, authenticate
-        from backfiller.storage.auth_records import Role
         from backfiller.web.auth import bearer_token
 
         if self.services.settings.auth_mode == "none":

@@ -6,9 +6,9 @@ import asyncio
 import uuid
 from datetime import UTC, datetime
 
+from backfiller.domain.roles import Role
 from backfiller.storage import Database
 from backfiller.storage.auth import NewToken, TokenRepository
-from backfiller.storage.auth_records import Role
 
 DEFS = "tests.defs.client:definitions"
 

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from backfiller import AssetSelection, BackfillRequest, PartitionRange, trigger
 from backfiller.definitions.loading import Definitions
+from backfiller.domain.roles import Role
 from backfiller.examples import quickstart
 from backfiller.examples.assets import ASSETS
 from backfiller.resolvers.access import Principal
@@ -17,7 +18,6 @@ from backfiller.services.backend import Backend
 from backfiller.services.trigger_evaluation import evaluate_trigger_now
 from backfiller.services.trigger_requests import from_json, to_json
 from backfiller.storage import Database
-from backfiller.storage.auth_records import Role
 from backfiller.storage.records import BackfillRecord
 from backfiller.storage.repositories import BackfillRepository
 from tests.support import LAUNCH, FrozenClock, GraphQLRunner

@@ -14,9 +14,9 @@ from backfiller import (
     Client,
 )
 from backfiller.client import TriggerOutcome
+from backfiller.domain.roles import Role
 from backfiller.storage import Database
 from backfiller.storage.auth import NewToken, TokenRepository
-from backfiller.storage.auth_records import Role
 from tests.support import LiveServer, live_server
 
 DEFINITIONS = "tests.integration.trigger_defs:definitions"

@@ -20,10 +20,10 @@ from jsonschema import Draft202012Validator
 from backfiller.config import AuthMode, Settings
 from backfiller.daemon.ticks import DaemonState
 from backfiller.definitions.loading import Definitions
+from backfiller.domain.roles import Role
 from backfiller.launchers import InlineLauncher
 from backfiller.storage import Database
 from backfiller.storage.auth import NewToken, TokenRepository
-from backfiller.storage.auth_records import Role
 from backfiller.storage.records import BackfillRecord
 from backfiller.web.app import create_app
 from backfiller.web.rest import PREFIX, RestApi, load_operations

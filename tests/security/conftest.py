@@ -12,9 +12,10 @@ import pytest
 from sqlalchemy import Engine, create_engine, func, literal, select, union_all
 from sqlalchemy.pool import NullPool
 
+from backfiller.domain.roles import Role
 from backfiller.storage import Database
 from backfiller.storage.auth import NewToken, TokenRepository
-from backfiller.storage.auth_records import AuditRecord, Role
+from backfiller.storage.auth_records import AuditRecord
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database

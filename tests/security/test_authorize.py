@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from backfiller.domain.roles import Role
 from backfiller.resolvers.access import Principal
 from backfiller.storage import Database
-from backfiller.storage.auth_records import AuditRecord, Role
+from backfiller.storage.auth_records import AuditRecord
 from backfiller.storage.records import BackfillRecord
 from tests.security.conftest import audit_entries
 from tests.security.operations import all_root_fields, operation_for

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from backfiller.domain.roles import Role
 from backfiller.resolvers.policy import FIELD_ROLES
-from backfiller.storage.auth_records import Role
 from tests.security.conftest import Tokens, bearer, client_of, gql, row_counts
 from tests.security.operations import all_root_fields, operation_for
 from tests.security.test_roles_table import POLICY

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from backfiller.api import schema
+from backfiller.domain.roles import Role
 from backfiller.resolvers.access import ANONYMOUS_ADMIN, Principal
 from backfiller.resolvers.policy import FIELD_ROLES, decide
 from backfiller.schema.common import UserErrorCode
-from backfiller.storage.auth_records import Role
 
 # The policy of the issue, written out: the table in backfiller/resolvers/auth.py must agree.
 POLICY: dict[str, dict[str, Role]] = {

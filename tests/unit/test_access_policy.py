@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from backfiller.config import AuthMode, Settings
+from backfiller.domain.roles import Role
 from backfiller.resolvers.access import Principal, actor_of, run_of
 from backfiller.resolvers.policy import decide, job_refusal, scope_refusal
-from backfiller.storage.auth_records import Role
 from backfiller.storage.run_credentials import RunClaims, launcher_of, sign, verify
 from backfiller.web.auth import allowed_hosts, host_allowed
 

@@ -13,7 +13,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from backfiller.config import Settings
-from backfiller.storage.auth_records import Role
+from backfiller.domain.roles import Role
 from backfiller.web.oidc import OidcProvider
 from backfiller.web.oidc_claims import OidcConfig, SignInRefused, identity_of, oidc_config
 from backfiller.web.workers import settings_from_environment, settings_to_environment
