@@ -62,15 +62,13 @@ beside SQLite). Modules only, nothing that starts a thread or opens a connection
 definitions are not among them: each worker imports them itself, as before."""
 
 BACKLOG_SECONDS = 0.25
-MAX_BACKLOG_PER_WORKER = {"sqlite": 64}
-"""At most this many runs held per worker, by database; 512 on a database server. The backlog
-is bounded by time first (about ``BACKLOG_SECONDS`` of runs at their measured pace); this
-bounds it for very short runs. On PostgreSQL, where each of a pass's statements is a round
-trip and each commit a flush, a deep backlog lets the daemon claim and record short runs in
-large batches: no-op runs dispatch about 1.5 times as fast with 512 as with 64. On SQLite
-(statements are calls into a library) larger batches gained nothing and lost about a tenth
-(docs/benchmarks.md)."""
-SERVER_BACKLOG_PER_WORKER = 512
+MAX_BACKLOG_PER_WORKER = {"sqlite": 64, "postgresql": 512}
+"""At most this many runs held per worker, by database. The backlog is bounded by time first
+(about ``BACKLOG_SECONDS`` of runs at their measured pace); this bounds it for very short runs.
+On PostgreSQL, where each of a pass's statements is a round trip and each commit a flush, a
+deep backlog lets the daemon claim and record short runs in large batches: no-op runs dispatch
+about 1.5 times as fast with 512 as with 64. On SQLite (statements are calls into a library)
+larger batches gained nothing and lost about a tenth (docs/benchmarks.md)."""
 
 
 def max_backlog_per_worker(database_url: str | None) -> int:
@@ -78,7 +76,7 @@ def max_backlog_per_worker(database_url: str | None) -> int:
     :data:`MAX_BACKLOG_PER_WORKER`)."""
     from backfiller.storage.engine import backend_name
 
-    return MAX_BACKLOG_PER_WORKER.get(backend_name(database_url), SERVER_BACKLOG_PER_WORKER)
+    return MAX_BACKLOG_PER_WORKER[backend_name(database_url)]
 
 
 def default_worker_count() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -105,9 +106,7 @@ class SessionRepository:
             return []
         if self.dialect == "postgresql":  # one statement, the same for any number of rows
             names = tuple(rows[0])
-            statement = _RUN_INSERTS.get(names) or _RUN_INSERTS.setdefault(
-                names, _runs_insert_arrays(names)
-            )
+            statement = _runs_insert_arrays(names)
             inserted: Iterable[Any] = await self.rows_of(statement, arrays_of(rows, names))
         else:
             inserted = (
@@ -125,7 +124,7 @@ class SessionRepository:
             if not delta:
                 continue
             names = tuple(sorted(delta))
-            statement = _MOVES.get(names) or _MOVES.setdefault(names, _counters_moved(names))
+            statement = _counters_moved(names)
             params = {f"b_{name}": n for name, n in delta.items()}
             await self.run_many(statement, [{**params, "b_pk": backfill_id, "b_now": now}])
 
@@ -138,10 +137,8 @@ class SessionRepository:
     ) -> None:
         """Upsert the latest outcome of each (job, partition); an older run never wins."""
         stmt, rows = partition_states_upsert(self.dialect, states, now)
-        if self.dialect == "postgresql" and len(rows) > 1:  # one statement for all the rows
-            await self.rows_of(
-                _STATES_UPSERT_ARRAYS, {**arrays_of(rows, _STATE_COLUMNS), "now": now}
-            )
+        if rows and self.dialect == "postgresql":  # one statement for all the rows
+            await self.rows_of(stmt, {**arrays_of(rows, _STATE_COLUMNS), "now": now})
             return
         await self.run_many(stmt, rows)
 
@@ -163,6 +160,7 @@ def _newest_run_wins(ins: Any) -> Prepared:
 
 
 def _states_upsert(dialect: str) -> Prepared:
+    """The upsert of one partition state a row."""
     return _newest_run_wins(upsert(dialect, states_t))
 
 
@@ -180,9 +178,11 @@ def _states_upsert_arrays() -> Prepared:
     return _newest_run_wins(ins)
 
 
+@functools.cache
 def _runs_insert_arrays(names: tuple[str, ...]) -> Prepared:
     """PostgreSQL: the insert of run rows with the columns ``names``, all the rows at once,
-    given as one array per column (``storage.row_arrays``); returns each one's id and slot."""
+    given as one array per column (``storage.row_arrays``); returns each one's id and slot.
+    Built once per shape (two: with and without the ranged runs' columns)."""
     rows = unnested(*((name, runs_t.c[name].type) for name in names))
     return Prepared(
         insert(runs_t)
@@ -191,12 +191,10 @@ def _runs_insert_arrays(names: tuple[str, ...]) -> Prepared:
     )
 
 
-_RUN_INSERTS: dict[tuple[str, ...], Prepared] = {}
-"""Run inserts by the columns they set (two shapes: built on first use, then kept)."""
-
-
+@functools.cache
 def _counters_moved(names: tuple[str, ...]) -> Prepared:
-    """The update of a backfill's counters ``names``, each by its parameter ``b_<name>``."""
+    """The update of a backfill's counters ``names``, each by its parameter ``b_<name>``.
+    Built once per set of counters (a few)."""
     return Prepared(
         update(backfills_t)
         .where(backfills_t.c.id == bindparam("b_pk"))
@@ -213,10 +211,9 @@ def _counters_moved(names: tuple[str, ...]) -> Prepared:
     )
 
 
-_MOVES: dict[tuple[str, ...], Prepared] = {}
-"""Counter updates by the counters they move (a few shapes: built on first use, then kept)."""
-_STATES_UPSERT = {dialect: _states_upsert(dialect) for dialect in DIALECTS}
-_STATES_UPSERT_ARRAYS = _states_upsert_arrays()
+_STATES_UPSERT = {"sqlite": _states_upsert("sqlite"), "postgresql": _states_upsert_arrays()}
+"""The partition states' upsert: a row a statement on SQLite (``executemany``), every row in
+one statement on PostgreSQL (arrays: ``storage.row_arrays``)."""
 _STATUSES = {
     dialect: Prepared(
         select(backfills_t.c.id, backfills_t.c.status).where(
