@@ -205,8 +205,8 @@ _STATEMENTS = (
     """,
 )
 _LOGS = """
-    INSERT INTO run_logs (run_id, at, level, message)
-    SELECT r.id, r.started_at + l * interval '1 ms', 'INFO',
+    INSERT INTO run_logs (run_id, backfill_id, at, level, message)
+    SELECT r.id, r.backfill_id, r.started_at + l * interval '1 ms', 'INFO',
         'processing ' || r.partition_key || ': step ' || l || ' of 3, 1250 rows'
     FROM runs r CROSS JOIN generate_series(1, :lines) l
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -256,3 +256,35 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         needs = item.get_closest_marker("postgresql_only")
         if needs is not None and not os.environ.get(PG_ENV):
             item.add_marker(pytest.mark.skip(reason=needs.args[0]))
+
+
+RANGES_BASE = 1_000_000
+"""Backfill ids of the ranges a test makes (``history_ranges``): above any other test's."""
+
+
+@pytest.fixture
+def history_ranges(database_url: str, is_postgres: bool) -> Iterator[Callable[[int], None]]:
+    """``split(n)``: on PostgreSQL, the next ``n`` backfills launched make a range of the
+    history's partitions of their own, closed as soon as they are launched (a range ahead
+    follows), so that retention may drop it; on SQLite, nothing. The ranges made are dropped
+    after the test."""
+    if not is_postgres:
+        yield lambda n: None
+        return
+    from backfiller.storage.history_partitions import PARTITIONED, Range, create_range, ranges
+
+    engine = create_engine(database_url)
+
+    def split(n: int) -> None:
+        with engine.begin() as conn:
+            conn.execute(text("SELECT setval('backfills_id_seq', :v)"), {"v": RANGES_BASE})
+            create_range(conn, Range(RANGES_BASE + 1, RANGES_BASE + 1 + n))
+            create_range(conn, Range(RANGES_BASE + 1 + n, RANGES_BASE + 1001 + n))
+
+    yield split
+    with engine.begin() as conn:
+        for r in ranges(conn):
+            if r.low > RANGES_BASE:
+                for table in PARTITIONED:
+                    conn.execute(text(f"DROP TABLE IF EXISTS {r.name(table)}"))
+    engine.dispose()

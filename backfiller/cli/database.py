@@ -16,6 +16,7 @@ from backfiller.clock import utc_now
 from backfiller.config import HistorySettings
 from backfiller.services.pruning import Cutoffs, Pruner
 from backfiller.storage import Database
+from backfiller.storage.history_partitions import Dropped
 from backfiller.storage.retention import PRUNED_TABLES, bytes_per_row
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dhm]?)\s*$")
@@ -101,7 +102,21 @@ async def _prune(url: str, settings: HistorySettings, cutoffs: Cutoffs, dry_run:
             rows = await pruner.prune(cutoffs)
     finally:
         await database.dispose()
-    return report_lines(rows, sizes, dry_run)
+    return report_lines(rows, sizes, dry_run) + dropped_lines(pruner.dropped, dry_run)
+
+
+def dropped_lines(dropped: list[Dropped], dry_run: bool) -> list[str]:
+    """The history ranges whose partitions went whole (PostgreSQL), and the space they had:
+    their rows are in the table above, their space is the files' own."""
+    verb = "would drop" if dry_run else "dropped"
+    return [
+        f"{verb} the partitions of backfills {d.range.low} to {d.range.high - 1}: "
+        + ", ".join(
+            f"{d.range.name(table)} ({d.rows[table]:,} rows, {_size(d.bytes[table])})"
+            for table in d.rows
+        )
+        for d in dropped
+    ]
 
 
 def report_lines(rows: Counter[str], sizes: dict[str, float], dry_run: bool) -> list[str]:

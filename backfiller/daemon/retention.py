@@ -20,6 +20,7 @@ from backfiller.config import HistorySettings
 from backfiller.daemon.report import TickReport
 from backfiller.services.pruning import Cutoffs, Pruner
 from backfiller.storage import Database
+from backfiller.storage.history_partitions import make_ahead, partitioned
 
 logger = logging.getLogger("backfiller.daemon")
 
@@ -29,6 +30,9 @@ TICK_SECONDS = 0.05
 """The longest a tick works: the other tasks of the daemon wait for it."""
 IDLE_SECONDS = 60.0
 """How long after a tick that found nothing to prune the next one looks again."""
+RANGES_SECONDS = 30.0
+"""How often a daemon sees whether the history needs its next range of partitions (a whole
+range is made ahead, so that launches have a day's worth of ids before they reach it)."""
 
 
 class Retention:
@@ -44,8 +48,23 @@ class Retention:
         self.settings = settings or HistorySettings.from_env()
         self.pruner = Pruner(database, self.settings, database.log_store)
         self._idle_until = 0.0
+        self._ranges_at = 0.0
+        self.database = database
+
+    async def _make_ranges(self) -> None:
+        """Make the next range of the history's partitions when the newest is in use
+        (PostgreSQL; ``storage.history_partitions``)."""
+        now = self.clock()
+        made = await self.database.transact(
+            lambda conn: make_ahead(conn, now) if partitioned(conn) else None
+        )
+        if made is not None:
+            logger.info("history: partitions made for backfills %d to %d", made.low, made.high - 1)
 
     async def tick(self) -> TickReport:
+        if time.monotonic() >= self._ranges_at:
+            self._ranges_at = time.monotonic() + RANGES_SECONDS
+            await self._make_ranges()
         if time.monotonic() < self._idle_until:
             return TickReport()
         deleted = await self.pruner.prune(Cutoffs.of(self.settings, self.clock()), TICK_SECONDS)

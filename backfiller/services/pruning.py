@@ -15,9 +15,21 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
+from sqlalchemy import Connection
+
 from backfiller.config import HistorySettings
 from backfiller.storage import Database
 from backfiller.storage.archive import Archive
+from backfiller.storage.history_partitions import (
+    PARTITIONED,
+    Dropped,
+    Range,
+    archive_batch,
+    drop_range,
+    droppable,
+    measure,
+    partitioned,
+)
 from backfiller.storage.log_store import LogStore, log_store_of
 from backfiller.storage.retention import (
     Deleted,
@@ -63,12 +75,27 @@ class Pruner:
         self.settings = settings
         self.archive = Archive(settings.archive_url) if settings.archive_url else None
         self.log_store = log_store if log_store is not None else log_store_of(settings.log_store)
+        self.dropped: list[Dropped] = []
+        """The history ranges dropped (or, after :meth:`count`, that would be)."""
+        self._archive_cursor: dict[tuple[Range, str], int | None] = {}
+        """How far each range's rows are archived (their last id; None: all of them)."""
 
     async def count(self, cutoffs: Cutoffs) -> dict[str, int]:
-        """The rows of each table that :meth:`prune` would delete now."""
-        return await self.database.query(
-            lambda conn: count_prunable(conn, cutoffs.backfills, cutoffs.evaluations, cutoffs.audit)
+        """The rows of each table that :meth:`prune` would delete now (the rows of the ranges
+        it would drop among them, and those ranges in :attr:`dropped`)."""
+        counts = Counter(
+            await self.database.query(
+                lambda conn: count_prunable(
+                    conn, cutoffs.backfills, cutoffs.evaluations, cutoffs.audit
+                )
+            )
         )
+        if cutoffs.backfills is not None:
+            cutoff = cutoffs.backfills
+            for dropped in await self.database.query(lambda conn: _measured(conn, cutoff)):
+                counts.update(dropped.rows)
+                self.dropped.append(dropped)
+        return dict(counts)
 
     async def prune(self, cutoffs: Cutoffs, seconds: float | None = None) -> Counter[str]:
         """Delete expired history, a batch a transaction, until none is left or ``seconds``
@@ -77,6 +104,7 @@ class Pruner:
         deleted: Counter[str] = Counter()
         if cutoffs.backfills is not None:
             await self._backfills(cutoffs.backfills, deadline, deleted)
+            await self._ranges(cutoffs.backfills, deadline, deleted)
         for cutoff, step in (
             (cutoffs.evaluations, prune_evaluations),
             (cutoffs.audit, prune_audit),
@@ -106,9 +134,52 @@ class Pruner:
                 if _past(deadline):
                     return
 
+    async def _ranges(
+        self, cutoff: datetime, deadline: float | None, deleted: Counter[str]
+    ) -> None:
+        """Drop the history ranges none of whose backfills is kept (PostgreSQL), each archived
+        first if archiving is on."""
+        found = await self.database.query(
+            lambda conn: droppable(conn, cutoff) if partitioned(conn) else []
+        )
+        for r in found:
+            if _past(deadline) or not await self._archived(r, deadline):
+                return
+            dropped = await self.database.transact(partial(drop_range, r=r))
+            if dropped is not None:
+                deleted.update(dropped.rows)
+                self.dropped.append(dropped)
+
+    async def _archived(self, r: Range, deadline: float | None) -> bool:
+        """Write ``r``'s rows to the archive (if any), a batch a transaction, resuming where
+        an earlier call stopped; whether all are written."""
+        archive = self.archive
+        if archive is None:
+            return True
+        batch = self.settings.batch_rows
+        for table in PARTITIONED:
+            while True:
+                after = self._archive_cursor.get((r, table), 0)
+                if after is None:
+                    break
+                if _past(deadline):
+                    return False
+                write = partial(
+                    archive_batch, r=r, table=table, after=after, batch=batch, archive=archive
+                )
+                last = await self.database.query(write)
+                self._archive_cursor[(r, table)] = last
+        return True
+
     async def _transact(self, step: partial[Deleted]) -> Deleted:
         batch, archive = self.settings.batch_rows, self.archive
         return await self.database.transact(lambda conn: step(conn, batch=batch, archive=archive))
+
+
+def _measured(conn: Connection, cutoff: datetime) -> list[Dropped]:
+    if not partitioned(conn):
+        return []
+    return [measure(conn, r) for r in droppable(conn, cutoff)]
 
 
 def _past(deadline: float | None) -> bool:

@@ -194,15 +194,23 @@ class RunRecord(Base):
 
 
 class RunLogRecord(Base):
-    """One log line of a run."""
+    """One log line of a run.
+
+    On PostgreSQL, ``run_logs`` and ``backfill_events`` are partitioned by ``backfill_id``
+    ranges (``storage.history_partitions``): a range's lines and events are dropped together
+    once all its backfills have expired. So neither names its run or backfill by a foreign key:
+    they outlive those rows until their partition goes (nothing reads them meanwhile), and
+    retention deletes them itself where they are not in a range (and on SQLite)."""
 
     __tablename__ = "run_logs"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    run_id: Mapped[int] = mapped_column(BigId)
     at: Mapped[datetime]
     level: Mapped[str] = mapped_column(String(16))
     message: Mapped[str] = mapped_column(Text)
+    # The run's backfill: the partition key on PostgreSQL.
+    backfill_id: Mapped[int] = mapped_column(BigId)
 
     __table_args__ = (Index("ix_run_logs_run_id_id", "run_id", "id"),)
 
@@ -229,7 +237,8 @@ class BackfillEventRecord(Base):
     __tablename__ = "backfill_events"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    backfill_id: Mapped[int] = mapped_column(ForeignKey("backfills.id", ondelete="CASCADE"))
+    # No foreign key, and the partition key on PostgreSQL: see ``RunLogRecord``.
+    backfill_id: Mapped[int] = mapped_column(BigId)
     kind: Mapped[str] = mapped_column(String(32))
     at: Mapped[datetime]
     actor: Mapped[str | None] = mapped_column(String(200))

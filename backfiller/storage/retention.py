@@ -39,6 +39,7 @@ from sqlalchemy import (
 from backfiller.domain import TERMINAL_BACKFILL_STATES
 from backfiller.storage.archive import Archive
 from backfiller.storage.auth_records import AuditRecord
+from backfiller.storage.history_partitions import partitioned, range_of, ranges
 from backfiller.storage.notification_records import NotificationRecord
 from backfiller.storage.records import (
     BackfillEventRecord,
@@ -102,12 +103,15 @@ def prune_backfill(
     if not conn.execute(_FINISHED, {"pk": pk}).first():
         return Deleted("backfills", 0)
     runs = select(runs_t.c.id).where(runs_t.c.backfill_id == pk).order_by(runs_t.c.id)
+    # Its log lines and events go with their range's partitions, where they have one.
+    in_range = partitioned(conn) and range_of(conn, pk) is not None
     first_runs = runs.limit(batch).scalar_subquery()
+    logs = select(logs_t.c.id).where(logs_t.c.run_id.in_(first_runs))
     steps: tuple[tuple[Table, Select[Any]], ...] = (
-        (logs_t, select(logs_t.c.id).where(logs_t.c.run_id.in_(first_runs))),
+        *(() if in_range else ((logs_t, logs),)),
         (runs_t, runs),
         (slots_t, _of_backfill(slots_t, pk)),
-        (events_t, _of_backfill(events_t, pk)),
+        *(() if in_range else ((events_t, _of_backfill(events_t, pk)),)),
         (notifications_t, _of_backfill(notifications_t, pk)),
     )
     for table, ids in steps:
@@ -157,10 +161,22 @@ def count_prunable(
         expired = select(backfills_t.c.id).where(
             backfills_t.c.status.in_(FINISHED), backfills_t.c.ended_at < backfills_before
         )
+        # Log lines and events in a range go with its partitions (``history_partitions``).
+        held = ranges(conn) if partitioned(conn) else []
         runs = select(runs_t.c.id).where(runs_t.c.backfill_id.in_(expired))
-        counts["run_logs"] = _count(conn, logs_t, logs_t.c.run_id.in_(runs))
-        for table in (runs_t, slots_t, events_t, notifications_t):
-            counts[table.name] = _count(conn, table, table.c.backfill_id.in_(expired))
+        for table, of_expired in (
+            (logs_t, logs_t.c.run_id.in_(runs)),
+            (runs_t, runs_t.c.backfill_id.in_(expired)),
+            (slots_t, slots_t.c.backfill_id.in_(expired)),
+            (events_t, events_t.c.backfill_id.in_(expired)),
+            (notifications_t, notifications_t.c.backfill_id.in_(expired)),
+        ):
+            outside = [
+                ~table.c.backfill_id.between(r.low, r.high - 1)
+                for r in held
+                if table in (logs_t, events_t)
+            ]
+            counts[table.name] = _count(conn, table, of_expired, *outside)
         counts["backfills"] = _count(conn, backfills_t, backfills_t.c.id.in_(expired))
     if evaluations_before is not None:
         counts["trigger_evaluations"] = _count(
@@ -196,13 +212,18 @@ def bytes_per_row(conn: Connection, tables: Sequence[str] = PRUNED_TABLES) -> di
 def _postgres_bytes(conn: Connection, tables: Sequence[str]) -> dict[str, float]:
     rows = conn.execute(
         text(
-            "SELECT c.relname, pg_total_relation_size(c.oid), GREATEST(c.reltuples, 0) "
-            "FROM pg_class c WHERE c.relname = ANY(:tables) AND c.relkind IN ('r', 'p')"
+            # A partitioned table's rows and bytes are its partitions' (``history_partitions``).
+            "SELECT c.relname, SUM(pg_total_relation_size(p.oid)), "
+            "SUM(GREATEST(p.reltuples, 0)) FROM pg_class c JOIN pg_class p "
+            "ON p.oid = c.oid "
+            "OR p.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = c.oid) "
+            "WHERE c.relname = ANY(:tables) AND c.relkind IN ('r', 'p') GROUP BY c.relname"
         ),
         {"tables": list(tables)},
     ).all()
     out: dict[str, float] = {}
     for name, size, tuples in rows:
+        size, tuples = float(size), float(tuples)
         if tuples < 1:  # never analyzed yet (a new or small table): count it
             tuples = conn.execute(text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
         out[str(name)] = size / tuples if tuples else 0.0

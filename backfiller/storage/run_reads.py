@@ -69,7 +69,12 @@ class RunReads:
     async def logs(self, run_id: int, limit: int, after_id: int | None) -> list[RunLogRecord]:
         stmt = (
             select(RunLogRecord)
-            .where(RunLogRecord.run_id == run_id)
+            .where(
+                RunLogRecord.run_id == run_id,
+                # Its backfill's: on PostgreSQL, the one partition of the lines to read.
+                RunLogRecord.backfill_id
+                == select(RunRecord.backfill_id).where(RunRecord.id == run_id).scalar_subquery(),
+            )
             .order_by(RunLogRecord.id)
             .limit(limit)
         )

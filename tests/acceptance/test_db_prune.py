@@ -3,6 +3,8 @@ then the prune, each printing the rows and the space per table."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import func, select
 
 from backfiller.daemon.ticks import DaemonState
@@ -31,7 +33,10 @@ async def test_db_prune_counts_then_deletes(
     database_url: str,
     definitions: Definitions,
     clock: FrozenClock,
+    history_ranges: Callable[[int], None],
+    is_postgres: bool,
 ) -> None:
+    history_ranges(1)  # PostgreSQL: the backfill's lines and events in a range of their own
     # The fixture's clock is in June 2026: this history is older than 30 days.
     await launch(gql, {"job": "daily_sales"}, *OLD)
     await drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
@@ -43,11 +48,16 @@ async def test_db_prune_counts_then_deletes(
     counted = _rows(dry.stdout)
     assert counted["runs"] == 10 and counted["slots"] == 10 and counted["backfills"] == 1
     assert counted["audit_log"] == 0  # kept unless --audit
+    assert counted["run_logs"] > 0 and counted["backfill_events"] > 0
     assert await table_counts(database) == before
+    # On PostgreSQL, the range goes whole: its partitions are named, with their rows.
+    ranged = "would drop the partitions of backfills 1000001 to 1000001: run_logs_b1000001 ("
+    assert (ranged in dry.stdout) == is_postgres, dry.stdout
 
     done = backfiller("db", "prune", "--older-than", "30d", "--database", database_url)
     assert done.returncode == 0, done.stderr
     assert _rows(done.stdout) == counted
+    assert (ranged.replace("would drop", "dropped") in done.stdout) == is_postgres, done.stdout
     async with database.read() as session:
         for record in (RunRecord, BackfillRecord):
             left = await session.execute(select(func.count()).select_from(record))

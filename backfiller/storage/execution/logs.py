@@ -47,11 +47,10 @@ async def write_log_files(repo: SessionRepository, logs: Sequence[LogLineIn]) ->
     store = _in_files(repo)
     if store is None or not logs:
         return
-    ids = sorted({e.run_id for e in logs})
-    found = dict(await repo.rows_of(_BACKFILLS_OF[repo.dialect], {"b_ids": ids}))
+    found = await _backfills_of(repo, logs)
     await store.write(
         [
-            StoredLine(int(found[e.run_id]), e.run_id, e.at, e.level[:16], e.message)
+            StoredLine(found[e.run_id], e.run_id, e.at, e.level[:16], e.message)
             for e in logs
             if e.run_id in found
         ]
@@ -60,15 +59,28 @@ async def write_log_files(repo: SessionRepository, logs: Sequence[LogLineIn]) ->
 
 async def insert_log_rows(repo: SessionRepository, logs: Sequence[LogLineIn]) -> None:
     """With the database as the log store, insert ``logs`` into ``run_logs``."""
-    if _in_files(repo) is not None:
+    if _in_files(repo) is not None or not logs:
         return
-    await repo.run_many(
-        _LOGS,
-        [
-            {"run_id": e.run_id, "at": e.at, "level": e.level[:16], "message": e.message}
-            for e in logs
-        ],
-    )
+    found = await _backfills_of(repo, logs)
+    rows = [
+        {
+            "run_id": e.run_id,
+            "backfill_id": found[e.run_id],
+            "at": e.at,
+            "level": e.level[:16],
+            "message": e.message,
+        }
+        for e in logs
+        if e.run_id in found
+    ]
+    await repo.run_many(_LOGS, rows)
+
+
+async def _backfills_of(repo: SessionRepository, logs: Sequence[LogLineIn]) -> dict[int, int]:
+    """The backfill of each run of ``logs`` (a run no longer recorded is left out)."""
+    ids = sorted({e.run_id for e in logs})
+    found = await repo.rows_of(_BACKFILLS_OF[repo.dialect], {"b_ids": ids})
+    return {int(run_id): int(backfill_id) for run_id, backfill_id in found}
 
 
 _LOGS = Prepared(insert(logs_t))

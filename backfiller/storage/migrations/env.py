@@ -6,6 +6,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from backfiller.storage.engine import SQLITE_JOURNAL
+from backfiller.storage.history_partitions import is_partition
 from backfiller.storage.metadata import metadata
 
 config = context.config
@@ -29,6 +30,8 @@ def run_migrations() -> None:
             connection=connection,
             target_metadata=target_metadata,
             render_as_batch=connection.dialect.name == "sqlite",
+            # The history's partitions are the database's, not the models' (PostgreSQL).
+            include_name=lambda name, kind, _: kind != "table" or not is_partition(name),
         )
         with context.begin_transaction():
             context.run_migrations()

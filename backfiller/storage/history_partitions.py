@@ -1,0 +1,227 @@
+"""Partitioned history on PostgreSQL: run log lines and backfill events by backfill id ranges.
+
+``run_logs`` and ``backfill_events`` are declaratively partitioned by ``RANGE (backfill_id)``
+(migration 0049): each range partition holds the lines and events of a run of consecutive
+backfills, about a day's launches (:data:`PERIOD`), and a ``DEFAULT`` partition catches
+whatever falls outside the ranges made so far, so that no write ever fails for want of one.
+Backfill ids grow with time, so a range is a span of time, and retention prunes whole
+backfills: a range is dropped, both its partitions in one transaction, exactly when the ids
+it covers have all been handed out and none of its backfills is kept any longer (one read of
+``backfills``' primary key says so). Dropping a partition frees its files at once, with no
+dead rows to vacuum: that is what partitioning is for at millions of runs a day.
+
+The daemons make the next range ahead of time (:func:`make_ahead`): once the newest range is
+in use, a new one starts above every backfill id handed out so far, so the ``DEFAULT``
+partition has nothing to move and stays empty. Ranges are read from the catalog, the one
+truth (``pg_inherits`` and each partition's bound); partitions are named ``<table>_b<low>``.
+
+SQLite keeps plain tables: every function here is for PostgreSQL and is not called on SQLite
+(:func:`partitioned` says whether a database has the ranges). Synchronous functions of a Core
+connection (``Database.transact``), in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import DBAPIError
+
+from backfiller.domain import TERMINAL_BACKFILL_STATES
+from backfiller.storage.archive import Archive
+
+PARTITIONED = ("run_logs", "backfill_events")
+"""The tables partitioned by backfill id ranges, each with the same ranges."""
+PERIOD = timedelta(days=1)
+"""A new range covers as many backfills as were launched in the last period."""
+MIN_SPAN = 1000
+"""The fewest backfill ids a new range covers."""
+PARTITION_SETTINGS = (
+    "autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_insert_threshold = 10000, "
+    "autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 10000"
+)
+"""Each partition's autovacuum settings (insert-only tables, vacuumed for their visibility
+maps: migration 0015 set them on the tables before they were partitioned)."""
+LOCK_TIMEOUT = "2s"
+"""How long dropping a range waits for the tables' lock before giving up until the next try
+(a long read of a table must not make every write to it queue behind the drop)."""
+
+LOCK_NOT_AVAILABLE = "55P03"
+_BOUND = re.compile(r"FROM \('?(-?\d+)'?\) TO \('?(-?\d+)'?\)")
+_PARTITION = re.compile(rf"({'|'.join(PARTITIONED)})_(b\d+|default)")
+_FINISHED = ", ".join(f"'{state.value}'" for state in sorted(TERMINAL_BACKFILL_STATES))
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Range:
+    """Backfill ids ``low`` (included) to ``high`` (excluded)."""
+
+    low: int
+    high: int
+
+    def name(self, table: str) -> str:
+        return f"{table}_b{self.low}"
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A range whose partitions were dropped (or would be): their rows and bytes, by table."""
+
+    range: Range
+    rows: dict[str, int]
+    bytes: dict[str, int]
+
+
+def is_partition(name: str | None) -> bool:
+    """Whether ``name`` is one of the history's partitions (not in the models' metadata: the
+    migrations' comparison with the models leaves them out)."""
+    return name is not None and _PARTITION.fullmatch(name) is not None
+
+
+def partitioned(conn: Connection) -> bool:
+    """Whether this database keeps its history in ranges (PostgreSQL, migrated)."""
+    if conn.dialect.name != "postgresql":
+        return False
+    kind = conn.execute(
+        text("SELECT relkind FROM pg_class WHERE oid = to_regclass(:t)"), {"t": PARTITIONED[0]}
+    ).scalar()
+    return kind == "p"
+
+
+def ranges(conn: Connection) -> list[Range]:
+    """The range partitions of the history, lowest first (the ``DEFAULT`` one left out)."""
+    bounds = conn.execute(
+        text(
+            "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass(:t)"
+        ),
+        {"t": PARTITIONED[0]},
+    ).scalars()
+    found = [_BOUND.search(str(bound)) for bound in bounds]
+    return sorted(Range(int(m.group(1)), int(m.group(2))) for m in found if m)
+
+
+def range_of(conn: Connection, backfill_id: int) -> Range | None:
+    """The range that holds ``backfill_id``'s lines and events (None: the default one)."""
+    return next((r for r in ranges(conn) if r.low <= backfill_id < r.high), None)
+
+
+def handed_out(conn: Connection) -> int:
+    """The highest backfill id handed out so far (0: none), committed or not."""
+    last, called = conn.execute(text("SELECT last_value, is_called FROM backfills_id_seq")).one()
+    return int(last) if called else int(last) - 1
+
+
+def make_ahead(conn: Connection, now: datetime) -> Range | None:
+    """Make the next range if the newest one is in use (the range made, or None).
+
+    The new range starts above every id handed out, and the ``DEFAULT`` partition receives
+    rows only of ids no range covered when they were written: attaching the new range finds
+    none of its own there. Daemons making ranges at once are serialized by a lock."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('backfiller history ranges'))"))
+    made, handed = ranges(conn), handed_out(conn)
+    if made and made[-1].low > handed:
+        return None  # none of the newest range's ids is handed out: a whole range is ahead
+    low = max(made[-1].high if made else 0, handed + 1)
+    launched = conn.execute(
+        text("SELECT count(*) FROM backfills WHERE created_at >= :since"), {"since": now - PERIOD}
+    ).scalar_one()
+    new = Range(low, low + max(MIN_SPAN, int(launched)))
+    create_range(conn, new)
+    return new
+
+
+def create_range(conn: Connection, new: Range) -> None:
+    """Create ``new``'s partition of each table (empty tables attached: the parents are
+    locked only as ``ATTACH`` needs, writes go on)."""
+    for table in PARTITIONED:
+        name = new.name(table)
+        conn.execute(text(f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS)"))
+        conn.execute(text(f"ALTER TABLE {name} SET ({PARTITION_SETTINGS})"))
+        conn.execute(
+            text(
+                f"ALTER TABLE {table} ATTACH PARTITION {name} "
+                f"FOR VALUES FROM ({new.low}) TO ({new.high})"
+            )
+        )
+
+
+def droppable(conn: Connection, cutoff: datetime) -> list[Range]:
+    """The ranges whose every id is handed out and none of whose backfills is kept: each has
+    ended (a terminal status) before ``cutoff``, or is gone already."""
+    handed = handed_out(conn)
+    out: list[Range] = []
+    for r in ranges(conn):
+        if r.high - 1 > handed:
+            break  # ids of it may still come
+        kept = conn.execute(
+            text(
+                "SELECT 1 FROM backfills WHERE id >= :low AND id < :high AND NOT "
+                f"(status IN ({_FINISHED}) AND ended_at < :cutoff) LIMIT 1"
+            ),
+            {"low": r.low, "high": r.high, "cutoff": cutoff},
+        ).first()
+        if kept is None:
+            out.append(r)
+    return out
+
+
+def measure(conn: Connection, r: Range) -> Dropped:
+    """The rows (as the statistics estimate them, or counted when never analyzed) and bytes
+    of ``r``'s partitions."""
+    rows: dict[str, int] = {}
+    size: dict[str, int] = {}
+    for table in PARTITIONED:
+        name = r.name(table)
+        tuples, total = conn.execute(
+            text(
+                "SELECT c.reltuples, pg_total_relation_size(c.oid) FROM pg_class c "
+                "WHERE c.oid = to_regclass(:name)"
+            ),
+            {"name": name},
+        ).one()
+        if tuples < 0:  # never analyzed
+            tuples = conn.execute(text(f"SELECT count(*) FROM {name}")).scalar_one()
+        rows[table], size[table] = int(tuples), int(total)
+    return Dropped(r, rows, size)
+
+
+def drop_range(conn: Connection, r: Range) -> Dropped | None:
+    """Drop ``r``'s partitions (what they held), or None if their lock was not had within
+    :data:`LOCK_TIMEOUT` (the next try takes it)."""
+    gone = measure(conn, r)
+    conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
+    try:
+        with conn.begin_nested():
+            for table in PARTITIONED:
+                conn.execute(text(f"DROP TABLE {r.name(table)}"))
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            raise
+        return None  # busy: tried again later
+    return gone
+
+
+def archive_batch(
+    conn: Connection, r: Range, table: str, after: int, batch: int, archive: Archive
+) -> int | None:
+    """Write up to ``batch`` rows of ``r``'s partition of ``table`` with ids above ``after``
+    to ``archive`` (a file per backfill, as retention writes them); the last id written, or
+    None once the partition has no more."""
+    rows = (
+        conn.execute(
+            text(f"SELECT * FROM {r.name(table)} WHERE id > :after ORDER BY id LIMIT :n"),
+            {"after": after, "n": batch},
+        )
+        .mappings()
+        .all()
+    )
+    by_backfill: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_backfill.setdefault(int(row["backfill_id"]), []).append(dict(row))
+    for backfill_id, of_it in by_backfill.items():
+        archive.write(table, backfill_id, int(of_it[0]["id"]), of_it)
+    return int(rows[-1]["id"]) if len(rows) == batch else None
