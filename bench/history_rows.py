@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, text
 
+from backfiller.storage.history_partitions import Range, create_range, partitioned, ranges
+
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 
 
@@ -64,6 +66,7 @@ def build_history(conn: Connection, shape: HistoryShape) -> None:
         "running": shape.running,
         "epoch": EPOCH,
     }
+    _ranges_for(conn, shape.backfills)
     # Indexes built once the rows are in (a sorted build), not row by row.
     indexes = _drop_indexes(conn)
     for statement in _STATEMENTS:
@@ -91,6 +94,17 @@ def build_history(conn: Connection, shape: HistoryShape) -> None:
         conn.execute(text(definition))
 
 
+def _ranges_for(conn: Connection, backfills: int) -> None:
+    """Where the history's log lines and events are partitioned (PostgreSQL, migrated): the
+    backfills beyond the range made by the migrations in a range of their own, as a daemon
+    makes them (a day's launches each: at 10 million runs a day, 10,000 backfills)."""
+    if not partitioned(conn):
+        return
+    newest = ranges(conn)[-1]
+    if backfills >= newest.high:
+        create_range(conn, Range(newest.high, backfills + 1))
+
+
 _BULK = ("slots", "runs", "run_logs", "backfill_events", "trigger_evaluations", "audit_log")
 
 
@@ -106,7 +120,8 @@ def _drop_indexes(conn: Connection) -> list[str]:
     ).all()
     for name, _ in rows:
         conn.execute(text(f'DROP INDEX "{name}"'))
-    return [definition for _, definition in rows]
+    # A partitioned table's index is defined ``ON ONLY`` it: rebuilt on its partitions too.
+    return [definition.replace(" ON ONLY ", " ON ") for _, definition in rows]
 
 
 _SEQUENCES = (

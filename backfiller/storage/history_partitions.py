@@ -45,9 +45,10 @@ PARTITION_SETTINGS = (
 )
 """Each partition's autovacuum settings (insert-only tables, vacuumed for their visibility
 maps: migration 0015 set them on the tables before they were partitioned)."""
-LOCK_TIMEOUT = "2s"
-"""How long dropping a range waits for the tables' lock before giving up until the next try
-(a long read of a table must not make every write to it queue behind the drop)."""
+LOCK_TIMEOUT = "200ms"
+"""How long dropping a range waits for the tables' lock before giving up until the next try:
+while it waits, every read and write of the table queues behind it (and a daemon's loop waits
+for its retention tick)."""
 
 LOCK_NOT_AVAILABLE = "55P03"
 _BOUND = re.compile(r"FROM \('?(-?\d+)'?\) TO \('?(-?\d+)'?\)")
