@@ -54,6 +54,8 @@ class Retention:
     async def _make_ranges(self) -> None:
         """Make the next range of the history's partitions when the newest is in use
         (PostgreSQL; ``storage.history_partitions``)."""
+        if self.database.dialect != "postgresql":
+            return
         now = self.clock()
         made = await self.database.transact(
             lambda conn: make_ahead(conn, now) if partitioned(conn) else None
