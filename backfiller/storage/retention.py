@@ -214,7 +214,8 @@ def _postgres_bytes(conn: Connection, tables: Sequence[str]) -> dict[str, float]
         text(
             # A partitioned table's rows and bytes are its partitions' (``history_partitions``).
             "SELECT c.relname, SUM(pg_total_relation_size(p.oid)), "
-            "SUM(GREATEST(p.reltuples, 0)) FROM pg_class c JOIN pg_class p "
+            "SUM(GREATEST(p.reltuples, 0)) FILTER (WHERE p.relkind = 'r') "
+            "FROM pg_class c JOIN pg_class p "
             "ON p.oid = c.oid "
             "OR p.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = c.oid) "
             "WHERE c.relname = ANY(:tables) AND c.relkind IN ('r', 'p') GROUP BY c.relname"
