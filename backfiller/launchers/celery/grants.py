@@ -192,7 +192,10 @@ class Replier:
         if self._producer is None:
             from kombu import Connection, Producer
 
-            self._conn = Connection(self.broker_url, heartbeat=0, connect_timeout=2)
+            from backfiller.launchers.celery.redis_publish import publishing_transport_for
+
+            transport = publishing_transport_for(self.broker_url)  # it only publishes
+            self._conn = Connection(self.broker_url, heartbeat=0, connect_timeout=2, **transport)
             self._conn.ensure_connection(max_retries=1)
             self._producer = Producer(self._conn.channel(), exchange=control_exchange())
         return self._producer

@@ -80,14 +80,19 @@ class Current:
         return (self.task.run_id, self.task.attempt)
 
 
-def _connection(broker_url: str, confirm: bool = True) -> Any:
+def _connection(broker_url: str, confirm: bool = True, publishing: bool = False) -> Any:
+    """A connection to the broker; ``publishing``: one that only publishes (on Redis, with
+    :mod:`.redis_publish`'s transport; the listener's keeps kombu's own)."""
     from kombu import Connection
+
+    from backfiller.launchers.celery.redis_publish import publishing_transport_for
 
     return Connection(
         broker_url,
         transport_options={"confirm_publish": confirm},
         heartbeat=0,
         connect_timeout=2,
+        **(publishing_transport_for(broker_url) if publishing else {}),
     )
 
 
@@ -109,7 +114,7 @@ class Publisher:
         if self._producer is None:
             from kombu import Producer
 
-            self._conn = _connection(self.broker_url, self.confirm)
+            self._conn = _connection(self.broker_url, self.confirm, publishing=True)
             self._conn.ensure_connection(max_retries=1)
             self._producer = Producer(self._conn.channel(), exchange=control_exchange())
         return self._producer

@@ -15,10 +15,12 @@ message moves the queue's last element onto its own end (``BLMOVE q q RIGHT RIGH
 until the queue holds a message, and leaves it where it was, so a reader killed while waiting
 loses nothing either. The acknowledgements of one pass leave Redis in one round trip.
 
-Its channel also keeps one client: kombu makes a ``redis.Redis`` per command, each copying
-redis-py's table of about 170 reply parsers, which was a good part of a daemon's CPU a run on
-Redis. (The workers' links to the daemons keep kombu's own transport: with this one they lost
-a reply queue or a run under load in the broker-message tests, a cause not found yet.)
+Its channel is :mod:`.redis_publish`'s: one client for its commands (kombu makes a
+``redis.Redis`` per command, each copying redis-py's table of about 170 reply parsers, which was
+a good part of a daemon's CPU a run on Redis), and a publish to a direct exchange in one round
+trip. (The workers' listeners keep kombu's own transport: with this one they lost a reply queue
+or a run under load in the broker-message tests, a cause not found yet; the workers' and the
+gate's publishers, which read nothing, use :mod:`.redis_publish`'s transport.)
 
 This leans on kombu's Redis transport (its channel's ``_get`` and ``conn_or_acquire``, its
 QoS, key names and the format of its ``unacked`` entries: ``[message, exchange,
@@ -29,8 +31,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from kombu.serialization import prepare_accept_content
@@ -39,6 +39,7 @@ from kombu.transport import virtual
 from kombu.utils.json import loads
 
 from backfiller.launchers.celery.acks import is_redis
+from backfiller.launchers.celery.redis_publish import RoutingChannel
 
 logger = logging.getLogger("backfiller.launcher")
 
@@ -104,23 +105,13 @@ class TakingQoS(kombu_redis.QoS):  # type: ignore[misc]
         super().ack(delivery_tag)
 
 
-class TakingChannel(kombu_redis.Channel):  # type: ignore[misc]
-    """kombu's Redis channel whose get takes and records messages in one step, and which keeps
-    one client for its commands (safe to share: each command takes a connection of the pool;
-    a channel serves one thread at a time here)."""
+class TakingChannel(RoutingChannel):
+    """kombu's Redis channel whose get takes and records messages in one step (and, as any
+    :class:`.RoutingChannel`, keeps one client and publishes to a direct exchange in one round
+    trip)."""
 
     QoS = TakingQoS
     _take_script: Any = None
-    _kept_client: Any = None
-
-    @contextmanager
-    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
-        if client:
-            yield client
-            return
-        if self._kept_client is None:
-            self._kept_client = self._create_client()
-        yield self._kept_client
 
     def _take(self, queue: str, limit: int) -> list[tuple[dict[str, Any], Any]]:
         """Up to ``limit`` messages of ``queue`` (payload and kombu message), each taken and
