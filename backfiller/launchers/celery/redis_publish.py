@@ -27,6 +27,7 @@ routing key, pattern and queue joined by the channel's separator), its priority 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -38,11 +39,14 @@ from backfiller.launchers.celery.acks import is_redis
 
 ROUTE_AND_PUSH = """
 local sep = ARGV[2]
-local prefix = ARGV[1] .. sep
+local skip = #ARGV[1] + #sep
 local routed, seen = {}, {}
-for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  if string.sub(member, 1, #prefix) == prefix then
-    local rest = string.sub(member, #prefix + 1)
+local cursor = '0'
+repeat
+  local reply = redis.call('SSCAN', KEYS[1], cursor, 'MATCH', ARGV[5], 'COUNT', 1000)
+  cursor = reply[1]
+  for _, member in ipairs(reply[2]) do
+    local rest = string.sub(member, skip + 1)
     local at = string.find(rest, sep, 1, true)
     if at then
       local queue = string.sub(rest, at + #sep)
@@ -53,13 +57,20 @@ for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
       end
     end
   end
-end
+until cursor == '0'
 return routed
 """
 """KEYS: the exchange's binding table; ARGV: the routing key, kombu's separator, the suffix of
-the message's priority ('' for the default one) and the message. Pushes the message onto each
-queue bound with the routing key (a member of three fields whose first is the routing key),
-once; returns those queues' names."""
+the message's priority ('' for the default one), the message, and the pattern of the members
+that begin with the routing key and the separator. Pushes the message onto each queue bound with
+the routing key (a member of three fields whose first is the routing key), once; returns those
+queues' names. The members are matched by Redis (``SSCAN ... MATCH``), not read one by one here:
+on Redis, the table keeps the binding of every worker process that ever ran (kombu deletes a
+direct exchange's binding only with its queue, and a worker's queue outlives it there), and each
+publish goes through the table."""
+
+GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
+"""Characters that mean something in a pattern of Redis's ``MATCH``: escaped in a routing key."""
 
 
 class RoutingChannel(kombu_redis.Channel):  # type: ignore[misc]
@@ -91,7 +102,13 @@ class RoutingChannel(kombu_redis.Channel):  # type: ignore[misc]
                 self._route_script = client.register_script(ROUTE_AND_PUSH)
             routed = self._route_script(
                 keys=[self.keyprefix_queue % (exchange,)],
-                args=[routing_key, self.sep, suffix, dumps(message)],
+                args=[
+                    routing_key,
+                    self.sep,
+                    suffix,
+                    dumps(message),
+                    _members_of(routing_key, self.sep),
+                ],
                 client=client,
             )
             for queue in routed or ():
@@ -108,6 +125,12 @@ class RoutingChannel(kombu_redis.Channel):  # type: ignore[misc]
         if kwargs.get("_publish_batch") is not None:
             return False
         return bool(self.typeof(exchange).type == "direct")
+
+
+def _members_of(routing_key: str, sep: str) -> str:
+    """The ``MATCH`` pattern of the binding table's members whose routing key is
+    ``routing_key``."""
+    return GLOB_SPECIAL.sub(r"\\\1", routing_key) + sep + "*"
 
 
 class RoutingTransport(kombu_redis.Transport):  # type: ignore[misc]

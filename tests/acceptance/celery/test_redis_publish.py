@@ -21,7 +21,7 @@ def _publish_all(url: str, exchange: Any, names: dict[str, str], **options: Any)
 
     with Connection(url, **options) as conn:
         producer = Producer(conn.channel(), exchange=exchange)
-        for key in (names["a"], names["b"], names["nobody"]):
+        for key in (names["a"], names["b"], names["nobody"], names["odd"]):
             producer.publish({"to": key}, routing_key=key, serializer="json", delivery_mode=2)
         producer.publish({"urgent": True}, routing_key=names["a"], serializer="json", priority=5)
         # Pools replaced (as after a fork): the channel's client follows them.
@@ -53,6 +53,9 @@ def test_a_publish_routed_in_one_step_leaves_what_kombus_own_leaves() -> None:
     client = redis.Redis.from_url(url)
     prefix = f"test.publish.{uuid.uuid4().hex[:8]}."
     names = {n: prefix + n for n in ("a", "b", "c", "nobody")}
+    # A routing key with what a pattern of Redis's MATCH reads as wildcards, and a queue whose
+    # routing key such a pattern would match.
+    names.update(odd=prefix + "o*[?]", decoy=prefix + "oX?")
     exchange = Exchange(prefix + "control", type="direct", durable=True)
     try:
         with Connection(url) as conn:
@@ -60,14 +63,15 @@ def test_a_publish_routed_in_one_step_leaves_what_kombus_own_leaves() -> None:
             Queue(names["a"], exchange=exchange, routing_key=names["a"])(channel).declare()
             Queue(names["b"], exchange=exchange, routing_key=names["b"])(channel).declare()
             Queue(names["c"], exchange=exchange, routing_key=names["a"])(channel).declare()
+            for name in (names["odd"], names["decoy"]):
+                Queue(name, exchange=exchange, routing_key=name)(channel).declare()
         _publish_all(url, exchange, names)
         by_kombu = _taken(client, prefix)
         _publish_all(url, exchange, names, **publishing_transport_for(url))
         routed = _taken(client, prefix)
         assert routed == by_kombu
-        assert sorted(routed) == sorted(
-            [names["a"], names["a"] + "\x06\x163", names["b"], names["c"], names["c"] + "\x06\x163"]
-        )
+        urgent = [names["a"] + "\x06\x163", names["c"] + "\x06\x163"]  # priority 5: list 3
+        assert sorted(routed) == sorted([names["a"], names["b"], names["c"], names["odd"], *urgent])
     finally:
         client.delete(
             f"_kombu.binding.{exchange.name}", f"_kombu.binding_permanent.{exchange.name}"
