@@ -135,7 +135,8 @@ async def test_dropping_waits_for_no_long_read_and_comes_back_to_it(
     history_ranges(2)
     await old_history(gql, database, definitions, clock)
     await running_backfill(gql, database, definitions, clock)
-    reader = create_engine(database_url).connect()
+    engine = create_engine(database_url)
+    reader = engine.connect()
     try:
         # A long report over the log lines holds its lock on them until it ends.
         reader.execute(text("SELECT count(*) FROM run_logs"))
@@ -146,6 +147,7 @@ async def test_dropping_waits_for_no_long_read_and_comes_back_to_it(
     finally:
         reader.rollback()
         reader.close()
+        engine.dispose()
     deleted = await pruner.prune(Cutoffs.of(pruner.settings, clock()))
     assert [d.range.low for d in pruner.dropped] == [FIRST] and deleted["run_logs"] > 0
     assert not await exists(database, f"run_logs_b{FIRST}")
