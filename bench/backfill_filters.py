@@ -27,14 +27,12 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, create_engine, insert, text
-from sqlalchemy.engine import make_url
 
 from backfiller.domain import BackfillState, Order, Reprocess, SelectionKind
 from backfiller.storage.backfill_listing import BackfillAssetRecord
@@ -42,6 +40,7 @@ from backfiller.storage.backfill_reads import backfill_rows
 from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord, BackfillTagRecord
 from backfiller.storage.repositories import BackfillQuery
+from bench.databases import scratch_postgres
 from bench.launch import Connection as HttpConnection
 from bench.launch import start_server
 
@@ -227,15 +226,8 @@ async def http_figures(count: int) -> dict[str, tuple[float, float]]:
 
 def main() -> None:
     count = int(os.environ.get("BENCH_COUNT", "30"))
-    base = make_url(
-        os.environ.get("BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    )
-    name = f"bf_bench_filters_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = base.set(database=name).render_as_string(hide_password=False)
-    try:
+    server = os.environ.get("BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    with scratch_postgres(server, "bf_bench_filters") as url:
         upgrade_database(url)
         engine = create_engine(url)
         started = time.perf_counter()
@@ -259,11 +251,7 @@ def main() -> None:
         for name_, _, _ in CASES:
             print(f"{name_:<34} {figures(*over_http[name_]):<30} {figures(*indexed[name_]):<30} "
                   f"{figures(*before[name_])}")  # fmt: skip
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-        sys.stdout.flush()
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

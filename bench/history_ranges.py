@@ -23,28 +23,21 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from datetime import UTC, datetime
 
 from alembic import command
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
 
 from backfiller.storage.history_partitions import drop_range, droppable
 from backfiller.storage.migrations import alembic_config, upgrade_database
+from bench.databases import scratch_postgres
 from bench.history_rows import HistoryShape, build_history
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 def convert(base: str, runs: int, delete_seconds: float) -> None:
-    server = make_url(base).set(drivername="postgresql+psycopg")
-    name = f"bf_convert_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = server.set(database=name).render_as_string(hide_password=False)
-    try:
+    with scratch_postgres(base, "bf_convert") as url:
         upgrade_database(url)
         engine = create_engine(url)
         with engine.begin() as conn:
@@ -55,7 +48,6 @@ def convert(base: str, runs: int, delete_seconds: float) -> None:
             conn.execute(text("VACUUM ANALYZE"))
             lines = conn.execute(text("SELECT count(*) FROM run_logs")).scalar_one()
             events = conn.execute(text("SELECT count(*) FROM backfill_events")).scalar_one()
-        engine.dispose()
         began = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", "backfiller", "db", "upgrade", "--database", url],
@@ -69,15 +61,10 @@ def convert(base: str, runs: int, delete_seconds: float) -> None:
         print(f"backfiller db upgrade (0048 -> 0049): {took:.1f} s")
         print(f"  per million runs: {took / runs * 1e6:.1f} s")
         print(f"  per million log lines: {took / lines * 1e6:.1f} s")
-        engine = create_engine(url)
         try:
             drop_against_delete(engine, delete_seconds)
         finally:
             engine.dispose()
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def drop_against_delete(engine: Engine, seconds: float) -> None:

@@ -28,9 +28,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -38,7 +35,6 @@ from typing import Any
 
 import httpx
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import make_url
 
 from backfiller.api import build_schema
 from backfiller.config import HistorySettings, Settings
@@ -53,6 +49,7 @@ from backfiller.storage import Database
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord
+from bench.databases import scratch_postgres
 from bench.history_rows import HistoryShape, build_history
 from bench.scale_defs import TRIGGERS, definitions, history_jobs
 
@@ -176,21 +173,6 @@ def shape(runs: int) -> HistoryShape:
         evaluations=max(1000, runs // 10),
         audit=max(1000, runs // 10),
     )
-
-
-@contextmanager
-def database_of(base: str, size: int, keep: bool) -> Iterator[str]:
-    name = f"bf_scale_{size}_{uuid.uuid4().hex[:6]}"
-    admin = create_engine(make_url(base), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(base).set(database=name).render_as_string(hide_password=False)
-    finally:
-        if not keep:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def build(url: str, figures: Figures) -> None:
@@ -377,7 +359,7 @@ async def prune_rate(url: str, seconds: float) -> float:
 
 def measure(base: str, size: int, args: argparse.Namespace) -> Figures:
     figures = Figures(size)
-    with database_of(base, size, args.keep) as url:
+    with scratch_postgres(base, f"bf_scale_{size}", args.keep) as url:
         print(f"building {size:,} runs ...", flush=True)
         build(url, figures)
         print(

@@ -45,7 +45,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from bench import stack_work as work
-from bench.stack_procs import Checkout, Stack, checkout_of, postgres_database, running
+from bench.databases import scratch_postgres
+from bench.stack_procs import Checkout, Stack, checkout_of, running
 from bench.stack_procs import this_checkout as this_code
 
 PARTS = ("first-run", "dispatch", "keys", "launch", "assets", "celery")
@@ -105,7 +106,7 @@ def database(kind: str, folder: Path, server: str) -> Iterator[str]:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{name}{suffix}").unlink(missing_ok=True)
         return
-    with postgres_database(server) as url:
+    with scratch_postgres(server, "bf_stack") as url:
         yield url
 
 

@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from bench.proc_cpu import children_cpu, database_cpu, process_cpu
 
@@ -134,22 +132,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-@contextlib.contextmanager
-def postgres_database(server_url: str) -> Iterator[str]:
-    """A new PostgreSQL database of its own on ``server_url``'s server, dropped after."""
-    base = make_url(server_url).set(drivername="postgresql+psycopg")
-    name = f"bf_stack_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _get_ok(url: str) -> bool:

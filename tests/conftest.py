@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
@@ -21,6 +19,7 @@ from backfiller.examples.quickstart import definitions as example_definitions
 from backfiller.storage import Database
 from backfiller.storage.metadata import metadata
 from backfiller.storage.migrations import upgrade_database
+from bench.databases import scratch_postgres
 from tests.support import FrozenClock, GraphQLRunner
 
 if TYPE_CHECKING:
@@ -41,17 +40,9 @@ def pg_template_url() -> Iterator[str | None]:
     if not base:
         yield None
         return
-    parsed = make_url(base).set(drivername="postgresql+psycopg")
-    name = f"bf_test_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(parsed, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = parsed.set(database=name).render_as_string(hide_password=False)
-    upgrade_database(url)
-    yield url
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with scratch_postgres(base, "bf_test") as url:
+        upgrade_database(url)
+        yield url
 
 
 # Empties every table and restarts every sequence, as a fresh database has them, in one round

@@ -11,7 +11,6 @@ those tables by a sequential scan.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +19,6 @@ from typing import Any
 import pytest
 from graphql import OperationDefinitionNode, OperationType, parse
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import make_url
 
 from backfiller.config import Settings
 from backfiller.definitions.loading import Definitions
@@ -29,6 +27,7 @@ from backfiller.storage import Database
 from backfiller.storage.engine import sync_database_url
 from backfiller.storage.history_partitions import is_partition
 from backfiller.storage.migrations import upgrade_database
+from bench.databases import scratch_postgres
 from bench.history_rows import HistoryShape, build_history
 from tests.support import REPO, FrozenClock, GraphQLRunner
 
@@ -43,13 +42,7 @@ OPERATIONS = REPO / "contracts" / "v1" / "operations"
 
 @pytest.fixture(scope="module")
 def history_url() -> Iterator[str]:
-    base = make_url(os.environ["BACKFILLER_TEST_DATABASE_URL"]).set(drivername="postgresql+psycopg")
-    name = f"bf_plans_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = base.set(database=name).render_as_string(hide_password=False)
-    try:
+    with scratch_postgres(os.environ["BACKFILLER_TEST_DATABASE_URL"], "bf_plans") as url:
         upgrade_database(url)
         daily = example_definitions.get_job("daily_sales")
         assert daily is not None
@@ -72,10 +65,6 @@ def history_url() -> Iterator[str]:
         finally:
             engine.dispose()
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _queries() -> list[tuple[str, str]]:

@@ -5,7 +5,6 @@ back."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +12,6 @@ from pathlib import Path
 import pytest
 from alembic import command
 from sqlalchemy import Connection, create_engine, insert, text
-from sqlalchemy.engine import make_url
 
 from backfiller.storage.history_partitions import ranges
 from backfiller.storage.launches import _backfill_values
@@ -25,6 +23,7 @@ from backfiller.storage.records import (
     SlotRecord,
     table_of,
 )
+from bench.databases import scratch_postgres
 from tests.support import new_backfill
 
 NOW = datetime(2026, 1, 5, tzinfo=UTC)
@@ -33,21 +32,12 @@ NOW = datetime(2026, 1, 5, tzinfo=UTC)
 @pytest.fixture
 def fresh_url(tmp_path: Path) -> Iterator[str]:
     """An empty database of its own (PostgreSQL when the tests run on it)."""
-    base = os.environ.get("BACKFILLER_TEST_DATABASE_URL")
-    if not base:
+    server = os.environ.get("BACKFILLER_TEST_DATABASE_URL")
+    if not server:
         yield f"sqlite:///{tmp_path / 'old.db'}"
         return
-    server = make_url(base).set(drivername="postgresql+psycopg")
-    name = f"bf_convert_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_postgres(server, "bf_convert") as url:
+        yield url
 
 
 def _history(conn: Connection) -> None:
