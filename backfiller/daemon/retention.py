@@ -57,9 +57,13 @@ class Retention:
         if self.database.dialect != "postgresql":
             return
         now = self.clock()
-        made = await self.database.transact(
-            lambda conn: make_ahead(conn, now) if partitioned(conn) else None
-        )
+        try:
+            made = await self.database.transact(
+                lambda conn: make_ahead(conn, now) if partitioned(conn) else None
+            )
+        except Exception:  # pruning goes on; the next look tries again
+            logger.exception("history: making the next range of partitions failed")
+            return
         if made is not None:
             logger.info("history: partitions made for backfills %d to %d", made.low, made.high - 1)
 
