@@ -255,10 +255,10 @@ RANGES_BASE = 1_000_000
 
 @pytest.fixture
 def history_ranges(database_url: str, is_postgres: bool) -> Iterator[Callable[[int], None]]:
-    """``split(n)``: on PostgreSQL, the next ``n`` backfills launched make a range of the
-    history's partitions of their own, closed as soon as they are launched (a range ahead
-    follows), so that retention may drop it; on SQLite, nothing. The ranges made are dropped
-    after the test."""
+    """``split(n)``: on PostgreSQL, the history's ranges become those of the next ``n``
+    backfills launched (a range of their own, closed as soon as they are launched, so that
+    retention may drop it) and a range ahead for the backfills after them; on SQLite, nothing.
+    After the test, the ranges are as migration 0049 makes them on an empty database."""
     if not is_postgres:
         yield lambda n: None
         return
@@ -266,16 +266,20 @@ def history_ranges(database_url: str, is_postgres: bool) -> Iterator[Callable[[i
 
     engine = create_engine(database_url)
 
+    def reset(to: list[Range]) -> None:
+        with engine.begin() as conn:
+            for r in ranges(conn):
+                for table in PARTITIONED:
+                    conn.execute(text(f"DROP TABLE {r.name(table)}"))
+            for r in to:
+                create_range(conn, r)
+
     def split(n: int) -> None:
+        first = RANGES_BASE + 1
+        reset([Range(first, first + n), Range(first + n, first + n + 1000)])
         with engine.begin() as conn:
             conn.execute(text("SELECT setval('backfills_id_seq', :v)"), {"v": RANGES_BASE})
-            create_range(conn, Range(RANGES_BASE + 1, RANGES_BASE + 1 + n))
-            create_range(conn, Range(RANGES_BASE + 1 + n, RANGES_BASE + 1001 + n))
 
     yield split
-    with engine.begin() as conn:
-        for r in ranges(conn):
-            if r.low > RANGES_BASE:
-                for table in PARTITIONED:
-                    conn.execute(text(f"DROP TABLE IF EXISTS {r.name(table)}"))
+    reset([Range(0, 1), Range(1, 1001)])
     engine.dispose()

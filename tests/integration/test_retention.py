@@ -22,6 +22,7 @@ from backfiller.storage import Database
 from backfiller.storage.metadata import metadata
 from backfiller.storage.records import RunRecord
 from backfiller.storage.retention import bytes_per_row
+from tests.conftest import RANGES_BASE
 from tests.integration.test_daemon_ticks import drive
 from tests.support import LAUNCH, FrozenClock, GraphQLRunner
 
@@ -136,14 +137,21 @@ async def test_pruning_keeps_every_partition_view_and_the_running_backfill(
 
 
 async def test_pruning_beside_a_running_daemon(
-    gql: GraphQLRunner, database: Database, definitions: Definitions, clock: FrozenClock
+    gql: GraphQLRunner,
+    database: Database,
+    definitions: Definitions,
+    clock: FrozenClock,
+    history_ranges: Callable[[int], None],
+    is_postgres: bool,
 ) -> None:
+    history_ranges(2)  # PostgreSQL: the old backfills' range is dropped beside the daemon
     await old_history(gql, database, definitions, clock)
     running = await launch(gql, {"job": "daily_sales"}, "2024-02-01", "2024-02-20")
     pruner = Pruner(database, settings(batch_rows=1))  # a transaction a row: many turns
     daemon = drive(database, definitions, clock, InlineLauncher(definitions), DaemonState())
     deleted, _ = await asyncio.gather(pruner.prune(Cutoffs.of(pruner.settings, clock())), daemon)
     assert deleted["backfills"] == 2 and deleted["runs"] == 30
+    assert [d.range.low for d in pruner.dropped] == ([RANGES_BASE + 1] if is_postgres else [])
     read = await gql(
         "query($id: ID!) { backfill(id: $id) { status counts { total succeeded } } }",
         {"id": running},
