@@ -7,7 +7,9 @@ it reads the exchange's whole binding table (``SMEMBERS _kombu.binding.<exchange
 it and picks the queues bound with the message's routing key, then pushes the message onto
 each (``LPUSH``); and it makes a ``redis.Redis`` for each command, each copying redis-py's table
 of about 170 reply parsers. On a Celery worker's pool process, which publishes its start
-requests, heartbeats, log lines and results, that was about half of its CPU on Redis.
+requests, heartbeats, log lines and results, publishing was half of its CPU on Redis or more
+(the control exchange's table grows: it keeps a binding for every worker process that ran),
+nearly all of it in those two.
 
 :class:`RoutingChannel` routes in one script (``ROUTE_AND_PUSH``): the same binding table read
 at each publish (nothing of it is kept between publishes), the same rule (a direct exchange
@@ -22,7 +24,8 @@ publishing) takes kombu's own path.
 The script pushes to keys it learns from the table, so it needs a Redis that is not a cluster
 (as kombu's Redis transport does). It leans on kombu's binding table (its key, and its members:
 routing key, pattern and queue joined by the channel's separator), its priority suffixes, its
-``_inplace_augment_message`` and its message format; ``pyproject.toml`` bounds kombu.
+``_inplace_augment_message`` and ``_maybe_update_queues_expire``, and its message format;
+``pyproject.toml`` bounds kombu.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ loses nothing either. The acknowledgements of one pass leave Redis in one round 
 Its channel is :mod:`.redis_publish`'s: one client for its commands (kombu makes a
 ``redis.Redis`` per command, each copying redis-py's table of about 170 reply parsers, which was
 a good part of a daemon's CPU a run on Redis), and a publish to a direct exchange in one round
-trip. (The workers' listeners keep kombu's own transport: with this one they lost a reply queue
-or a run under load in the broker-message tests, a cause not found yet; the workers' and the
-gate's publishers, which read nothing, use :mod:`.redis_publish`'s transport.)
+trip. (The workers' listeners keep kombu's own transport: when the workers' links used this
+one, the broker-message tests lost a reply queue or a run under load, a cause not found yet. The
+workers' publishers, which read nothing, use :mod:`.redis_publish`'s transport, as the gate's
+replier does.)
 
 This leans on kombu's Redis transport (its channel's ``_get`` and ``conn_or_acquire``, its
 QoS, key names and the format of its ``unacked`` entries: ``[message, exchange,
