@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
-from sqlalchemy import Connection
-
 from backfiller.config import HistorySettings
 from backfiller.storage import Database
 from backfiller.storage.archive import Archive
@@ -27,7 +25,7 @@ from backfiller.storage.history_partitions import (
     archive_batch,
     drop_range,
     droppable,
-    measure,
+    measure_droppable,
     partitioned,
 )
 from backfiller.storage.log_store import LogStore, log_store_of
@@ -92,7 +90,7 @@ class Pruner:
         )
         if cutoffs.backfills is not None:
             cutoff = cutoffs.backfills
-            for dropped in await self.database.query(lambda conn: _measured(conn, cutoff)):
+            for dropped in await self.database.query(partial(measure_droppable, cutoff=cutoff)):
                 counts.update(dropped.rows)
                 self.dropped.append(dropped)
         return dict(counts)
@@ -174,12 +172,6 @@ class Pruner:
     async def _transact(self, step: partial[Deleted]) -> Deleted:
         batch, archive = self.settings.batch_rows, self.archive
         return await self.database.transact(lambda conn: step(conn, batch=batch, archive=archive))
-
-
-def _measured(conn: Connection, cutoff: datetime) -> list[Dropped]:
-    if not partitioned(conn):
-        return []
-    return [measure(conn, r) for r in droppable(conn, cutoff)]
 
 
 def _past(deadline: float | None) -> bool:

@@ -170,6 +170,13 @@ def droppable(conn: Connection, cutoff: datetime) -> list[Range]:
     return out
 
 
+def measure_droppable(conn: Connection, cutoff: datetime) -> list[Dropped]:
+    """The ranges :func:`droppable` finds, with what each holds (none on SQLite)."""
+    if not partitioned(conn):
+        return []
+    return [measure(conn, r) for r in droppable(conn, cutoff)]
+
+
 def measure(conn: Connection, r: Range) -> Dropped:
     """The rows (as the statistics estimate them, or counted when never analyzed) and bytes
     of ``r``'s partitions."""

@@ -132,16 +132,16 @@ EMPTY = {"run_logs_b0", "backfill_events_b0", "run_logs_default", "backfill_even
 backfills are all in the range made ahead): scanning one reads nothing."""
 
 
-def _table(name: str | None) -> str | None:
+def _table(name: str) -> str:
     """The table of a relation: a partition's (``storage.history_partitions``), or itself."""
-    return name.rsplit("_", 1)[0] if is_partition(name) and name else name
+    return name.rsplit("_", 1)[0] if is_partition(name) else name
 
 
 def _seq_scans(plan: Any) -> set[str]:
     """The watched tables a plan (a node of ``EXPLAIN (FORMAT JSON)``) reads sequentially."""
     found: set[str] = set()
     if isinstance(plan, dict):
-        name = plan.get("Relation Name")
+        name = str(plan.get("Relation Name"))
         if plan.get("Node Type") == "Seq Scan" and name not in EMPTY and _table(name) in WATCHED:
             found.add(name)
         for value in plan.values():
