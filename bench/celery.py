@@ -50,9 +50,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
-
 from backfiller.daemon import Daemon, DaemonSettings
 from backfiller.domain import BackfillState
 from backfiller.launchers import Launcher, LocalLauncher
@@ -63,6 +60,7 @@ from backfiller.storage import Database
 from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord
 from bench.daemon import TARGET, Api
+from bench.databases import scratch_postgres
 from bench.defs import definitions
 from bench.proc_cpu import database_cpu, stat_cpu, stat_fields
 
@@ -71,19 +69,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 @contextmanager
 def fresh_postgres(server_url: str) -> Iterator[str]:
-    base = make_url(server_url).set(drivername="postgresql+psycopg")
-    name = f"bf_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = base.set(database=name).render_as_string(hide_password=False)
-    upgrade_database(url)
-    try:
+    """A new database of its own on ``server_url``'s server, migrated (dropped after)."""
+    with scratch_postgres(server_url) as url:
+        upgrade_database(url)
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:

@@ -17,7 +17,6 @@ short. Prints the p50, p90 and maximum. Run with
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import random
 import statistics
@@ -25,15 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import httpx
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from backfiller import HourlyPartitions
+from bench.databases import scratch_postgres
 from bench.launch import REPO, free_port
 
 LAUNCH = """mutation($input: LaunchBackfillInput!) {
@@ -130,21 +126,6 @@ def serve_and_daemon(name: str, database: str, count: int) -> None:
     measure(name, [[*serve, "--rate-limit", "0"], daemon], url, count)
 
 
-@contextlib.contextmanager
-def fresh_postgres(base: str) -> Iterator[str]:
-    """A new database on the server of ``base`` (dropped afterwards)."""
-    name = f"bench_first_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(make_url(base).set(drivername="postgresql+psycopg"))
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(base).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--postgres", metavar="URL", help="also serve + daemon on PostgreSQL")
@@ -158,7 +139,7 @@ def main() -> None:
         measure("dev, SQLite", [dev], url, count)
         serve_and_daemon("serve + daemon, SQLite", f"sqlite:///{tmp}/split.db", count)
     if args.postgres:
-        with fresh_postgres(args.postgres) as database:
+        with scratch_postgres(args.postgres, "bench_first") as database:
             serve_and_daemon("serve + daemon, PostgreSQL", database, count)
 
 
