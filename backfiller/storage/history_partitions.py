@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, not_, select, text
 from sqlalchemy.exc import DBAPIError
 
-from backfiller.domain import TERMINAL_BACKFILL_STATES
 from backfiller.storage.archive import Archive
+from backfiller.storage.expiry import backfills_t, expired
 
 PARTITIONED = ("run_logs", "backfill_events")
 """The tables partitioned by backfill id ranges, each with the same ranges."""
@@ -53,7 +53,6 @@ for its retention tick)."""
 LOCK_NOT_AVAILABLE = "55P03"
 _BOUND = re.compile(r"FROM \('?(-?\d+)'?\) TO \('?(-?\d+)'?\)")
 _PARTITION = re.compile(rf"({'|'.join(PARTITIONED)})_(b\d+|default)")
-_FINISHED = ", ".join(f"'{state.value}'" for state in sorted(TERMINAL_BACKFILL_STATES))
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -159,11 +158,9 @@ def droppable(conn: Connection, cutoff: datetime) -> list[Range]:
         if r.high - 1 > handed:
             break  # ids of it may still come
         kept = conn.execute(
-            text(
-                "SELECT 1 FROM backfills WHERE id >= :low AND id < :high AND NOT "
-                f"(status IN ({_FINISHED}) AND ended_at < :cutoff) LIMIT 1"
-            ),
-            {"low": r.low, "high": r.high, "cutoff": cutoff},
+            select(backfills_t.c.id)
+            .where(backfills_t.c.id >= r.low, backfills_t.c.id < r.high, not_(expired(cutoff)))
+            .limit(1)
         ).first()
         if kept is None:
             out.append(r)

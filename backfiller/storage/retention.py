@@ -36,9 +36,9 @@ from sqlalchemy import (
     update,
 )
 
-from backfiller.domain import TERMINAL_BACKFILL_STATES
 from backfiller.storage.archive import Archive
 from backfiller.storage.auth_records import AuditRecord
+from backfiller.storage.expiry import FINISHED, expired
 from backfiller.storage.history_partitions import partitioned, range_of, ranges
 from backfiller.storage.notification_records import NotificationRecord
 from backfiller.storage.records import (
@@ -64,8 +64,6 @@ notifications_t = table_of(NotificationRecord)
 evaluations_t = table_of(TriggerEvaluationRecord)
 latest_t = table_of(TriggerLatestEvaluationRecord)
 audit_t = table_of(AuditRecord)
-
-FINISHED = sorted(TERMINAL_BACKFILL_STATES)
 
 PRUNED_TABLES = (
     "run_logs",
@@ -158,18 +156,16 @@ def count_prunable(
     """How many rows of each table pruning would delete with these cutoffs (None: keep)."""
     counts = dict.fromkeys(PRUNED_TABLES, 0)
     if backfills_before is not None:
-        expired = select(backfills_t.c.id).where(
-            backfills_t.c.status.in_(FINISHED), backfills_t.c.ended_at < backfills_before
-        )
+        expired_ids = select(backfills_t.c.id).where(expired(backfills_before))
         # Log lines and events in a range go with its partitions (``history_partitions``).
         held = ranges(conn) if partitioned(conn) else []
-        runs = select(runs_t.c.id).where(runs_t.c.backfill_id.in_(expired))
+        runs = select(runs_t.c.id).where(runs_t.c.backfill_id.in_(expired_ids))
         for table, of_expired in (
             (logs_t, logs_t.c.run_id.in_(runs)),
-            (runs_t, runs_t.c.backfill_id.in_(expired)),
-            (slots_t, slots_t.c.backfill_id.in_(expired)),
-            (events_t, events_t.c.backfill_id.in_(expired)),
-            (notifications_t, notifications_t.c.backfill_id.in_(expired)),
+            (runs_t, runs_t.c.backfill_id.in_(expired_ids)),
+            (slots_t, slots_t.c.backfill_id.in_(expired_ids)),
+            (events_t, events_t.c.backfill_id.in_(expired_ids)),
+            (notifications_t, notifications_t.c.backfill_id.in_(expired_ids)),
         ):
             outside = [
                 ~table.c.backfill_id.between(r.low, r.high - 1)
@@ -177,7 +173,7 @@ def count_prunable(
                 if table in (logs_t, events_t)
             ]
             counts[table.name] = _count(conn, table, of_expired, *outside)
-        counts["backfills"] = _count(conn, backfills_t, backfills_t.c.id.in_(expired))
+        counts["backfills"] = _count(conn, backfills_t, backfills_t.c.id.in_(expired_ids))
     if evaluations_before is not None:
         counts["trigger_evaluations"] = _count(
             conn,
@@ -261,8 +257,7 @@ def _count(conn: Connection, table: Table, *where: Any) -> int:
 _EXPIRED = (
     select(backfills_t.c.id)
     .where(
-        backfills_t.c.ended_at < bindparam("cutoff"),
-        backfills_t.c.status.in_(FINISHED),
+        expired(bindparam("cutoff")),
     )
     .order_by(backfills_t.c.ended_at)
     .limit(bindparam("limit"))
