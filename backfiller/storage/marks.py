@@ -18,7 +18,7 @@ a cycle:
 2. their slots of the partitions, ``FOR UPDATE SKIP LOCKED``: a slot that a claim holds (it
    locked the slot before waiting for the backfill row) is being claimed, so it counts as
    running, and the mark never waits for a slot;
-3. the active runs of the partitions (``uq_runs_active_partition``).
+3. the active runs of the partitions (``ix_runs_active_partition``).
 
 Any slot QUEUED or RUNNING, held by another transaction, or any active run, and the mark is
 refused, writing nothing: :class:`PartitionsBusy` lists them. Synchronous functions of a Core

@@ -114,12 +114,17 @@ class BackfillTagRecord(Base):
 
 
 class SlotRecord(Base):
-    """One (backfill, partition) pair, materialized lazily by the planner."""
+    """One (backfill, partition) pair, materialized lazily by the planner.
+
+    On PostgreSQL, ``slots`` and ``runs`` are partitioned by ``backfill_id`` ranges as
+    ``run_logs`` and ``backfill_events`` are (``storage.history_partitions``), and their primary
+    keys are ``(id, backfill_id)``. So no foreign key names a backfill or a slot: a range's rows
+    go with its partitions, and its backfills' own rows in the same transaction."""
 
     __tablename__ = "slots"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    backfill_id: Mapped[int] = mapped_column(ForeignKey("backfills.id", ondelete="CASCADE"))
+    backfill_id: Mapped[int] = mapped_column(BigId)
     position: Mapped[int] = mapped_column(BigInteger)
     # An asset backfill's slot is keyed ``asset/partition`` (``storage.assets``).
     partition_key: Mapped[str] = mapped_column(String(401))
@@ -147,8 +152,9 @@ class RunRecord(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    backfill_id: Mapped[int] = mapped_column(ForeignKey("backfills.id", ondelete="CASCADE"))
-    slot_id: Mapped[int] = mapped_column(ForeignKey("slots.id", ondelete="CASCADE"))
+    # The partition key on PostgreSQL; no foreign keys (see ``SlotRecord``).
+    backfill_id: Mapped[int] = mapped_column(BigId)
+    slot_id: Mapped[int] = mapped_column(BigId)
     job_name: Mapped[str] = mapped_column(String(200))
     partition_key: Mapped[str] = mapped_column(String(200))
     attempt: Mapped[int] = mapped_column(Integer)
@@ -165,12 +171,12 @@ class RunRecord(Base):
     # A ranged run (a job's backfill policy) is one row per partition, all claimed, started and
     # ended together: the first partition's row leads (``partition_count`` partitions, its id is
     # the run's id), the others name it in ``lead_run_id``. Each row holds its partition's
-    # place in ``uq_runs_active_partition``.
+    # place in ``active_runs``.
     lead_run_id: Mapped[int | None] = mapped_column(BigInteger)
     partition_count: Mapped[int] = mapped_column(Integer, default=1, server_default=text("1"))
 
     __table_args__ = (
-        UniqueConstraint("slot_id", "attempt"),
+        UniqueConstraint("backfill_id", "slot_id", "attempt"),
         Index("ix_runs_lead_run_id", "lead_run_id"),
         Index("ix_runs_backfill_id_id", "backfill_id", "id"),
         # A backfill's runs of one status, newest first (``Backfill.runs(statuses:)``).
@@ -181,16 +187,33 @@ class RunRecord(Base):
         Index("ix_runs_job_name_id", "job_name", "id"),
         Index("ix_runs_status_id", "status", "id"),
         Index("ix_runs_lease_owner_status", "lease_owner", "status"),
-        # Never two active runs of one (job, partition), across all backfills.
+        # The active runs of a (job, partition): at most one, kept so by ``active_runs``.
         Index(
-            "uq_runs_active_partition",
+            "ix_runs_active_partition",
             "job_name",
             "partition_key",
-            unique=True,
             sqlite_where=text("status IN ('queued', 'running')"),
             postgresql_where=text("status IN ('queued', 'running')"),
         ),
     )
+
+
+class ActiveRunRecord(Base):
+    """The QUEUED or RUNNING run of a (job, partition), across all backfills: never two.
+
+    A unique index of ``runs`` cannot hold this rule once ``runs`` is partitioned by backfill
+    (PostgreSQL): its keys would have to include ``backfill_id``. So triggers on ``runs`` keep
+    this table, in the statement that inserts a run, changes its status or deletes it (migration
+    0050, on both databases), and its primary key refuses a second active run of a partition:
+    the statement fails as a unique index would have failed it (a
+    :class:`~backfiller.storage.errors.Conflict`). Nothing writes it but those triggers."""
+
+    __tablename__ = "active_runs"
+
+    job_name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    partition_key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    run_id: Mapped[int] = mapped_column(BigId)
+    backfill_id: Mapped[int] = mapped_column(BigId)
 
 
 class RunLogRecord(Base):

@@ -3,7 +3,7 @@
 A ranged run is one run row per partition, inserted in one transaction: the row of the range's
 first partition leads (``partition_count``), the others name it (``lead_run_id``). So every
 guarantee of a single run holds for each partition of a range, with the same code: each row
-holds its partition's place in ``uq_runs_active_partition`` (a range never overlaps an active
+holds its partition's place in ``active_runs`` (a range never overlaps an active
 run of one of its partitions, in any backfill), ``reprocess`` is decided per partition at claim
 time, before the chunks are formed (a partition made moot is skipped and splits its chunk; a
 busy one waits and splits it too), and results write every row of the range, fenced by the

@@ -3,8 +3,8 @@
 A claim passes over a partition that has an active (QUEUED or RUNNING) run of the same job or
 asset in another backfill (see ``claims``): its slot stays PENDING until that run ends. These
 reads say so to users, in a preview and in a backfill's partitions, from the same rows the
-claim looks at (the unique index ``uq_runs_active_partition`` holds at most one active run per
-(job, partition), and serves these reads).
+claim looks at (``active_runs`` holds at most one active run per (job, partition), and the
+partial index ``ix_runs_active_partition`` serves these reads).
 """
 
 from __future__ import annotations
