@@ -50,7 +50,8 @@ class HistoryShape:
 
 def build_history(conn: Connection, shape: HistoryShape) -> None:
     """Write the history of ``shape`` into an empty, migrated database (see the module)."""
-    # The rows are consistent by construction: their foreign keys' checks (triggers) are off.
+    # The rows are consistent by construction: their triggers are off (``active_runs`` is
+    # written below as they would have written it).
     conn.execute(text("SET LOCAL session_replication_role = replica"))
     conn.execute(text("CREATE TEMP TABLE bench_jobs (n int PRIMARY KEY, name text, fp text)"))
     conn.execute(
@@ -211,6 +212,12 @@ _STATEMENTS = (
         FROM runs WHERE status = 'failed'
     UNION ALL SELECT id, 'completed', ended_at, NULL, total || ' succeeded, 0 failed'
         FROM backfills WHERE status = 'completed_success'
+    """,
+    # What the triggers on runs (off here) would have written: the active runs.
+    """
+    INSERT INTO active_runs (job_name, partition_key, run_id, backfill_id)
+    SELECT job_name, partition_key, id, backfill_id FROM runs
+    WHERE status IN ('queued', 'running')
     """,
     """
     INSERT INTO partition_states (job_name, partition_key, status, run_id, updated_at)

@@ -113,7 +113,7 @@ def dropped_lines(dropped: list[Dropped], dry_run: bool) -> list[str]:
         f"{verb} the partitions of backfills {d.range.low} to {d.range.high - 1}: "
         + ", ".join(
             f"{d.range.name(table)} ({d.rows[table]:,} rows, {_size(d.bytes[table])})"
-            for table in d.rows
+            for table in d.bytes  # its partitions (its backfills' rows are in the table above)
         )
         for d in dropped
     ]

@@ -19,7 +19,7 @@ from backfiller.config import HistorySettings
 from backfiller.storage import Database
 from backfiller.storage.archive import Archive
 from backfiller.storage.history_partitions import (
-    PARTITIONED,
+    ARCHIVED,
     Dropped,
     Range,
     archive_batch,
@@ -147,6 +147,8 @@ class Pruner:
             if dropped is not None:
                 deleted.update(dropped.rows)
                 self.dropped.append(dropped)
+                for pk in dropped.backfills:  # their lines, where they are not in the database
+                    await self.log_store.remove_backfill(pk)
 
     async def _archived(self, r: Range, deadline: float | None) -> bool:
         """Write ``r``'s rows to the archive (if any), a batch a transaction, resuming where
@@ -155,7 +157,7 @@ class Pruner:
         if archive is None:
             return True
         batch = self.settings.batch_rows
-        for table in PARTITIONED:
+        for table in ARCHIVED:
             while True:
                 after = self._archive_cursor.get((r, table), 0)
                 if after is None:

@@ -1,14 +1,15 @@
-"""Partitioned history on PostgreSQL: run log lines and backfill events by backfill id ranges.
+"""Partitioned history on PostgreSQL: runs, slots, log lines and events by backfill id ranges.
 
-``run_logs`` and ``backfill_events`` are declaratively partitioned by ``RANGE (backfill_id)``
-(migration 0049): each range partition holds the lines and events of a run of consecutive
-backfills, about a day's launches (:data:`PERIOD`), and a ``DEFAULT`` partition catches
-whatever falls outside the ranges made so far, so that no write ever fails for want of one.
-Backfill ids grow with time, so a range is a span of time, and retention prunes whole
-backfills: a range is dropped, both its partitions in one transaction, exactly when the ids
-it covers have all been handed out and none of its backfills is kept any longer (one read of
-``backfills``' primary key says so). Dropping a partition frees its files at once, with no
-dead rows to vacuum: that is what partitioning is for at millions of runs a day.
+``runs``, ``slots``, ``run_logs`` and ``backfill_events`` are declaratively partitioned by
+``RANGE (backfill_id)`` (migrations 0049 and 0050): each range partition holds the rows of a
+run of consecutive backfills, about a day's launches (:data:`PERIOD`), and a ``DEFAULT``
+partition catches whatever falls outside the ranges made so far, so that no write ever fails
+for want of one. Backfill ids grow with time, so a range is a span of time, and retention
+prunes whole backfills: a range is dropped, its four partitions and its backfills' own rows in
+one transaction, exactly when the ids it covers have all been handed out and none of its
+backfills is kept any longer (one read of ``backfills``' primary key says so). Dropping a
+partition frees its files at once, with no dead rows to vacuum: that is what partitioning is
+for at millions of runs a day.
 
 The daemons make the next range ahead of time (:func:`make_ahead`): once the newest range is
 in use, a new one starts above every backfill id handed out so far, so the ``DEFAULT``
@@ -27,24 +28,37 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, not_, select, text
+from sqlalchemy import ColumnElement, Connection, and_, func, not_, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from backfiller.storage.archive import Archive
 from backfiller.storage.expiry import backfills_t, expired
 
-PARTITIONED = ("run_logs", "backfill_events")
+PARTITIONED = ("run_logs", "backfill_events", "runs", "slots")
 """The tables partitioned by backfill id ranges, each with the same ranges."""
 PERIOD = timedelta(days=1)
 """A new range covers as many backfills as were launched in the last period."""
 MIN_SPAN = 1000
 """The fewest backfill ids a new range covers."""
-PARTITION_SETTINGS = (
+_INSERTED = (
     "autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_insert_threshold = 10000, "
     "autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 10000"
 )
-"""Each partition's autovacuum settings (insert-only tables, vacuumed for their visibility
-maps: migration 0015 set them on the tables before they were partitioned)."""
+_UPDATED = (
+    "autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, "
+    "autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 1000, "
+    "autovacuum_vacuum_insert_scale_factor = 0.02"
+)
+PARTITION_SETTINGS = {
+    "run_logs": _INSERTED,
+    "backfill_events": _INSERTED,
+    "runs": f"fillfactor = 80, {_UPDATED}",
+    "slots": f"fillfactor = 90, {_UPDATED}",
+}
+"""Each partition's storage settings, by table: migration 0015 set them on the tables before
+they were partitioned (insert-only tables vacuumed for their visibility maps; room on each
+page of the updated ones for HOT updates, and autovacuum long before a fifth of the rows are
+dead)."""
 LOCK_TIMEOUT = "200ms"
 """How long dropping a range waits for the tables' lock before giving up until the next try:
 while it waits, every read and write of the table queues behind it (and a daemon's loop waits
@@ -68,11 +82,14 @@ class Range:
 
 @dataclass(frozen=True, slots=True)
 class Dropped:
-    """A range whose partitions were dropped (or would be): their rows and bytes, by table."""
+    """A range whose partitions were dropped (or would be): their rows and bytes, by table,
+    and the rows of its backfills (``rows["backfills"]``)."""
 
     range: Range
     rows: dict[str, int]
     bytes: dict[str, int]
+    backfills: tuple[int, ...] = ()
+    """The backfills deleted with the range (when it was dropped)."""
 
 
 def is_partition(name: str | None) -> bool:
@@ -104,9 +121,21 @@ def ranges(conn: Connection) -> list[Range]:
     return sorted(Range(int(m.group(1)), int(m.group(2))) for m in found if m)
 
 
-def range_of(conn: Connection, backfill_id: int) -> Range | None:
-    """The range that holds ``backfill_id``'s lines and events (None: the default one)."""
-    return next((r for r in ranges(conn) if r.low <= backfill_id < r.high), None)
+def closed(conn: Connection) -> list[Range]:
+    """The ranges whose every id is handed out, lowest first: no backfill will come to them.
+    Retention leaves their backfills to :func:`drop_range` (none on SQLite, or before the
+    migration)."""
+    if not partitioned(conn):
+        return []
+    handed = handed_out(conn)
+    return [r for r in ranges(conn) if r.high - 1 <= handed]
+
+
+def outside_closed(conn: Connection, backfill_id: Any) -> list[ColumnElement[bool]]:
+    """Conditions that ``backfill_id`` (a column) is in none of the :func:`closed` ranges:
+    the backfills that retention deletes row by row (those in the range in use, or beyond
+    the ranges made), all of them on SQLite."""
+    return [not_(and_(backfill_id >= r.low, backfill_id < r.high)) for r in closed(conn)]
 
 
 def handed_out(conn: Connection) -> int:
@@ -140,7 +169,7 @@ def create_range(conn: Connection, new: Range) -> None:
     for table in PARTITIONED:
         name = new.name(table)
         conn.execute(text(f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS)"))
-        conn.execute(text(f"ALTER TABLE {name} SET ({PARTITION_SETTINGS})"))
+        conn.execute(text(f"ALTER TABLE {name} SET ({PARTITION_SETTINGS[table]})"))
         conn.execute(
             text(
                 f"ALTER TABLE {table} ATTACH PARTITION {name} "
@@ -152,11 +181,8 @@ def create_range(conn: Connection, new: Range) -> None:
 def droppable(conn: Connection, cutoff: datetime) -> list[Range]:
     """The ranges whose every id is handed out and none of whose backfills is kept: each has
     ended (a terminal status) before ``cutoff``, or is gone already."""
-    handed = handed_out(conn)
     out: list[Range] = []
-    for r in ranges(conn):
-        if r.high - 1 > handed:
-            break  # ids of it may still come
+    for r in closed(conn):
         kept = conn.execute(
             select(backfills_t.c.id)
             .where(backfills_t.c.id >= r.low, backfills_t.c.id < r.high, not_(expired(cutoff)))
@@ -191,34 +217,64 @@ def measure(conn: Connection, r: Range) -> Dropped:
         if tuples < 0:  # never analyzed
             tuples = conn.execute(text(f"SELECT count(*) FROM {name}")).scalar_one()
         rows[table], size[table] = int(tuples), int(total)
+    rows["backfills"] = conn.execute(
+        select(func.count()).select_from(backfills_t).where(_within(r))
+    ).scalar_one()
     return Dropped(r, rows, size)
 
 
 def drop_range(conn: Connection, r: Range) -> Dropped | None:
-    """Drop ``r``'s partitions (what they held), or None if their lock was not had within
-    :data:`LOCK_TIMEOUT` (the next try takes it)."""
+    """Drop ``r``'s partitions, and delete its backfills' rows (their tags, notifications and
+    list entries with them: foreign keys that cascade) in the same transaction, so that no
+    backfill is ever seen without its runs; what they held, or None if the tables' lock was
+    not had within :data:`LOCK_TIMEOUT` (the next try takes it)."""
     gone = measure(conn, r)
     conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
     try:
         with conn.begin_nested():
             for table in PARTITIONED:
                 conn.execute(text(f"DROP TABLE {r.name(table)}"))
+            # ``active_runs`` mirrors ``runs``: none of a finished backfill's runs is active,
+            # but the mirror must never name a run that is gone.
+            conn.execute(
+                text("DELETE FROM active_runs WHERE backfill_id >= :low AND backfill_id < :high"),
+                {"low": r.low, "high": r.high},
+            )
+            # Retries of its backfills lose their link to them (their ``parent`` is gone).
+            parent = backfills_t.c.parent_id
+            conn.execute(
+                update(backfills_t).where(parent >= r.low, parent < r.high).values(parent_id=None)
+            )
+            deleted = conn.execute(
+                backfills_t.delete().where(_within(r)).returning(backfills_t.c.id)
+            ).scalars()
+            ids = tuple(sorted(int(pk) for pk in deleted))
     except DBAPIError as exc:
         if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
             raise
         return None  # busy: tried again later
-    return gone
+    return Dropped(gone.range, gone.rows, gone.bytes, ids)
+
+
+ARCHIVED = (*PARTITIONED, "notifications", "backfills")
+"""What a range's archive holds, table by table: its partitions, then its backfills' rows."""
 
 
 def archive_batch(
     conn: Connection, r: Range, table: str, after: int, batch: int, archive: Archive
 ) -> int | None:
-    """Write up to ``batch`` rows of ``r``'s partition of ``table`` with ids above ``after``
-    to ``archive`` (a file per backfill, as retention writes them); the last id written, or
-    None once the partition has no more."""
+    """Write up to ``batch`` rows of ``r``'s partition of ``table`` (or, for the tables that
+    are not partitioned, its backfills' rows there) with ids above ``after`` to ``archive`` (a
+    file per backfill, as retention writes them); the last id written, or None once there are
+    no more."""
+    if table in PARTITIONED:
+        source, owner = f"{r.name(table)} WHERE", "backfill_id"
+    else:
+        owner = "id" if table == "backfills" else "backfill_id"
+        source = f"{table} WHERE {owner} >= {r.low} AND {owner} < {r.high} AND"
     rows = (
         conn.execute(
-            text(f"SELECT * FROM {r.name(table)} WHERE id > :after ORDER BY id LIMIT :n"),
+            text(f"SELECT * FROM {source} id > :after ORDER BY id LIMIT :n"),
             {"after": after, "n": batch},
         )
         .mappings()
@@ -226,7 +282,11 @@ def archive_batch(
     )
     by_backfill: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
-        by_backfill.setdefault(int(row["backfill_id"]), []).append(dict(row))
+        by_backfill.setdefault(int(row[owner]), []).append(dict(row))
     for backfill_id, of_it in by_backfill.items():
         archive.write(table, backfill_id, int(of_it[0]["id"]), of_it)
     return int(rows[-1]["id"]) if len(rows) == batch else None
+
+
+def _within(r: Range) -> ColumnElement[bool]:
+    return and_(backfills_t.c.id >= r.low, backfills_t.c.id < r.high)

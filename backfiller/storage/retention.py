@@ -39,7 +39,7 @@ from sqlalchemy import (
 from backfiller.storage.archive import Archive
 from backfiller.storage.auth_records import AuditRecord
 from backfiller.storage.expiry import FINISHED, expired
-from backfiller.storage.history_partitions import partitioned, range_of, ranges
+from backfiller.storage.history_partitions import closed, outside_closed
 from backfiller.storage.notification_records import NotificationRecord
 from backfiller.storage.records import (
     BackfillEventRecord,
@@ -87,8 +87,11 @@ class Deleted:
 
 
 def expired_backfills(conn: Connection, cutoff: datetime, limit: int) -> list[int]:
-    """Finished backfills that ended before ``cutoff``, oldest end first."""
-    return [int(pk) for pk in conn.execute(_EXPIRED, {"cutoff": cutoff, "limit": limit}).scalars()]
+    """Finished backfills that ended before ``cutoff``, oldest end first: those outside the
+    history's ranges (PostgreSQL), which go with their range instead."""
+    outside = outside_closed(conn, backfills_t.c.id)
+    statement = _EXPIRED.where(*outside) if outside else _EXPIRED
+    return [int(pk) for pk in conn.execute(statement, {"cutoff": cutoff, "limit": limit}).scalars()]
 
 
 def prune_backfill(
@@ -100,16 +103,16 @@ def prune_backfill(
     (``Deleted("backfills", 0)``)."""
     if not conn.execute(_FINISHED, {"pk": pk}).first():
         return Deleted("backfills", 0)
+    if any(r.low <= pk < r.high for r in closed(conn)):
+        return Deleted("backfills", 0)  # it goes with its range (``history_partitions``)
     runs = select(runs_t.c.id).where(runs_t.c.backfill_id == pk).order_by(runs_t.c.id)
-    # Its log lines and events go with their range's partitions, where they have one.
-    in_range = partitioned(conn) and range_of(conn, pk) is not None
     first_runs = runs.limit(batch).scalar_subquery()
     logs = select(logs_t.c.id).where(logs_t.c.run_id.in_(first_runs))
     steps: tuple[tuple[Table, Select[Any]], ...] = (
-        *(() if in_range else ((logs_t, logs),)),
+        (logs_t, logs),
         (runs_t, runs),
         (slots_t, _of_backfill(slots_t, pk)),
-        *(() if in_range else ((events_t, _of_backfill(events_t, pk)),)),
+        (events_t, _of_backfill(events_t, pk)),
         (notifications_t, _of_backfill(notifications_t, pk)),
     )
     for table, ids in steps:
@@ -156,9 +159,10 @@ def count_prunable(
     """How many rows of each table pruning would delete with these cutoffs (None: keep)."""
     counts = dict.fromkeys(PRUNED_TABLES, 0)
     if backfills_before is not None:
-        expired_ids = select(backfills_t.c.id).where(expired(backfills_before))
-        # Log lines and events in a range go with its partitions (``history_partitions``).
-        held = ranges(conn) if partitioned(conn) else []
+        # A closed range's backfills go with its partitions (``history_partitions``).
+        expired_ids = select(backfills_t.c.id).where(
+            expired(backfills_before), *outside_closed(conn, backfills_t.c.id)
+        )
         runs = select(runs_t.c.id).where(runs_t.c.backfill_id.in_(expired_ids))
         for table, of_expired in (
             (logs_t, logs_t.c.run_id.in_(runs)),
@@ -167,12 +171,7 @@ def count_prunable(
             (events_t, events_t.c.backfill_id.in_(expired_ids)),
             (notifications_t, notifications_t.c.backfill_id.in_(expired_ids)),
         ):
-            outside = [
-                ~table.c.backfill_id.between(r.low, r.high - 1)
-                for r in held
-                if table in (logs_t, events_t)
-            ]
-            counts[table.name] = _count(conn, table, of_expired, *outside)
+            counts[table.name] = _count(conn, table, of_expired)
         counts["backfills"] = _count(conn, backfills_t, backfills_t.c.id.in_(expired_ids))
     if evaluations_before is not None:
         counts["trigger_evaluations"] = _count(

@@ -1,6 +1,7 @@
 """The history's partitions on PostgreSQL (``storage.history_partitions``): the daemons make
-ranges ahead; retention drops a range whole once none of its backfills is kept, archiving its
-rows first when told to, and waits rather than queue behind a long read of the tables."""
+ranges ahead; retention drops a range whole (its runs, slots, log lines and events, and its
+backfills' rows) once none of its backfills is kept, archiving its rows first when told to,
+and waits rather than queue behind a long read of the tables."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from backfiller.daemon.retention import Retention
 from backfiller.definitions.loading import Definitions
 from backfiller.services.pruning import Cutoffs, Pruner
 from backfiller.storage import Database
-from backfiller.storage.history_partitions import handed_out, make_ahead, ranges
+from backfiller.storage.history_partitions import PARTITIONED, handed_out, make_ahead, ranges
 from tests.conftest import RANGES_BASE
 from tests.integration.test_retention import old_history, running_backfill, settings
 from tests.support import FrozenClock, GraphQLRunner
@@ -42,6 +43,11 @@ async def where_rows_are(database: Database, table: str) -> dict[int, str]:
     return {int(b): str(p) for b, p in found}
 
 
+async def count_rows(database: Database, table: str) -> int:
+    query = text(f"SELECT count(*) FROM {table}")
+    return int(await database.query(lambda conn: conn.execute(query).scalar_one()))
+
+
 async def exists(database: Database, name: str) -> bool:
     found = await database.query(
         lambda conn: conn.execute(text("SELECT to_regclass(:n)"), {"n": name}).scalar()
@@ -61,8 +67,8 @@ async def test_a_daemon_makes_the_next_range_once_the_newest_is_in_use(
     made = await database.query(ranges)
     newest = made[-1]
     assert newest.low == FIRST + 1 and newest.high == FIRST + 1001  # above every id handed out
-    assert await exists(database, f"run_logs_b{newest.low}")
-    assert await exists(database, f"backfill_events_b{newest.low}")
+    for table in PARTITIONED:
+        assert await exists(database, f"{table}_b{newest.low}")
     # A whole range is ahead: nothing more to make until it is in use.
     assert await database.transact(lambda conn: make_ahead(conn, clock())) is None
     await database.transact(
@@ -85,30 +91,34 @@ async def test_a_range_goes_whole_once_none_of_its_backfills_is_kept(
     old = await old_history(gql, database, definitions, clock)
     assert [int(b.removeprefix("bf_")) for b in old] == [FIRST, FIRST + 1]
     running = int((await running_backfill(gql, database, definitions, clock)).removeprefix("bf_"))
-    logs_before = await where_rows_are(database, "run_logs")
-    assert logs_before == {FIRST: f"run_logs_b{FIRST}", FIRST + 1: f"run_logs_b{FIRST}"}
-    events_before = await where_rows_are(database, "backfill_events")
-    assert events_before[running] == f"backfill_events_b{FIRST + 2}"
-    lines = await database.query(
-        lambda conn: conn.execute(text("SELECT count(*) FROM run_logs")).scalar_one()
-    )
+    for table in PARTITIONED:
+        before = await where_rows_are(database, table)
+        assert before[FIRST] == before[FIRST + 1] == f"{table}_b{FIRST}", table
+        assert before.get(running, f"{table}_b{FIRST + 2}") == f"{table}_b{FIRST + 2}", table
+    held = {table: await count_rows(database, table) for table in ("run_logs", "runs", "slots")}
+    lines = held["run_logs"]
+    kept = await backfill_read(gql, running)
 
     archive = tmp_path / "archive"
     pruner = Pruner(database, settings(archive_url=str(archive), batch_rows=4))
     counted = Pruner(database, settings())
-    await counted.count(Cutoffs.of(pruner.settings, clock()))
+    counts = await counted.count(Cutoffs.of(pruner.settings, clock()))
     assert [d.range.low for d in counted.dropped] == [FIRST]  # counting drops nothing
+    assert counts["backfills"] == 2 and counts["runs"] > 0
     assert await exists(database, f"run_logs_b{FIRST}")
 
     deleted = await pruner.prune(Cutoffs.of(pruner.settings, clock()))
     assert [(d.range.low, d.range.high) for d in pruner.dropped] == [(FIRST, FIRST + 2)]
+    assert pruner.dropped[0].backfills == (FIRST, FIRST + 1)
     assert deleted["run_logs"] == lines and deleted["backfills"] == 2
-    for table in ("run_logs", "backfill_events"):
+    for table in PARTITIONED:
         assert not await exists(database, f"{table}_b{FIRST}")
-        assert set(await where_rows_are(database, table)) <= {running}
-    assert (await where_rows_are(database, "backfill_events"))[running] == (
-        f"backfill_events_b{FIRST + 2}"
-    )
+        assert set(await where_rows_are(database, table)) <= {running}, table
+    # The old backfills are gone with their runs, in one transaction; the running one is whole.
+    assert await backfill_read(gql, FIRST) is None
+    assert await backfill_read(gql, running) == kept
+    for table in ("runs", "slots"):
+        assert deleted[table] == held[table] - await count_rows(database, table)
     archived = [
         json.loads(line)
         for path in sorted((archive / "run_logs").rglob("*.jsonl"))
@@ -122,6 +132,13 @@ async def test_a_range_goes_whole_once_none_of_its_backfills_is_kept(
         for line in path.read_text().splitlines()
     }
     assert {"launched", "completed"} <= kinds
+    for table in ("runs", "slots", "backfills"):
+        ids = {
+            json.loads(line)["id"]
+            for path in (archive / table).rglob("*.jsonl")
+            for line in path.read_text().splitlines()
+        }
+        assert len(ids) == deleted[table] > 0, table  # each dropped row archived once
 
 
 async def test_dropping_waits_for_no_long_read_and_comes_back_to_it(
@@ -142,12 +159,26 @@ async def test_dropping_waits_for_no_long_read_and_comes_back_to_it(
         reader.execute(text("SELECT count(*) FROM run_logs"))
         pruner = Pruner(database, settings())
         deleted = await pruner.prune(Cutoffs.of(pruner.settings, clock()))
-        assert deleted["backfills"] == 2 and pruner.dropped == []
+        # Nothing of the range went: its backfills are all still there, with their runs.
+        assert sum(deleted.values()) == 0 and pruner.dropped == []
         assert await exists(database, f"run_logs_b{FIRST}")
+        assert await backfill_read(gql, FIRST) is not None
     finally:
         reader.rollback()
         reader.close()
         engine.dispose()
     deleted = await pruner.prune(Cutoffs.of(pruner.settings, clock()))
     assert [d.range.low for d in pruner.dropped] == [FIRST] and deleted["run_logs"] > 0
+    assert deleted["backfills"] == 2
     assert not await exists(database, f"run_logs_b{FIRST}")
+
+
+async def backfill_read(gql: GraphQLRunner, pk: int) -> dict[str, object] | None:
+    """A backfill as the API shows it, counts and runs included (None: there is none)."""
+    data = await gql(
+        "query($id: ID!) { backfill(id: $id) { id status counts { total succeeded failed "
+        "running queued } runs(first: 100) { edges { node { id status } } } } }",
+        {"id": f"bf_{pk}"},
+    )
+    found: dict[str, object] | None = data["backfill"]
+    return found

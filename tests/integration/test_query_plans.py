@@ -25,7 +25,7 @@ from backfiller.definitions.loading import Definitions
 from backfiller.examples.quickstart import definitions as example_definitions
 from backfiller.storage import Database
 from backfiller.storage.engine import sync_database_url
-from backfiller.storage.history_partitions import is_partition
+from backfiller.storage.history_partitions import PARTITIONED, is_partition
 from backfiller.storage.migrations import upgrade_database
 from bench.databases import scratch_postgres
 from bench.history_rows import HistoryShape, build_history
@@ -127,7 +127,7 @@ def _variables(operation: str, backfill: str, run: str) -> dict[str, Any]:
     }
 
 
-EMPTY = {"run_logs_b0", "backfill_events_b0", "run_logs_default", "backfill_events_default"}
+EMPTY = {f"{table}_{part}" for table in PARTITIONED for part in ("b0", "default")}
 """The history's partitions that the migrations made and this history leaves empty (its
 backfills are all in the range made ahead): scanning one reads nothing."""
 
