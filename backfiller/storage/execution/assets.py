@@ -1,8 +1,8 @@
 """Claims of asset backfills: a slot is claimable once what it depends on has succeeded.
 
 An asset backfill's slot is keyed ``asset/partition``. Its run is a run of the asset (the run's
-``job_name`` is the asset's name), so the unique index ``uq_runs_active_partition`` keeps one
-active run per (asset, partition) across all backfills, as for jobs.
+``job_name`` is the asset's name), so ``active_runs`` keeps one active run per (asset,
+partition) across all backfills, as for jobs.
 
 A pending slot is, at claim time:
 
@@ -382,7 +382,11 @@ class AssetClaimsRepository(RangeClaimsRepository):
     async def _skip(self, pk: int, slots: list[Any], reason: SkipReason, now: datetime) -> None:
         moved = await self.session.execute(
             update(slots_t)
-            .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
+            .where(
+                slots_t.c.id == bindparam("b_id"),
+                slots_t.c.backfill_id == pk,
+                slots_t.c.status == SlotState.PENDING,
+            )
             .values(status=SlotState.SKIPPED, skip_reason=reason.value, updated_at=now),
             [{"b_id": s.id} for s in slots],
         )

@@ -1,12 +1,13 @@
 """Claims: pending slots become QUEUED runs leased to a daemon, within every limit.
 
 At most one execution of a (job, partition) at any instant is the database's to enforce: the
-unique index ``uq_runs_active_partition`` admits one QUEUED or RUNNING run per (job, partition)
-across all backfills, so a second claim of a busy partition fails (and is retried later as a
-:class:`~backfiller.storage.errors.Conflict`). A claim passes over the partitions busy elsewhere
-(they wait), and decides ``reprocess`` at that moment, after the busy check, from the latest run
-of the partition: under ``MISSING`` a partition that another backfill ran meanwhile is skipped
-if that run succeeded; under ``ALL`` it runs once the other run is over.
+primary key of ``active_runs`` (kept by triggers on ``runs``, see ``ActiveRunRecord``) admits
+one QUEUED or RUNNING run per (job, partition) across all backfills, so a second claim of a
+busy partition fails (and is retried later as a :class:`~backfiller.storage.errors.Conflict`).
+A claim passes over the partitions busy elsewhere (they wait), and decides ``reprocess`` at
+that moment, after the busy check, from the latest run of the partition: under ``MISSING`` a
+partition that another backfill ran meanwhile is skipped if that run succeeded; under ``ALL``
+it runs once the other run is over.
 
 A daemon claims only under a valid lease, checked in the claim's own transaction.
 
@@ -215,7 +216,11 @@ class ClaimsRepository(SessionRepository):
             return keep, 0
         moved = await self.session.execute(
             update(slots_t)
-            .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
+            .where(
+                slots_t.c.id == bindparam("b_id"),
+                slots_t.c.backfill_id == pk,
+                slots_t.c.status == SlotState.PENDING,
+            )
             .values(status=SlotState.SKIPPED, skip_reason=bindparam("b_reason"), updated_at=now),
             [{"b_id": s.id, "b_reason": reason.value} for s, reason in skip],
         )
@@ -241,7 +246,9 @@ class ClaimsRepository(SessionRepository):
     async def _mark_queued(self, pk: int, chosen: Sequence[Any], now: datetime) -> None:
         """PENDING -> QUEUED for every slot of ``chosen`` (one attempt more each), or
         ``ClaimConflict`` when any of them is no longer PENDING."""
-        moved = await self.run_many(_MARK_QUEUED, [{"b_id": c.id, "b_now": now} for c in chosen])
+        moved = await self.run_many(
+            _MARK_QUEUED, [{"b_id": c.id, "b_backfill": pk, "b_now": now} for c in chosen]
+        )
         if moved != len(chosen):
             raise ClaimConflict(f"backfill {pk}: slots changed while claiming")
 
@@ -298,7 +305,11 @@ class ClaimsRepository(SessionRepository):
 
 _MARK_QUEUED = Prepared(
     update(slots_t)
-    .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == SlotState.PENDING)
+    .where(
+        slots_t.c.id == bindparam("b_id"),
+        slots_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
+        slots_t.c.status == SlotState.PENDING,
+    )
     .values(
         status=SlotState.QUEUED,
         attempts=slots_t.c.attempts + 1,

@@ -111,7 +111,8 @@ async def _newer(repo: Any, r: LostRun) -> tuple[bool, Newer | None]:
     if slot is not SlotState.QUEUED or int(r.attempts) != int(r.attempt) + 1:
         return False, None
     found = await repo.rows_of(
-        _NEWER[repo.dialect], {"b_slot": int(r.slot_id), "b_attempt": int(r.attempts)}
+        _NEWER[repo.dialect],
+        {"b_slot": int(r.slot_id), "b_backfill": int(r.backfill_id), "b_attempt": int(r.attempts)},
     )
     if len(found) != 1 or RunState(found[0][1]) is not RunState.QUEUED:
         return False, None
@@ -136,6 +137,7 @@ def _replace(
     changes.late_runs.append(
         {
             "b_id": int(r.id),
+            "b_backfill": int(r.backfill_id),
             "b_status": status,
             "b_reason": reason,
             "b_message": end.error_message,
@@ -148,6 +150,7 @@ def _replace(
         changes.withdrawn.append(
             {
                 "b_id": newer.id,
+                "b_backfill": int(r.backfill_id),  # a retry of the same slot
                 "b_ended": now,
                 "b_message": f"withdrawn: the late result of attempt {r.attempt} was recorded",
             }
@@ -181,6 +184,7 @@ def _slot_change(r: LostRun, decision: Decision, withdrawn: int, now: datetime) 
     delay = decision.delay_seconds
     return {
         "b_id": int(r.slot_id),
+        "b_backfill": int(r.backfill_id),
         "b_old": SlotState(r.slot_status),
         "b_new": decision.slot,
         "b_next": now + timedelta(seconds=delay)
@@ -215,7 +219,10 @@ def _lost_rows(dialect: str) -> Prepared:
             slots_t.c.free_attempts,
             slots_t.c.lost_attempts,
         )
-        .join(slots_t, slots_t.c.id == runs_t.c.slot_id)
+        .join(
+            slots_t,
+            (slots_t.c.id == runs_t.c.slot_id) & (slots_t.c.backfill_id == runs_t.c.backfill_id),
+        )
         .where(
             one_of_list(dialect, runs_t.c.id, "b_ids"),
             runs_t.c.lease_owner == bindparam("b_owner"),
@@ -232,7 +239,9 @@ def _lost_rows(dialect: str) -> Prepared:
 
 def _newer_rows(dialect: str) -> Prepared:
     stmt = select(runs_t.c.id, runs_t.c.status).where(
-        runs_t.c.slot_id == bindparam("b_slot"), runs_t.c.attempt == bindparam("b_attempt")
+        runs_t.c.slot_id == bindparam("b_slot"),
+        runs_t.c.backfill_id == bindparam("b_backfill"),
+        runs_t.c.attempt == bindparam("b_attempt"),
     )
     if dialect == "postgresql":
         stmt = stmt.with_for_update()
@@ -246,6 +255,7 @@ LATE_RUNS = Prepared(
     update(runs_t)
     .where(
         runs_t.c.id == bindparam("b_id"),
+        runs_t.c.backfill_id == bindparam("b_backfill"),
         runs_t.c.status == RunState.FAILED,
         runs_t.c.failure_reason == FailureReason.WORKER_LOST,
     )
@@ -260,7 +270,11 @@ LATE_RUNS = Prepared(
 )
 WITHDRAWN_RUNS = Prepared(
     update(runs_t)
-    .where(runs_t.c.id == bindparam("b_id"), runs_t.c.status == RunState.QUEUED)
+    .where(
+        runs_t.c.id == bindparam("b_id"),
+        runs_t.c.backfill_id == bindparam("b_backfill"),
+        runs_t.c.status == RunState.QUEUED,
+    )
     .values(
         status=RunState.CANCELED,
         error_message=bindparam("b_message"),
@@ -269,7 +283,11 @@ WITHDRAWN_RUNS = Prepared(
 )
 LATE_SLOTS = Prepared(
     update(slots_t)
-    .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == bindparam("b_old"))
+    .where(
+        slots_t.c.id == bindparam("b_id"),
+        slots_t.c.backfill_id == bindparam("b_backfill"),
+        slots_t.c.status == bindparam("b_old"),
+    )
     .values(
         status=bindparam("b_new"),
         next_attempt_at=bindparam("b_next"),

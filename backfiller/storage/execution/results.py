@@ -210,6 +210,7 @@ _START_RUNS = Prepared(
     update(runs_t)
     .where(
         runs_t.c.id == bindparam("b_id"),
+        runs_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
         one_of(runs_t.c.status, run_sources_of(RunState.RUNNING)),
         runs_t.c.lease_owner == bindparam("b_owner"),
     )
@@ -224,6 +225,7 @@ _END_RUNS = Prepared(
     update(runs_t)
     .where(
         runs_t.c.id == bindparam("b_id"),
+        runs_t.c.backfill_id == bindparam("b_backfill"),
         one_of(runs_t.c.status, _ENDS_FROM),
         runs_t.c.lease_owner == bindparam("b_owner"),
     )
@@ -244,7 +246,11 @@ _END_RUNS = Prepared(
 )
 _MOVE_SLOTS = Prepared(
     update(slots_t)
-    .where(slots_t.c.id == bindparam("b_id"), slots_t.c.status == bindparam("b_old"))
+    .where(
+        slots_t.c.id == bindparam("b_id"),
+        slots_t.c.backfill_id == bindparam("b_backfill"),
+        slots_t.c.status == bindparam("b_old"),
+    )
     .values(
         status=bindparam("b_new"),
         next_attempt_at=bindparam("b_next"),
@@ -273,7 +279,10 @@ def _active_rows(dialect: str, members: bool, skip_locked: bool) -> Prepared:
             slots_t.c.free_attempts,
             slots_t.c.lost_attempts,
         )
-        .join(slots_t, slots_t.c.id == runs_t.c.slot_id)
+        .join(
+            slots_t,
+            (slots_t.c.id == runs_t.c.slot_id) & (slots_t.c.backfill_id == runs_t.c.backfill_id),
+        )
         .where(
             one_of_list(dialect, key, "b_ids"),
             runs_t.c.lease_owner == bindparam("b_owner"),
@@ -304,9 +313,15 @@ def _start(
         return
     slot_status = SlotState(r.slot_status)
     changes.starts.append(
-        {"b_id": int(r.id), "b_at": start.at, "b_worker": start.worker, "b_owner": owner}
+        {
+            "b_id": int(r.id),
+            "b_backfill": int(r.backfill_id),
+            "b_at": start.at,
+            "b_worker": start.worker,
+            "b_owner": owner,
+        }
     )
-    changes.slots.append(_slot_change(r.slot_id, slot_status, Decision(SlotState.RUNNING), now))
+    changes.slots.append(_slot_change(r, slot_status, Decision(SlotState.RUNNING), now))
     changes.moves.move(int(r.backfill_id), slot_status, SlotState.RUNNING)
     changes.states.append((r.job_name, r.partition_key, RunState.RUNNING, int(r.id)))
     outcomes.started += 1
@@ -339,6 +354,7 @@ def _end(
     changes.runs.append(
         {
             "b_id": run_id,
+            "b_backfill": backfill_id,
             "b_owner": owner,
             "b_status": status,
             "b_reason": reason,
@@ -350,7 +366,7 @@ def _end(
             "b_worker": end.worker,
         }
     )
-    changes.slots.append(_slot_change(r.slot_id, slot_status, decision, now))
+    changes.slots.append(_slot_change(r, slot_status, decision, now))
     changes.moves.move(backfill_id, slot_status, decision.slot)
     changes.states.append((r.job_name, r.partition_key, status, run_id))
     if r.lead_run_id is None:
@@ -378,10 +394,12 @@ def _count(outcomes: Outcomes, status: RunState, decision: Decision, *, lead: bo
         outcomes.taken_back += 1
 
 
-def _slot_change(slot_id: int, old: SlotState, decision: Decision, now: datetime) -> dict[str, Any]:
+def _slot_change(r: Any, old: SlotState, decision: Decision, now: datetime) -> dict[str, Any]:
+    """The change of run row ``r``'s slot."""
     delay = decision.delay_seconds
     return {
-        "b_id": slot_id,
+        "b_id": int(r.slot_id),
+        "b_backfill": int(r.backfill_id),
         "b_old": old,
         "b_new": decision.slot,
         "b_next": now + timedelta(seconds=delay) if delay > 0 else None,

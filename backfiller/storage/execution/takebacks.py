@@ -49,6 +49,7 @@ def take_back(rows: list[dict[str, Any]], moves: Moves, r: Any, owner: str) -> N
     rows.append(
         {
             "b_id": int(r.id),
+            "b_backfill": int(r.backfill_id),
             "b_owner": owner,
             "b_slot": int(r.slot_id),
             "b_old": slot_status,
@@ -64,8 +65,11 @@ async def write_take_backs(repo: Any, rows: list[dict[str, Any]], now: datetime)
     (``repo``: a ``SessionRepository``, in its transaction)."""
     if not rows:
         return
-    await repo.run_many(_DELETE_RUNS, [{k: row[k] for k in ("b_id", "b_owner")} for row in rows])
-    slots = [{"b_slot": row["b_slot"], "b_old": row["b_old"], "b_now": now} for row in rows]
+    keys = ("b_id", "b_backfill", "b_owner")
+    await repo.run_many(_DELETE_RUNS, [{k: row[k] for k in keys} for row in rows])
+    slots = [
+        {k: row[k] for k in ("b_slot", "b_backfill", "b_old")} | {"b_now": now} for row in rows
+    ]
     await repo.run_many(_GIVE_BACK_SLOTS, slots)
     states = [{"b_id": row["b_id"], "b_job": row["b_job"], "b_key": row["b_key"]} for row in rows]
     await repo.run_many(_FORGET_STATES, states)
@@ -75,13 +79,18 @@ async def write_take_backs(repo: Any, rows: list[dict[str, Any]], now: datetime)
 _DELETE_RUNS = Prepared(
     delete(runs_t).where(
         runs_t.c.id == bindparam("b_id"),
+        runs_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
         one_of(runs_t.c.status, ACTIVE),
         runs_t.c.lease_owner == bindparam("b_owner"),
     )
 )
 _GIVE_BACK_SLOTS = Prepared(
     update(slots_t)
-    .where(slots_t.c.id == bindparam("b_slot"), slots_t.c.status == bindparam("b_old"))
+    .where(
+        slots_t.c.id == bindparam("b_slot"),
+        slots_t.c.backfill_id == bindparam("b_backfill"),
+        slots_t.c.status == bindparam("b_old"),
+    )
     .values(
         status=SlotState.PENDING,
         attempts=slots_t.c.attempts - 1,
