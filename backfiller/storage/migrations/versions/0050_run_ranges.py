@@ -181,6 +181,9 @@ def _partition() -> None:
         # Built once the rows are in, on the parent: each partition gets its own.
         for statement in _NEW_INDEXES[table] + _INDEXES[table]:
             op.execute(statement)
+        # Autovacuum never analyzes a partitioned table, and the new partitions only once their
+        # thresholds are passed: the planner gets statistics now (a sample, and each partition).
+        op.execute(f"ANALYZE {table}")
 
 
 def _ranges() -> list[tuple[int, int]]:
