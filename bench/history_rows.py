@@ -42,6 +42,8 @@ class HistoryShape:
     audit: int = 0
     extra_events: int = 0
     """Events besides a backfill's own (``retried``, spread over the backfills)."""
+    range_backfills: int | None = None
+    """Backfills in each history range on PostgreSQL (None: all in one, a day's launches)."""
 
     @property
     def backfills(self) -> int:
@@ -67,7 +69,7 @@ def build_history(conn: Connection, shape: HistoryShape) -> None:
         "running": shape.running,
         "epoch": EPOCH,
     }
-    _ranges_for(conn, shape.backfills)
+    _ranges_for(conn, shape.backfills, shape.range_backfills)
     # Indexes built once the rows are in (a sorted build), not row by row.
     indexes = _drop_indexes(conn)
     for statement in _STATEMENTS:
@@ -95,15 +97,17 @@ def build_history(conn: Connection, shape: HistoryShape) -> None:
         conn.execute(text(definition))
 
 
-def _ranges_for(conn: Connection, backfills: int) -> None:
-    """Where the history's log lines and events are partitioned (PostgreSQL, migrated): the
-    backfills beyond the range made by the migrations in a range of their own, as a daemon
-    makes them (a day's launches each: at 10 million runs a day, 10,000 backfills)."""
+def _ranges_for(conn: Connection, backfills: int, each: int | None) -> None:
+    """Where the history is partitioned (PostgreSQL, migrated): the backfills beyond the range
+    made by the migrations in ranges of their own, as daemons make them (a day's launches
+    each by default: at 10 million runs a day, 10,000 backfills; ``each`` backfills each)."""
     if not partitioned(conn):
         return
-    newest = ranges(conn)[-1]
-    if backfills >= newest.high:
-        create_range(conn, Range(newest.high, backfills + 1))
+    low = ranges(conn)[-1].high
+    while low <= backfills:
+        high = backfills + 1 if each is None else min(low + each, backfills + 1)
+        create_range(conn, Range(low, high))
+        low = high
 
 
 _BULK = ("slots", "runs", "run_logs", "backfill_events", "trigger_evaluations", "audit_log")

@@ -14,7 +14,13 @@ then ``VACUUM ANALYZE`` (what autovacuum does in a live database). Then:
 3. Dispatch: a daemon (local launcher) runs a ``--dispatch``-partition backfill of a no-op job
    on that database; runs per second from the launch to COMPLETED_SUCCESS.
 4. Pruning: every finished backfill made expired, ``--prune-seconds`` of ``Pruner.prune``
-   (1,000-row transactions): rows deleted per second, all tables together.
+   (1,000-row transactions): rows deleted one by one per second, all tables together, and the
+   history ranges dropped whole meanwhile (PostgreSQL partitions, ``storage.history_partitions``).
+
+The history's backfills are in one range, a day's launches at 10 million runs a day, unless
+``--range-backfills N`` puts each N in a range of their own (``--range-backfills 100`` at five
+million runs: 50 ranges, about what a retention of 50 days keeps at a range a day: the reads
+that cannot name a backfill read one index per range).
 
 Run with ``python -m bench.scale`` (``--runs 5000000``, ``--small 100000``: a backfill per
 job); the databases are dropped at the end (``--keep`` keeps them). Check ``df -h`` first.
@@ -47,6 +53,7 @@ from backfiller.resolvers.source import StorageSource
 from backfiller.services.pruning import Cutoffs, Pruner
 from backfiller.storage import Database
 from backfiller.storage.engine import sync_database_url
+from backfiller.storage.history_partitions import partitioned, ranges
 from backfiller.storage.migrations import upgrade_database
 from backfiller.storage.records import BackfillRecord
 from bench.databases import scratch_postgres
@@ -161,12 +168,16 @@ class Figures:
     buffers: dict[str, int] = field(default_factory=dict)
     dispatch: float = 0.0
     pruned: float = 0.0
+    ranges: int = 0
+    dropped: tuple[int, int, float] = (0, 0, 0.0)
+    """History ranges dropped by the pruning, their rows, and the seconds it took."""
 
 
-def shape(runs: int) -> HistoryShape:
+def shape(runs: int, range_backfills: int | None = None) -> HistoryShape:
     jobs = [(j.name, j.partitions.fingerprint()) for j in history_jobs]
     return HistoryShape(
         runs=runs,
+        range_backfills=range_backfills,
         jobs=jobs,
         log_lines=3,
         triggers=tuple(f"trigger_{n}" for n in range(TRIGGERS)),
@@ -175,12 +186,13 @@ def shape(runs: int) -> HistoryShape:
     )
 
 
-def build(url: str, figures: Figures) -> None:
+def build(url: str, figures: Figures, range_backfills: int | None) -> None:
     upgrade_database(url)
     engine = create_engine(sync_database_url(url))
     began = time.perf_counter()
     with engine.begin() as conn:
-        build_history(conn, shape(figures.size))
+        build_history(conn, shape(figures.size, range_backfills))
+        figures.ranges = len(ranges(conn)) if partitioned(conn) else 0
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
         figures.disk_bytes = int(
@@ -343,16 +355,19 @@ async def dispatch(url: str, size: int, workers: int) -> float:
         await database.dispose()
 
 
-async def prune_rate(url: str, seconds: float) -> float:
-    """Rows deleted per second by the pruner, every finished backfill expired."""
+async def prune_rate(url: str, seconds: float, figures: Figures) -> float:
+    """Rows deleted one by one per second by the pruner, every finished backfill expired (the
+    history ranges it dropped meanwhile in ``figures.dropped``)."""
     database = Database(url)
     try:
         pruner = Pruner(database, HistorySettings(backfill_days=None, trigger_evaluation_days=None))
         began = time.perf_counter()
         deleted = await pruner.prune(Cutoffs(datetime.now(UTC), None, None), seconds)
+        took = time.perf_counter() - began
         # Rows deleted one by one: a range whose partitions were dropped is not counted.
         dropped = sum(n for d in pruner.dropped for n in d.rows.values())
-        return (sum(deleted.values()) - dropped) / (time.perf_counter() - began)
+        figures.dropped = (len(pruner.dropped), dropped, took)
+        return (sum(deleted.values()) - dropped) / took
     finally:
         await database.dispose()
 
@@ -361,9 +376,10 @@ def measure(base: str, size: int, args: argparse.Namespace) -> Figures:
     figures = Figures(size)
     with scratch_postgres(base, f"bf_scale_{size}", args.keep) as url:
         print(f"building {size:,} runs ...", flush=True)
-        build(url, figures)
+        build(url, figures, args.range_backfills)
         print(
-            f"  built in {figures.build_seconds:.0f} s, {figures.disk_bytes / 2**30:.2f} GB",
+            f"  built in {figures.build_seconds:.0f} s, {figures.disk_bytes / 2**30:.2f} GB, "
+            f"{figures.ranges} history ranges",
             flush=True,
         )
         documents = reads(*targets(url, size))
@@ -371,8 +387,13 @@ def measure(base: str, size: int, args: argparse.Namespace) -> Figures:
         asyncio.run(buffers(url, documents, figures))
         figures.dispatch = asyncio.run(dispatch(url, args.dispatch, args.workers))
         print(f"  dispatch {figures.dispatch:.0f} runs/s", flush=True)
-        figures.pruned = asyncio.run(prune_rate(url, args.prune_seconds))
-        print(f"  pruning {figures.pruned:.0f} rows/s", flush=True)
+        figures.pruned = asyncio.run(prune_rate(url, args.prune_seconds, figures))
+        n, rows, took = figures.dropped
+        print(
+            f"  pruning {figures.pruned:.0f} rows/s one by one; {n} ranges dropped "
+            f"({rows:,} rows) in {took:.1f} s",
+            flush=True,
+        )
     return figures
 
 
@@ -390,6 +411,9 @@ def report(small: Figures, big: Figures) -> None:
         )
     print(f"{'dispatch (runs/s)':<26}{small.dispatch:>18.0f}{big.dispatch:>18.0f}")
     print(f"{'pruning (rows/s)':<26}{small.pruned:>18.0f}{big.pruned:>18.0f}")
+    print(f"{'history ranges':<26}{small.ranges:>18}{big.ranges:>18}")
+    print(f"{'ranges dropped':<26}{small.dropped[0]:>18}{big.dropped[0]:>18}")
+    print(f"{'rows dropped with them':<26}{small.dropped[1]:>18,}{big.dropped[1]:>18,}")
     print(f"{'database (GB)':<26}{small.disk_bytes / 2**30:>18.2f}{big.disk_bytes / 2**30:>18.2f}")
 
 
@@ -408,6 +432,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--prune-seconds", type=float, default=20.0)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument(
+        "--range-backfills",
+        type=int,
+        help="backfills in each history range (default: all in one, a day's launches)",
+    )
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}", flush=True)
     small = measure(args.database, args.small, args)
