@@ -4,12 +4,8 @@ back."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
 from alembic import command
 from sqlalchemy import Connection, create_engine, insert, text
 
@@ -23,21 +19,9 @@ from backfiller.storage.records import (
     SlotRecord,
     table_of,
 )
-from bench.databases import scratch_postgres
 from tests.support import new_backfill
 
 NOW = datetime(2026, 1, 5, tzinfo=UTC)
-
-
-@pytest.fixture
-def fresh_url(tmp_path: Path) -> Iterator[str]:
-    """An empty database of its own (PostgreSQL when the tests run on it)."""
-    server = os.environ.get("BACKFILLER_TEST_DATABASE_URL")
-    if not server:
-        yield f"sqlite:///{tmp_path / 'old.db'}"
-        return
-    with scratch_postgres(server, "bf_convert") as url:
-        yield url
 
 
 def _history(conn: Connection) -> None:

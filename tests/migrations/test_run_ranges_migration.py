@@ -8,7 +8,6 @@ import itertools
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from sqlalchemy.exc import IntegrityError
 from backfiller.storage.launches import _backfill_values
 from backfiller.storage.migrations import alembic_config, upgrade_database
 from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord, table_of
-from bench.databases import scratch_postgres
 from tests.support import new_backfill
 
 NOW = datetime(2026, 1, 5, tzinfo=UTC)
@@ -29,17 +27,6 @@ are in the ``DEFAULT`` partitions."""
 ATTEMPTS = itertools.count(10)
 TAKEN = "active_runs"
 """What the error of a second active run names (the key of ``active_runs``, either database)."""
-
-
-@pytest.fixture
-def fresh_url(tmp_path: Path) -> Iterator[str]:
-    """An empty database of its own (PostgreSQL when the tests run on it)."""
-    server = os.environ.get("BACKFILLER_TEST_DATABASE_URL")
-    if not server:
-        yield f"sqlite:///{tmp_path / 'old.db'}"
-        return
-    with scratch_postgres(server, "bf_run_ranges") as url:
-        yield url
 
 
 @pytest.fixture
