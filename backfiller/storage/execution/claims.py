@@ -47,6 +47,7 @@ from backfiller.storage.execution.common import (
 )
 from backfiller.storage.execution.planning import PlanningRepository
 from backfiller.storage.prepared import Prepared
+from backfiller.storage.row_arrays import RowUpdate
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 
@@ -246,7 +247,7 @@ class ClaimsRepository(SessionRepository):
     async def _mark_queued(self, pk: int, chosen: Sequence[Any], now: datetime) -> None:
         """PENDING -> QUEUED for every slot of ``chosen`` (one attempt more each), or
         ``ClaimConflict`` when any of them is no longer PENDING."""
-        moved = await self.run_many(
+        moved = await self.update_rows(
             _MARK_QUEUED, [{"b_id": c.id, "b_backfill": pk, "b_now": now} for c in chosen]
         )
         if moved != len(chosen):
@@ -303,21 +304,27 @@ class ClaimsRepository(SessionRepository):
             raise ClaimConflict(f"backfill {pk} changed, or reached its limit, while claiming")
 
 
-_MARK_QUEUED = Prepared(
-    update(slots_t)
-    .where(
-        slots_t.c.id == bindparam("b_id"),
-        slots_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
+_MARK_QUEUED = RowUpdate.of(
+    slots_t,
+    (
+        ("b_id", slots_t.c.id.type),
+        ("b_backfill", slots_t.c.backfill_id.type),
+        ("b_now", slots_t.c.updated_at.type),
+    ),
+    lambda row: (
+        slots_t.c.id == row["b_id"],
+        slots_t.c.backfill_id == row["b_backfill"],  # its partition, on PostgreSQL
         slots_t.c.status == SlotState.PENDING,
-    )
-    .values(
-        status=SlotState.QUEUED,
-        attempts=slots_t.c.attempts + 1,
-        next_attempt_at=None,
-        updated_at=bindparam("b_now"),
-    )
+    ),
+    lambda row: {
+        "status": SlotState.QUEUED,
+        "attempts": slots_t.c.attempts + 1,
+        "next_attempt_at": None,
+        "updated_at": row["b_now"],
+    },
 )
-"""Built once (``storage/prepared.py``): every claim runs it for each slot it queues."""
+"""Built once (``storage/prepared.py``): every claim runs it for the slots it queues (one
+statement on PostgreSQL, ``storage.row_arrays``)."""
 
 
 def _lease_held(dialect: str) -> Prepared:

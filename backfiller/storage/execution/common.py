@@ -24,7 +24,7 @@ from backfiller.storage.records import (
     SlotRecord,
     table_of,
 )
-from backfiller.storage.row_arrays import arrays_of, unnested
+from backfiller.storage.row_arrays import RowUpdate, arrays_of, unnested
 from backfiller.storage.rows import changed
 from backfiller.storage.upserts import upsert
 from backfiller.storage.value_lists import DIALECTS, one_of_list
@@ -88,6 +88,15 @@ class SessionRepository:
             return statement.many(session.connection(), rows)
 
         return await self.session.run_sync(run)
+
+    async def update_rows(self, statement: RowUpdate, rows: Sequence[dict[str, Any]]) -> int:
+        """``statement`` for each of ``rows`` (which name distinct target rows), in one
+        statement on PostgreSQL; the rows it matched, all told."""
+        if not rows:
+            return 0
+        if self.dialect == "postgresql":
+            return await self.run_many(statement.together, [arrays_of(rows, statement.names)])
+        return await self.run_many(statement.each, rows)
 
     async def rows_of(self, statement: Prepared, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """The rows ``statement`` returns with ``params``, in this session's transaction."""
