@@ -171,7 +171,9 @@ class Daemon:
         if not self._claiming:
             return set()
         return self.start_gate.start(
-            self.state.owner, [(r.run_id, r.attempt) for r in requests], self.clock()
+            self.state.owner,
+            [(r.run_id, r.attempt, r.backfill_id) for r in requests],
+            self.clock(),
         )
 
     def _start_check(self) -> StartCheck | None:

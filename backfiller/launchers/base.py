@@ -131,6 +131,9 @@ class StartRequest:
     attempt: int
     at: datetime
     worker: str
+    backfill_id: int | None = None
+    """The run's backfill, where the launcher knows it: the gate then reads only its rows
+    (one partition on PostgreSQL)."""
 
 
 Gate = Callable[[Sequence[StartRequest]], set[int]]

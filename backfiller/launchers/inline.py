@@ -126,7 +126,9 @@ class InlineLauncher:
                 self.events.append(RunStarted(task.run_id, utc_now(), "inline", task.attempt))
             return
         now = utc_now()
-        allowed = self.gate([StartRequest(t.run_id, t.attempt, now, "inline") for t in waiting])
+        allowed = self.gate(
+            [StartRequest(t.run_id, t.attempt, now, "inline", t.backfill_id) for t in waiting]
+        )
         for task in waiting:
             if task.run_id in allowed:
                 self.started.add(task.run_id)

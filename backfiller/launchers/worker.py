@@ -223,7 +223,7 @@ class _OwnGate:
             from backfiller.storage.engine import normalize_database_url
 
             self.gate = StartGate(normalize_database_url(database_url))
-            self.gate.start("", [(0, 0)], utc_now())
+            self.gate.start("", [(0, 0, 0)], utc_now())
         except Exception:
             logging.getLogger("backfiller.worker").debug("start gate warm-up", exc_info=True)
             self.dispose()
@@ -236,7 +236,8 @@ class _OwnGate:
             self.dispose()
             self.gate = StartGate(check.database_url)
         try:
-            return self.gate.start(check.owner, [(t.run_id, t.attempt) for t in tasks], at)
+            asked = [(t.run_id, t.attempt, t.backfill_id) for t in tasks]
+            return self.gate.start(check.owner, asked, at)
         except Exception:
             logging.getLogger("backfiller.worker").exception("the start gate failed")
             return set()

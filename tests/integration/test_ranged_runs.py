@@ -308,9 +308,10 @@ async def test_the_start_gate_refuses_a_paused_ranged_run_and_its_partitions_wai
     (task,) = held.active().values()
     gate = StartGate(database_url)
     try:
-        assert gate.start(state.owner, [(task.run_id, task.attempt)], clock()) == {task.run_id}
+        asked = [(task.run_id, task.attempt, task.backfill_id)]
+        assert gate.start(state.owner, asked, clock()) == {task.run_id}
         await steer(gql, "pause", backfill_id)
-        assert gate.start(state.owner, [(task.run_id, task.attempt)], clock()) == set()
+        assert gate.start(state.owner, asked, clock()) == set()
     finally:
         gate.dispose()
     refused = RunFinished(task.run_id, clock(), Outcome.NOT_STARTED, attempt=task.attempt)

@@ -125,6 +125,7 @@ class Grants:
                 elif run.reply is not None or any(w.run_id == start.run_id for w in wanted):
                     self.refuse(start, "this attempt already started")
                 else:
+                    start.backfill_id = run.task.backfill_id
                     wanted.append(start)
         return wanted
 
@@ -132,7 +133,9 @@ class Grants:
         gate = self.shared.gate
         if gate is None:
             return None
-        return gate([StartRequest(s.run_id, s.attempt, s.at, s.worker) for s in wanted])
+        return gate(
+            [StartRequest(s.run_id, s.attempt, s.at, s.worker, s.backfill_id) for s in wanted]
+        )
 
     def grant(self, start: StartAsked, stop_by: float) -> None:
         body = {"t": "grant", "run": start.run_id, "attempt": start.attempt, "ok": True}

@@ -98,6 +98,8 @@ class StartAsked:
     reply: str
     until: float
     at: datetime = field(default_factory=utc_now)
+    backfill_id: int | None = None
+    """The run's backfill (the daemon's record of the run says)."""
 
 
 @dataclass

@@ -66,7 +66,12 @@ class Withdrawals:
             return
         at = utc_now()
         try:
-            allowed = gate([StartRequest(r.task.run_id, r.task.attempt, at, "") for r in waiting])
+            allowed = gate(
+                [
+                    StartRequest(r.task.run_id, r.task.attempt, at, "", r.task.backfill_id)
+                    for r in waiting
+                ]
+            )
         except Exception as exc:
             if not self.failing:  # once per outage: the gate's own failures are logged too
                 logger.warning("could not check the runs waiting on the broker (%s)", exc)

@@ -257,7 +257,9 @@ class Dispatcher:
         allowed: set[int] | None = None
         if gate is not None:
             requests = [
-                StartRequest(w.task.run_id, w.task.attempt, utc_now(), w.name or "")
+                StartRequest(
+                    w.task.run_id, w.task.attempt, utc_now(), w.name or "", w.task.backfill_id
+                )
                 for w in chosen
                 if w.task is not None
             ]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, bindparam, create_engine, event, select
+from sqlalchemy import Connection, Engine, Select, and_, bindparam, create_engine, event, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from backfiller.domain import BackfillState, RunState
@@ -28,6 +28,9 @@ from backfiller.storage.engine import LOCK_PATIENCE_SECONDS, sync_database_url
 from backfiller.storage.execution.common import backfills_t, leases_t, runs_t
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.value_lists import DIALECTS, one_of_list
+
+Request = tuple[int, int, int | None]
+"""A run asked for: its id, its attempt and its backfill's id (None: not known)."""
 
 
 class StartGate:
@@ -45,8 +48,8 @@ class StartGate:
             _sqlite_reader(self.engine)
         self._conn: Connection | None = None
 
-    def start(self, owner: str, requests: Sequence[tuple[int, int]], now: datetime) -> set[int]:
-        """The ids of the ``(run_id, attempt)`` runs that may start now."""
+    def start(self, owner: str, requests: Sequence[Request], now: datetime) -> set[int]:
+        """The ids of the ``(run_id, attempt, backfill_id)`` runs that may start now."""
         if not requests:
             return set()
         if self._conn is None:
@@ -87,29 +90,34 @@ def _may_start_query(which: ColumnElement[bool]) -> Select[tuple[int, int]]:
     )
 
 
+def _of(dialect: str, *, backfills: bool) -> Prepared:
+    which = one_of_list(dialect, runs_t.c.id, "ids")
+    if backfills:
+        which = and_(which, one_of_list(dialect, runs_t.c.backfill_id, "backfills"))
+    return Prepared(_may_start_query(which))
+
+
 _MAY_START = {
-    dialect: Prepared(_may_start_query(one_of_list(dialect, runs_t.c.id, "ids")))
+    (dialect, backfills): _of(dialect, backfills=backfills)
     for dialect in DIALECTS
+    for backfills in (True, False)
 }
-"""The check of several runs, by dialect: the ids as one list parameter
+"""The check of several runs, by dialect, with their backfills' ids (the partitions to read,
+on PostgreSQL) or without (a launcher that does not give them): the ids as list parameters
 (``storage.value_lists``), so that the statement is the same for any number of runs (prepared
 once by PostgreSQL, not parsed again for each batch size)."""
-_MAY_ONE_START = Prepared(_may_start_query(runs_t.c.id == bindparam("id")))
-"""The check of one run."""
 
 
-def may_start(
-    conn: Connection, owner: str, requests: Sequence[tuple[int, int]], now: datetime
-) -> set[int]:
+def may_start(conn: Connection, owner: str, requests: Sequence[Request], now: datetime) -> set[int]:
     """The runs of ``requests`` that may start: lease valid, run QUEUED and leased to
     ``owner`` at that attempt, backfill RUNNING."""
-    if len(requests) == 1:
-        ((run_id, attempt),) = requests
-        found = _MAY_ONE_START.rows(conn, {"id": run_id, "owner": owner, "now": now})
-        return {run_id for _, at in found if at == attempt}
-    attempts = dict(requests)
-    statement = _MAY_START[conn.dialect.name]
-    rows = statement.rows(conn, {"ids": list(attempts), "owner": owner, "now": now})
+    attempts = {run_id: attempt for run_id, attempt, _ in requests}
+    backfills = {b for *_, b in requests}
+    params: dict[str, Any] = {"ids": list(attempts), "owner": owner, "now": now}
+    if None not in backfills:
+        params["backfills"] = sorted(b for b in backfills if b is not None)
+    statement = _MAY_START[(conn.dialect.name, "backfills" in params)]
+    rows = statement.rows(conn, params)
     return {int(run_id) for run_id, at in rows if attempts[int(run_id)] == int(at)}
 
 
