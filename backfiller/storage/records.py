@@ -215,6 +215,10 @@ class ActiveRunRecord(Base):
     run_id: Mapped[int] = mapped_column(BigId)
     backfill_id: Mapped[int] = mapped_column(BigId)
 
+    # A run's backfill by its id (``SessionRepository.backfills_of``): the partition of
+    # ``runs`` to read.
+    __table_args__ = (Index("ix_active_runs_run_id", "run_id"),)
+
 
 class RunLogRecord(Base):
     """One log line of a run.

@@ -16,6 +16,7 @@ from backfiller.domain import ACTIVE_RUN_STATES, BackfillState, RunState, SlotSt
 from backfiller.storage.base import UTCDateTime
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import (
+    ActiveRunRecord,
     BackfillRecord,
     DaemonLeaseRecord,
     PartitionStateRecord,
@@ -40,6 +41,7 @@ states_t = table_of(PartitionStateRecord)
 logs_t = table_of(RunLogRecord)
 leases_t = table_of(DaemonLeaseRecord)
 backfills_t = table_of(BackfillRecord)
+active_t = table_of(ActiveRunRecord)
 
 _COUNTERS = {
     SlotState.PENDING: "pending",
@@ -88,6 +90,20 @@ class SessionRepository:
             return statement.many(session.connection(), rows)
 
         return await self.session.run_sync(run)
+
+    async def backfills_of(self, run_ids: Iterable[int]) -> dict[int, int]:
+        """The backfill of each of ``run_ids`` (a run no longer recorded is left out): an
+        active run's from ``active_runs`` (one index, where ``runs`` on PostgreSQL needs one a
+        history range), the others' from ``runs``."""
+        ids = sorted(set(run_ids))
+        found: dict[int, int] = {}
+        for statement in (_ACTIVE_BACKFILLS, _RUN_BACKFILLS):
+            rest = [i for i in ids if i not in found]
+            for i in range(0, len(rest), CHUNK):
+                chunk = {"b_ids": rest[i : i + CHUNK]}
+                rows = await self.rows_of(statement[self.dialect], chunk)
+                found.update((int(run_id), int(backfill_id)) for run_id, backfill_id in rows)
+        return found
 
     async def update_rows(self, statement: RowUpdate, rows: Sequence[dict[str, Any]]) -> int:
         """``statement`` for each of ``rows`` (which name distinct target rows), in one
@@ -173,6 +189,20 @@ def _states_upsert(dialect: str) -> Prepared:
     return _newest_run_wins(upsert(dialect, states_t))
 
 
+_ACTIVE_BACKFILLS = {
+    dialect: Prepared(
+        select(active_t.c.run_id, active_t.c.backfill_id).where(
+            one_of_list(dialect, active_t.c.run_id, "b_ids")
+        )
+    )
+    for dialect in DIALECTS
+}
+_RUN_BACKFILLS = {
+    dialect: Prepared(
+        select(runs_t.c.id, runs_t.c.backfill_id).where(one_of_list(dialect, runs_t.c.id, "b_ids"))
+    )
+    for dialect in DIALECTS
+}
 _STATE_COLUMNS = ("job_name", "partition_key", "status", "run_id")
 
 

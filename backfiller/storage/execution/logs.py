@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert
 
-from backfiller.storage.execution.common import SessionRepository, logs_t, runs_t
+from backfiller.storage.execution.common import SessionRepository, logs_t
 from backfiller.storage.log_store import LogStore, StoredLine
 from backfiller.storage.prepared import Prepared
-from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 
 class LogLineIn(Protocol):
@@ -47,7 +46,7 @@ async def write_log_files(repo: SessionRepository, logs: Sequence[LogLineIn]) ->
     store = _in_files(repo)
     if store is None or not logs:
         return
-    found = await _backfills_of(repo, logs)
+    found = await repo.backfills_of(e.run_id for e in logs)
     await store.write(
         [
             StoredLine(found[e.run_id], e.run_id, e.at, e.level[:16], e.message)
@@ -61,7 +60,7 @@ async def insert_log_rows(repo: SessionRepository, logs: Sequence[LogLineIn]) ->
     """With the database as the log store, insert ``logs`` into ``run_logs``."""
     if _in_files(repo) is not None or not logs:
         return
-    found = await _backfills_of(repo, logs)
+    found = await repo.backfills_of(e.run_id for e in logs)
     rows = [
         {
             "run_id": e.run_id,
@@ -76,17 +75,4 @@ async def insert_log_rows(repo: SessionRepository, logs: Sequence[LogLineIn]) ->
     await repo.run_many(_LOGS, rows)
 
 
-async def _backfills_of(repo: SessionRepository, logs: Sequence[LogLineIn]) -> dict[int, int]:
-    """The backfill of each run of ``logs`` (a run no longer recorded is left out)."""
-    ids = sorted({e.run_id for e in logs})
-    found = await repo.rows_of(_BACKFILLS_OF[repo.dialect], {"b_ids": ids})
-    return {int(run_id): int(backfill_id) for run_id, backfill_id in found}
-
-
 _LOGS = Prepared(insert(logs_t))
-_BACKFILLS_OF = {
-    dialect: Prepared(
-        select(runs_t.c.id, runs_t.c.backfill_id).where(one_of_list(dialect, runs_t.c.id, "b_ids"))
-    )
-    for dialect in DIALECTS
-}

@@ -139,7 +139,9 @@ class ResultsRepository(SessionRepository):
         started_at = {s.run_id: s.at for s in starts}
         start_by_id = {s.run_id: s for s in starts if s.run_id not in end_by_id}
         await write_log_files(self, logs)  # with a log store of files, before any lock
-        rows = await self._active_rows(owner, list(end_by_id) + list(start_by_id), skip_locked)
+        asked = list(end_by_id) + list(start_by_id)
+        backfills = set((await self.backfills_of(asked)).values())
+        rows = await self._active_rows(owner, asked, backfills, skip_locked)
         # A ranged run's other rows follow their lead (see RunRecord.lead_run_id), never alone.
         rows = [r for r in rows if r.lead_run_id is None]
         rows = [r for r in rows if _same_attempt(end_by_id.get(int(r.id)), int(r.attempt))]
@@ -148,7 +150,8 @@ class ResultsRepository(SessionRepository):
         ranged = [int(r.id) for r in rows if int(r.partition_count) > 1]
         if ranged:
             # Never skipped when locked: a range is written whole (its lead is locked already).
-            rows += await self._active_rows(owner, ranged, False, members=True)
+            of_ranged = {int(r.backfill_id) for r in rows if int(r.partition_count) > 1}
+            rows += await self._active_rows(owner, ranged, of_ranged, False, members=True)
         await insert_log_rows(self, logs)
         changes = _Changes()
         inactive = [e for e in ends if e.run_id not in active]
@@ -181,14 +184,24 @@ class ResultsRepository(SessionRepository):
         return outcomes
 
     async def _active_rows(
-        self, owner: str, ids: list[int], skip_locked: bool, *, members: bool = False
+        self,
+        owner: str,
+        ids: list[int],
+        backfills: set[int],
+        skip_locked: bool,
+        *,
+        members: bool = False,
     ) -> list[ActiveRun]:
         """The active runs ``ids`` leased to ``owner`` (``members``: the other rows of the
-        ranged runs ``ids``), with their slots."""
+        ranged runs ``ids``), with their slots; ``backfills``: theirs (the partitions to read,
+        on PostgreSQL)."""
+        if not backfills:
+            return []  # none of them is active
         statement = _ACTIVE_ROWS[(self.dialect, members, skip_locked)]
         rows: list[ActiveRun] = []
         for i in range(0, len(ids), CHUNK):
-            found = await self.rows_of(statement, {"b_ids": ids[i : i + CHUNK], "b_owner": owner})
+            params = {"b_ids": ids[i : i + CHUNK], "b_backfills": sorted(backfills)}
+            found = await self.rows_of(statement, {**params, "b_owner": owner})
             rows += map(ActiveRun._make, found)
         return rows
 
@@ -337,6 +350,7 @@ def _active_rows(dialect: str, members: bool, skip_locked: bool) -> Prepared:
         )
         .where(
             one_of_list(dialect, key, "b_ids"),
+            one_of_list(dialect, runs_t.c.backfill_id, "b_backfills"),
             runs_t.c.lease_owner == bindparam("b_owner"),
             one_of(runs_t.c.status, ACTIVE),
         )

@@ -209,6 +209,7 @@ def _active_runs() -> None:
         sa.Column("backfill_id", big, nullable=False),
         sa.PrimaryKeyConstraint("job_name", "partition_key", name=op.f("pk_active_runs")),
     )
+    op.create_index("ix_active_runs_run_id", "active_runs", ["run_id"])
     op.execute(
         "INSERT INTO active_runs (job_name, partition_key, run_id, backfill_id) "
         f"SELECT job_name, partition_key, id, backfill_id FROM runs WHERE status IN {ACTIVE}"
