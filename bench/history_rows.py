@@ -21,7 +21,13 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, text
 
-from backfiller.storage.history_partitions import Range, create_range, partitioned, ranges
+from backfiller.storage.history_partitions import (
+    PARTITIONED,
+    Range,
+    create_range,
+    partitioned,
+    ranges,
+)
 
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 
@@ -103,7 +109,13 @@ def _ranges_for(conn: Connection, backfills: int, each: int | None) -> None:
     each by default: at 10 million runs a day, 10,000 backfills; ``each`` backfills each)."""
     if not partitioned(conn):
         return
-    low = ranges(conn)[-1].high
+    made = ranges(conn)
+    if each is not None:  # the empty ranges the migrations made ahead are made again
+        for r in made[1:]:
+            for table in PARTITIONED:
+                conn.execute(text(f"DROP TABLE {r.name(table)}"))
+        made = made[:1]
+    low = made[-1].high
     while low <= backfills:
         high = backfills + 1 if each is None else min(low + each, backfills + 1)
         create_range(conn, Range(low, high))

@@ -17,16 +17,13 @@ row twice), where ``executemany`` would apply them one after another.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, bindparam, column, func, update
+from sqlalchemy import bindparam, column, func
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.selectable import TableValuedAlias
 from sqlalchemy.types import TypeEngine
-
-from backfiller.storage.prepared import Prepared
 
 PREFIX = "a_"
 """A column's array parameter is its name with this prefix."""
@@ -43,38 +40,3 @@ def unnested(*columns: tuple[str, TypeEngine[Any]]) -> TableValuedAlias:
 def arrays_of(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, list[Any]]:
     """The parameters of :func:`unnested` for ``rows``: each name's values, in row order."""
     return {f"{PREFIX}{name}": [row[name] for row in rows] for name in names}
-
-
-Columns = Mapping[str, ColumnElement[Any]]
-"""A row's values by name: bound parameters, or an :func:`unnested` table's columns."""
-
-
-@dataclass(frozen=True, slots=True)
-class RowUpdate:
-    """An UPDATE of ``table`` for each of many rows, in both shapes: ``each`` with one bound
-    parameter per name (an ``executemany``: SQLite), ``together`` reading every row from one
-    array per name (``UPDATE ... FROM unnest(...)``, one statement: PostgreSQL). A statement of
-    a partitioned table is planned once for the batch, not once per row, and each row still
-    reads only its own partition (the join prunes at each row)."""
-
-    each: Prepared
-    together: Prepared
-    names: tuple[str, ...]
-
-    @classmethod
-    def of(
-        cls,
-        table: Table,
-        columns: Sequence[tuple[str, TypeEngine[Any]]],
-        where: Callable[[Columns], Sequence[ColumnElement[bool]]],
-        values: Callable[[Columns], Mapping[str, Any]],
-    ) -> RowUpdate:
-        def build(row: Columns) -> Prepared:
-            return Prepared(update(table).where(*where(row)).values(**values(row)))
-
-        rows = unnested(*columns)
-        return cls(
-            each=build({name: bindparam(name, type_=type_) for name, type_ in columns}),
-            together=build({name: rows.c[name] for name, _ in columns}),
-            names=tuple(name for name, _ in columns),
-        )

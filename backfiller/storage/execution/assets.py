@@ -39,7 +39,7 @@ from backfiller.domain import (
 )
 from backfiller.domain.ranges import chunk_consecutive
 from backfiller.storage.execution.claims import Claim, ClaimConflict, ClaimedRun
-from backfiller.storage.execution.common import ACTIVE, CHUNK, changed, slots_t
+from backfiller.storage.execution.common import ACTIVE, CHUNK, active_t, changed, slots_t
 from backfiller.storage.execution.planning import PlanningRepository
 from backfiller.storage.execution.ranges import RangeClaimsRepository, RangedAsset
 from backfiller.storage.records import RunRecord, SlotRecord
@@ -368,9 +368,7 @@ class AssetClaimsRepository(RangeClaimsRepository):
                 await self._serialize_job(asset)
                 active = (
                     await self.session.execute(
-                        select(func.count()).where(
-                            RunRecord.job_name == asset, RunRecord.status.in_(ACTIVE)
-                        )
+                        select(func.count()).where(active_t.c.job_name == asset)
                     )
                 ).scalar_one()
                 room[asset] = limit - int(active)

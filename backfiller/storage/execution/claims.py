@@ -35,19 +35,17 @@ from backfiller.domain import (
 )
 from backfiller.storage.errors import Conflict, LeaseLost
 from backfiller.storage.execution.common import (
-    ACTIVE,
     CHUNK,
     SessionRepository,
+    active_t,
     backfills_t,
     changed,
     leases_t,
     one_of,
-    runs_t,
     slots_t,
 )
 from backfiller.storage.execution.planning import PlanningRepository
 from backfiller.storage.prepared import Prepared
-from backfiller.storage.row_arrays import RowUpdate
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 
@@ -304,27 +302,22 @@ class ClaimsRepository(SessionRepository):
             raise ClaimConflict(f"backfill {pk} changed, or reached its limit, while claiming")
 
 
-_MARK_QUEUED = RowUpdate.of(
-    slots_t,
-    (
-        ("b_id", slots_t.c.id.type),
-        ("b_backfill", slots_t.c.backfill_id.type),
-        ("b_now", slots_t.c.updated_at.type),
-    ),
-    lambda row: (
-        slots_t.c.id == row["b_id"],
-        slots_t.c.backfill_id == row["b_backfill"],  # its partition, on PostgreSQL
+_MARK_QUEUED = Prepared(
+    update(slots_t)
+    .where(
+        slots_t.c.id == bindparam("b_id"),
+        slots_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
         slots_t.c.status == SlotState.PENDING,
-    ),
-    lambda row: {
-        "status": SlotState.QUEUED,
-        "attempts": slots_t.c.attempts + 1,
-        "next_attempt_at": None,
-        "updated_at": row["b_now"],
-    },
+    )
+    .values(
+        status=SlotState.QUEUED,
+        attempts=slots_t.c.attempts + 1,
+        next_attempt_at=None,
+        updated_at=bindparam("b_now"),
+    )
 )
-"""Built once (``storage/prepared.py``): every claim runs it for the slots it queues (one
-statement on PostgreSQL, ``storage.row_arrays``)."""
+"""Built once (``storage/prepared.py``): every claim runs it for each slot it queues
+(``SessionRepository.update_rows``)."""
 
 
 def _lease_held(dialect: str) -> Prepared:
@@ -351,11 +344,12 @@ def _due_pending(dialect: str) -> Prepared:
 
 
 def _busy(dialect: str) -> Prepared:
+    """The keys of a job with an active run: ``active_runs``' primary key (one index, where
+    ``runs`` on PostgreSQL has one a history range)."""
     return Prepared(
-        select(runs_t.c.partition_key).where(
-            runs_t.c.job_name == bindparam("b_job"),
-            one_of_list(dialect, runs_t.c.partition_key, "b_keys"),
-            one_of(runs_t.c.status, ACTIVE),
+        select(active_t.c.partition_key).where(
+            active_t.c.job_name == bindparam("b_job"),
+            one_of_list(dialect, active_t.c.partition_key, "b_keys"),
         )
     )
 
@@ -401,9 +395,7 @@ _ROOM_OF = Prepared(
     )
 )
 _ACTIVE_OF_JOB = Prepared(
-    select(func.count())
-    .select_from(runs_t)
-    .where(runs_t.c.job_name == bindparam("b_job"), one_of(runs_t.c.status, ACTIVE))
+    select(func.count()).select_from(active_t).where(active_t.c.job_name == bindparam("b_job"))
 )
 _ACTIVE_OF_TEAM = Prepared(
     select(func.sum(backfills_t.c.queued + backfills_t.c.running)).where(

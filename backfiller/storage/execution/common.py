@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, insert, or_, select, update
+from sqlalchemy import Integer, bindparam, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -25,7 +25,7 @@ from backfiller.storage.records import (
     SlotRecord,
     table_of,
 )
-from backfiller.storage.row_arrays import RowUpdate, arrays_of, unnested
+from backfiller.storage.row_arrays import arrays_of, unnested
 from backfiller.storage.rows import changed
 from backfiller.storage.upserts import upsert
 from backfiller.storage.value_lists import DIALECTS, one_of_list
@@ -105,14 +105,22 @@ class SessionRepository:
                 found.update((int(run_id), int(backfill_id)) for run_id, backfill_id in rows)
         return found
 
-    async def update_rows(self, statement: RowUpdate, rows: Sequence[dict[str, Any]]) -> int:
-        """``statement`` for each of ``rows`` (which name distinct target rows), in one
-        statement on PostgreSQL; the rows it matched, all told."""
-        if not rows:
-            return 0
-        if self.dialect == "postgresql":
-            return await self.run_many(statement.together, [arrays_of(rows, statement.names)])
-        return await self.run_many(statement.each, rows)
+    async def update_rows(self, statement: Prepared, rows: Sequence[dict[str, Any]]) -> int:
+        """``statement`` (an UPDATE of a row by its id and its backfill's) for each of ``rows``,
+        in this session's transaction; the rows it matched, all told.
+
+        On PostgreSQL, with the generic plan of the statement: of a table partitioned by
+        backfill, PostgreSQL would otherwise plan it again for each row (its generic plan reads
+        all partitions on paper, and pruning at run time is not counted), and a row's update by
+        its primary key needs no plan of its own. A join of the rows from arrays
+        (``storage.row_arrays``) would be planned once, but on a partition's statistics, which lag
+        behind a new backfill's rows: a nested loop over both sides, rows squared."""
+        if self.dialect != "postgresql":
+            return await self.run_many(statement, rows)
+        await self.session.execute(_GENERIC)
+        n = await self.run_many(statement, rows)
+        await self.session.execute(_AS_BEFORE)
+        return n
 
     async def rows_of(self, statement: Prepared, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """The rows ``statement`` returns with ``params``, in this session's transaction."""
@@ -189,6 +197,8 @@ def _states_upsert(dialect: str) -> Prepared:
     return _newest_run_wins(upsert(dialect, states_t))
 
 
+_GENERIC = text("SET LOCAL plan_cache_mode = force_generic_plan")
+_AS_BEFORE = text("SET LOCAL plan_cache_mode = DEFAULT")
 _ACTIVE_BACKFILLS = {
     dialect: Prepared(
         select(active_t.c.run_id, active_t.c.backfill_id).where(

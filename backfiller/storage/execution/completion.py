@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 
 from backfiller.domain import BackfillState, EventKind, SlotState, expected_for
-from backfiller.storage.execution.common import ACTIVE, SessionRepository, changed
-from backfiller.storage.records import BackfillRecord, RunRecord, SlotRecord
+from backfiller.storage.execution.common import SessionRepository, active_t, changed
+from backfiller.storage.records import BackfillRecord, SlotRecord
 from backfiller.storage.repositories import EventRepository
 
 STARTABLE = frozenset({BackfillState.REQUESTED})
@@ -28,9 +28,7 @@ class CompletionRepository(SessionRepository):
 
     async def active_runs_by_job(self) -> dict[str, int]:
         result = await self.session.execute(
-            select(RunRecord.job_name, func.count())
-            .where(RunRecord.status.in_(ACTIVE))
-            .group_by(RunRecord.job_name)
+            select(active_t.c.job_name, func.count()).group_by(active_t.c.job_name)
         )
         return {name: int(n) for name, n in result.all()}
 

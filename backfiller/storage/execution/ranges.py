@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 from backfiller.domain import BackfillState, Reprocess, RunState
 from backfiller.domain.ranges import chunk_consecutive
 from backfiller.storage.execution.claims import ClaimedRun, ClaimsRepository
-from backfiller.storage.execution.common import ACTIVE
+from backfiller.storage.execution.common import ACTIVE, active_t
 from backfiller.storage.records import BackfillRecord, RunRecord
 
 Namer = Callable[[str], tuple[str, str]]
@@ -134,7 +134,7 @@ class RangeClaimsRepository(ClaimsRepository):
             runs_of_job = await self._active_leads(RunRecord.job_name == job_name)
             allowed = min(allowed, limits.job_limit - runs_of_job)
         active_rows = await self.session.execute(
-            select(func.count()).where(RunRecord.job_name == job_name, RunRecord.status.in_(ACTIVE))
+            select(func.count()).where(active_t.c.job_name == job_name)
         )
         planned = int(row.planned) if int(row.planned) < int(row.total) else None
         return _Room(allowed, int(active_rows.scalar_one()), planned)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import Boolean, bindparam, case, func, null, select
+from sqlalchemy import Boolean, bindparam, case, func, null, select, update
 
 from backfiller.domain import EventKind, Outcome, RunFinished, RunState, SlotState, run_sources_of
 from backfiller.domain.retries import Budget, Decision, SoFar, decide_end, legal, recorded_as
@@ -41,7 +41,6 @@ from backfiller.storage.execution.late import (
 from backfiller.storage.execution.logs import insert_log_rows, write_log_files
 from backfiller.storage.execution.takebacks import leaves_no_record, take_back, write_take_backs
 from backfiller.storage.prepared import Prepared
-from backfiller.storage.row_arrays import RowUpdate
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 RetryRule = Budget
@@ -210,7 +209,7 @@ class ResultsRepository(SessionRepository):
         await self.update_rows(_END_RUNS, changes.runs)
         await self.run_many(LATE_RUNS, changes.late_runs)
         await self.run_many(WITHDRAWN_RUNS, changes.withdrawn)
-        await self.update_rows(_MOVE_SLOTS, _one_move_a_slot(changes.slots))
+        await self.update_rows(_MOVE_SLOTS, changes.slots)
         await self.run_many(LATE_SLOTS, changes.late_slots)
         await self.run_many(LATE_STATES, changes.late_states)
         await self.run_many(EVENTS, changes.events)
@@ -219,111 +218,61 @@ class ResultsRepository(SessionRepository):
         await self.apply_moves(changes.moves, now)
 
 
-# Built once (``storage/prepared.py``): a tick writes them for every run that started or ended,
-# one statement for the batch on PostgreSQL (``storage.row_arrays``).
-_ID = (("b_id", runs_t.c.id.type), ("b_backfill", runs_t.c.backfill_id.type))
-_START_RUNS = RowUpdate.of(
-    runs_t,
-    (
-        *_ID,
-        ("b_owner", runs_t.c.lease_owner.type),
-        ("b_at", runs_t.c.started_at.type),
-        ("b_worker", runs_t.c.worker.type),
-    ),
-    lambda row: (
-        runs_t.c.id == row["b_id"],
-        runs_t.c.backfill_id == row["b_backfill"],  # its partition, on PostgreSQL
+# Built once (``storage/prepared.py``): a tick writes them for every run that started or ended
+# (``SessionRepository.update_rows``).
+_START_RUNS = Prepared(
+    update(runs_t)
+    .where(
+        runs_t.c.id == bindparam("b_id"),
+        runs_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
         one_of(runs_t.c.status, run_sources_of(RunState.RUNNING)),
-        runs_t.c.lease_owner == row["b_owner"],
-    ),
-    lambda row: {
-        "status": RunState.RUNNING,
-        "started_at": row["b_at"],
-        "heartbeat_at": row["b_at"],
-        "worker": row["b_worker"],
-    },
+        runs_t.c.lease_owner == bindparam("b_owner"),
+    )
+    .values(
+        status=RunState.RUNNING,
+        started_at=bindparam("b_at"),
+        heartbeat_at=bindparam("b_at"),
+        worker=bindparam("b_worker"),
+    )
 )
-_END_RUNS = RowUpdate.of(
-    runs_t,
-    (
-        *_ID,
-        ("b_owner", runs_t.c.lease_owner.type),
-        ("b_status", runs_t.c.status.type),
-        ("b_reason", runs_t.c.failure_reason.type),
-        ("b_message", runs_t.c.error_message.type),
-        ("b_trace", runs_t.c.error_traceback.type),
-        ("b_started", runs_t.c.started_at.type),
-        ("b_unstarted", Boolean()),
-        ("b_ended", runs_t.c.ended_at.type),
-        ("b_worker", runs_t.c.worker.type),
-    ),
-    lambda row: (
-        runs_t.c.id == row["b_id"],
-        runs_t.c.backfill_id == row["b_backfill"],
+_END_RUNS = Prepared(
+    update(runs_t)
+    .where(
+        runs_t.c.id == bindparam("b_id"),
+        runs_t.c.backfill_id == bindparam("b_backfill"),
         one_of(runs_t.c.status, _ENDS_FROM),
-        runs_t.c.lease_owner == row["b_owner"],
-    ),
-    lambda row: {
-        "status": row["b_status"],
-        "failure_reason": row["b_reason"],
-        "error_message": row["b_message"],
-        "error_traceback": row["b_trace"],
+        runs_t.c.lease_owner == bindparam("b_owner"),
+    )
+    .values(
+        status=bindparam("b_status"),
+        failure_reason=bindparam("b_reason"),
+        error_message=bindparam("b_message"),
+        error_traceback=bindparam("b_trace"),
         # A run that never executed (NOT_STARTED: granted after its worker gave up) shows no
         # start, even if its grant was written.
-        "started_at": case(
-            (row["b_unstarted"], null()),
-            else_=func.coalesce(runs_t.c.started_at, row["b_started"]),
+        started_at=case(
+            (bindparam("b_unstarted", type_=Boolean), null()),
+            else_=func.coalesce(runs_t.c.started_at, bindparam("b_started")),
         ),
-        "ended_at": row["b_ended"],
-        "worker": func.coalesce(row["b_worker"], runs_t.c.worker),
-    },
+        ended_at=bindparam("b_ended"),
+        worker=func.coalesce(bindparam("b_worker"), runs_t.c.worker),
+    )
 )
-_MOVE_SLOTS = RowUpdate.of(
-    slots_t,
-    (
-        ("b_id", slots_t.c.id.type),
-        ("b_backfill", slots_t.c.backfill_id.type),
-        ("b_old", slots_t.c.status.type),
-        ("b_new", slots_t.c.status.type),
-        ("b_next", slots_t.c.next_attempt_at.type),
-        ("b_free", slots_t.c.free_attempts.type),
-        ("b_lost", slots_t.c.lost_attempts.type),
-        ("b_now", slots_t.c.updated_at.type),
-    ),
-    lambda row: (
-        slots_t.c.id == row["b_id"],
-        slots_t.c.backfill_id == row["b_backfill"],
-        slots_t.c.status == row["b_old"],
-    ),
-    lambda row: {
-        "status": row["b_new"],
-        "next_attempt_at": row["b_next"],
-        "free_attempts": slots_t.c.free_attempts + row["b_free"],
-        "lost_attempts": slots_t.c.lost_attempts + row["b_lost"],
-        "updated_at": row["b_now"],
-    },
+_MOVE_SLOTS = Prepared(
+    update(slots_t)
+    .where(
+        slots_t.c.id == bindparam("b_id"),
+        slots_t.c.backfill_id == bindparam("b_backfill"),
+        slots_t.c.status == bindparam("b_old"),
+    )
+    .values(
+        status=bindparam("b_new"),
+        next_attempt_at=bindparam("b_next"),
+        free_attempts=slots_t.c.free_attempts + bindparam("b_free"),
+        lost_attempts=slots_t.c.lost_attempts + bindparam("b_lost"),
+        updated_at=bindparam("b_now"),
+    )
 )
-
-
-def _one_move_a_slot(moves: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``moves`` of slots, each slot's moves made one (a run that started and ended in one
-    batch moves its slot twice): from its first old status to its last new one, the attempts
-    added up, so that one statement applies them all (``RowUpdate``)."""
-    merged: dict[int, dict[str, Any]] = {}
-    for move in moves:
-        first = merged.get(move["b_id"])
-        if first is None:
-            merged[move["b_id"]] = dict(move)
-            continue
-        assert first["b_new"] == move["b_old"], (first, move)
-        first.update(
-            b_new=move["b_new"],
-            b_next=move["b_next"],
-            b_free=first["b_free"] + move["b_free"],
-            b_lost=first["b_lost"] + move["b_lost"],
-            b_now=move["b_now"],
-        )
-    return list(merged.values())
 
 
 def _active_rows(dialect: str, members: bool, skip_locked: bool) -> Prepared:
