@@ -43,6 +43,7 @@ from backfiller.storage.execution.common import (
     leases_t,
     one_of,
     slots_t,
+    unindexed,
 )
 from backfiller.storage.execution.planning import PlanningRepository
 from backfiller.storage.prepared import Prepared
@@ -307,7 +308,7 @@ _MARK_QUEUED = Prepared(
     .where(
         slots_t.c.id == bindparam("b_id"),
         slots_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
-        slots_t.c.status == SlotState.PENDING,
+        unindexed(slots_t.c.status) == SlotState.PENDING,
     )
     .values(
         status=SlotState.QUEUED,

@@ -29,6 +29,7 @@ from backfiller.storage.execution.common import (
     one_of,
     runs_t,
     slots_t,
+    unindexed,
 )
 from backfiller.storage.execution.late import (
     LATE_RUNS,
@@ -225,7 +226,7 @@ _START_RUNS = Prepared(
     .where(
         runs_t.c.id == bindparam("b_id"),
         runs_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
-        one_of(runs_t.c.status, run_sources_of(RunState.RUNNING)),
+        one_of(unindexed(runs_t.c.status), run_sources_of(RunState.RUNNING)),
         runs_t.c.lease_owner == bindparam("b_owner"),
     )
     .values(
@@ -240,7 +241,7 @@ _END_RUNS = Prepared(
     .where(
         runs_t.c.id == bindparam("b_id"),
         runs_t.c.backfill_id == bindparam("b_backfill"),
-        one_of(runs_t.c.status, _ENDS_FROM),
+        one_of(unindexed(runs_t.c.status), _ENDS_FROM),
         runs_t.c.lease_owner == bindparam("b_owner"),
     )
     .values(
@@ -263,7 +264,7 @@ _MOVE_SLOTS = Prepared(
     .where(
         slots_t.c.id == bindparam("b_id"),
         slots_t.c.backfill_id == bindparam("b_backfill"),
-        slots_t.c.status == bindparam("b_old"),
+        unindexed(slots_t.c.status) == bindparam("b_old"),
     )
     .values(
         status=bindparam("b_new"),
