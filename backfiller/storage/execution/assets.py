@@ -39,7 +39,7 @@ from backfiller.domain import (
 )
 from backfiller.domain.ranges import chunk_consecutive
 from backfiller.storage.execution.claims import Claim, ClaimConflict, ClaimedRun
-from backfiller.storage.execution.common import ACTIVE, CHUNK, active_t, changed, slots_t
+from backfiller.storage.execution.common import ACTIVE, CHUNK, active_t, changed, slots_t, unindexed
 from backfiller.storage.execution.planning import PlanningRepository
 from backfiller.storage.execution.ranges import RangeClaimsRepository, RangedAsset
 from backfiller.storage.records import RunRecord, SlotRecord
@@ -383,7 +383,7 @@ class AssetClaimsRepository(RangeClaimsRepository):
             .where(
                 slots_t.c.id == bindparam("b_id"),
                 slots_t.c.backfill_id == pk,
-                slots_t.c.status == SlotState.PENDING,
+                unindexed(slots_t.c.status) == SlotState.PENDING,
             )
             .values(status=SlotState.SKIPPED, skip_reason=reason.value, updated_at=now),
             [{"b_id": s.id} for s in slots],

@@ -219,7 +219,7 @@ class ClaimsRepository(SessionRepository):
             .where(
                 slots_t.c.id == bindparam("b_id"),
                 slots_t.c.backfill_id == pk,
-                slots_t.c.status == SlotState.PENDING,
+                unindexed(slots_t.c.status) == SlotState.PENDING,
             )
             .values(status=SlotState.SKIPPED, skip_reason=bindparam("b_reason"), updated_at=now),
             [{"b_id": s.id, "b_reason": reason.value} for s, reason in skip],

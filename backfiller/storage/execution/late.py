@@ -33,7 +33,7 @@ from backfiller.domain import (
 )
 from backfiller.domain.retries import Budget, Decision, SoFar, decide_end, recorded_as
 from backfiller.storage.events import event_row
-from backfiller.storage.execution.common import runs_t, slots_t, states_t
+from backfiller.storage.execution.common import runs_t, slots_t, states_t, unindexed
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
@@ -256,7 +256,7 @@ LATE_RUNS = Prepared(
     .where(
         runs_t.c.id == bindparam("b_id"),
         runs_t.c.backfill_id == bindparam("b_backfill"),
-        runs_t.c.status == RunState.FAILED,
+        unindexed(runs_t.c.status) == RunState.FAILED,
         runs_t.c.failure_reason == FailureReason.WORKER_LOST,
     )
     .values(
@@ -273,7 +273,7 @@ WITHDRAWN_RUNS = Prepared(
     .where(
         runs_t.c.id == bindparam("b_id"),
         runs_t.c.backfill_id == bindparam("b_backfill"),
-        runs_t.c.status == RunState.QUEUED,
+        unindexed(runs_t.c.status) == RunState.QUEUED,
     )
     .values(
         status=RunState.CANCELED,
@@ -286,7 +286,7 @@ LATE_SLOTS = Prepared(
     .where(
         slots_t.c.id == bindparam("b_id"),
         slots_t.c.backfill_id == bindparam("b_backfill"),
-        slots_t.c.status == bindparam("b_old"),
+        unindexed(slots_t.c.status) == bindparam("b_old"),
     )
     .values(
         status=bindparam("b_new"),

@@ -28,7 +28,15 @@ from sqlalchemy import bindparam, delete, exists, select, update
 
 from backfiller.domain import BackfillState, RunFinished, SlotState
 from backfiller.domain.retries import Budget, Ending, SoFar, decide_end, recorded_as
-from backfiller.storage.execution.common import ACTIVE, Moves, one_of, runs_t, slots_t, states_t
+from backfiller.storage.execution.common import (
+    ACTIVE,
+    Moves,
+    one_of,
+    runs_t,
+    slots_t,
+    states_t,
+    unindexed,
+)
 from backfiller.storage.prepared import Prepared
 
 
@@ -80,7 +88,7 @@ _DELETE_RUNS = Prepared(
     delete(runs_t).where(
         runs_t.c.id == bindparam("b_id"),
         runs_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
-        one_of(runs_t.c.status, ACTIVE),
+        one_of(unindexed(runs_t.c.status), ACTIVE),
         runs_t.c.lease_owner == bindparam("b_owner"),
     )
 )
@@ -89,7 +97,7 @@ _GIVE_BACK_SLOTS = Prepared(
     .where(
         slots_t.c.id == bindparam("b_slot"),
         slots_t.c.backfill_id == bindparam("b_backfill"),
-        slots_t.c.status == bindparam("b_old"),
+        unindexed(slots_t.c.status) == bindparam("b_old"),
     )
     .values(
         status=SlotState.PENDING,
