@@ -9,6 +9,7 @@ stays is ``storage.retention``'s; how long each kind of history is kept is
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -37,6 +38,11 @@ from backfiller.storage.retention import (
     prune_backfill,
     prune_evaluations,
 )
+
+DROP_TRIES = 10
+"""How many times a range's drop is tried in one call before it is left to the next."""
+DROP_PAUSE_SECONDS = 0.1
+"""The pause between two tries (each waits at most ``history_partitions.LOCK_TIMEOUT``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,12 +149,25 @@ class Pruner:
         for r in found:
             if _past(deadline) or not await self._archived(r, deadline):
                 return
+            dropped = await self._drop(r, deadline)
+            if dropped is None:
+                return  # the tables stayed busy: the next call tries again
+            deleted.update(dropped.rows)
+            self.dropped.append(dropped)
+            for pk in dropped.backfills:  # their lines, where they are not in the database
+                await self.log_store.remove_backfill(pk)
+
+    async def _drop(self, r: Range, deadline: float | None) -> Dropped | None:
+        """Drop ``r`` (``drop_range``), trying again a few times while the tables' lock is
+        not had in time: a daemon's transactions are short, but every one of them takes the
+        tables that a drop must have alone."""
+        for attempt in range(DROP_TRIES):
+            if attempt:
+                await asyncio.sleep(DROP_PAUSE_SECONDS)
             dropped = await self.database.transact(partial(drop_range, r=r))
-            if dropped is not None:
-                deleted.update(dropped.rows)
-                self.dropped.append(dropped)
-                for pk in dropped.backfills:  # their lines, where they are not in the database
-                    await self.log_store.remove_backfill(pk)
+            if dropped is not None or _past(deadline):
+                return dropped
+        return None
 
     async def _archived(self, r: Range, deadline: float | None) -> bool:
         """Write ``r``'s rows to the archive (if any), a batch a transaction, resuming where
