@@ -33,6 +33,9 @@ from sqlalchemy.exc import DBAPIError
 
 from backfiller.storage.archive import Archive
 from backfiller.storage.expiry import backfills_t, expired
+from backfiller.storage.records import ActiveRunRecord, table_of
+
+active_t = table_of(ActiveRunRecord)
 
 PARTITIONED = ("run_logs", "backfill_events", "runs", "slots")
 """The tables partitioned by backfill id ranges, each with the same ranges."""
@@ -78,6 +81,13 @@ class Range:
 
     def name(self, table: str) -> str:
         return f"{table}_b{self.low}"
+
+    def __contains__(self, backfill_id: int) -> bool:
+        return self.low <= backfill_id < self.high
+
+    def holds(self, backfill_id: Any) -> ColumnElement[bool]:
+        """That ``backfill_id`` (a column) is in this range, in SQL."""
+        return and_(backfill_id >= self.low, backfill_id < self.high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +145,12 @@ def outside_closed(conn: Connection, backfill_id: Any) -> list[ColumnElement[boo
     """Conditions that ``backfill_id`` (a column) is in none of the :func:`closed` ranges:
     the backfills that retention deletes row by row (those in the range in use, or beyond
     the ranges made), all of them on SQLite."""
-    return [not_(and_(backfill_id >= r.low, backfill_id < r.high)) for r in closed(conn)]
+    return [not_(r.holds(backfill_id)) for r in closed(conn)]
+
+
+def in_closed(conn: Connection, backfill_id: int) -> bool:
+    """Whether ``backfill_id`` is in one of the :func:`closed` ranges (its rows go with it)."""
+    return any(backfill_id in r for r in closed(conn))
 
 
 def handed_out(conn: Connection) -> int:
@@ -185,7 +200,7 @@ def droppable(conn: Connection, cutoff: datetime) -> list[Range]:
     for r in closed(conn):
         kept = conn.execute(
             select(backfills_t.c.id)
-            .where(backfills_t.c.id >= r.low, backfills_t.c.id < r.high, not_(expired(cutoff)))
+            .where(r.holds(backfills_t.c.id), not_(expired(cutoff)))
             .limit(1)
         ).first()
         if kept is None:
@@ -218,7 +233,7 @@ def measure(conn: Connection, r: Range) -> Dropped:
             tuples = conn.execute(text(f"SELECT count(*) FROM {name}")).scalar_one()
         rows[table], size[table] = int(tuples), int(total)
     rows["backfills"] = conn.execute(
-        select(func.count()).select_from(backfills_t).where(_within(r))
+        select(func.count()).select_from(backfills_t).where(r.holds(backfills_t.c.id))
     ).scalar_one()
     return Dropped(r, rows, size)
 
@@ -236,17 +251,12 @@ def drop_range(conn: Connection, r: Range) -> Dropped | None:
                 conn.execute(text(f"DROP TABLE {r.name(table)}"))
             # ``active_runs`` mirrors ``runs``: none of a finished backfill's runs is active,
             # but the mirror must never name a run that is gone.
-            conn.execute(
-                text("DELETE FROM active_runs WHERE backfill_id >= :low AND backfill_id < :high"),
-                {"low": r.low, "high": r.high},
-            )
+            conn.execute(active_t.delete().where(r.holds(active_t.c.backfill_id)))
             # Retries of its backfills lose their link to them (their ``parent`` is gone).
             parent = backfills_t.c.parent_id
-            conn.execute(
-                update(backfills_t).where(parent >= r.low, parent < r.high).values(parent_id=None)
-            )
+            conn.execute(update(backfills_t).where(r.holds(parent)).values(parent_id=None))
             deleted = conn.execute(
-                backfills_t.delete().where(_within(r)).returning(backfills_t.c.id)
+                backfills_t.delete().where(r.holds(backfills_t.c.id)).returning(backfills_t.c.id)
             ).scalars()
             ids = tuple(sorted(int(pk) for pk in deleted))
     except DBAPIError as exc:
@@ -286,7 +296,3 @@ def archive_batch(
     for backfill_id, of_it in by_backfill.items():
         archive.write(table, backfill_id, int(of_it[0]["id"]), of_it)
     return int(rows[-1]["id"]) if len(rows) == batch else None
-
-
-def _within(r: Range) -> ColumnElement[bool]:
-    return and_(backfills_t.c.id >= r.low, backfills_t.c.id < r.high)

@@ -15,6 +15,10 @@ as it takes. Interrupted anywhere, the next call carries on: what is left of an 
 backfill is still expired. With an :class:`~backfiller.storage.archive.Archive`, the rows a
 call deletes are written to it (JSON Lines) first. Synchronous functions of a Core connection
 (``Database.transact``).
+
+On PostgreSQL a backfill in a closed range of the history (``storage.history_partitions``)
+is not deleted here: the whole range goes at once, its partitions dropped with its backfills'
+rows. Only the backfills outside the closed ranges go row by row.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from sqlalchemy import (
 from backfiller.storage.archive import Archive
 from backfiller.storage.auth_records import AuditRecord
 from backfiller.storage.expiry import FINISHED, expired
-from backfiller.storage.history_partitions import closed, outside_closed
+from backfiller.storage.history_partitions import in_closed, outside_closed
 from backfiller.storage.notification_records import NotificationRecord
 from backfiller.storage.records import (
     BackfillEventRecord,
@@ -88,7 +92,7 @@ class Deleted:
 
 def expired_backfills(conn: Connection, cutoff: datetime, limit: int) -> list[int]:
     """Finished backfills that ended before ``cutoff``, oldest end first: those outside the
-    history's ranges (PostgreSQL), which go with their range instead."""
+    history's closed ranges (PostgreSQL), whose backfills go with their range instead."""
     outside = outside_closed(conn, backfills_t.c.id)
     statement = _EXPIRED.where(*outside) if outside else _EXPIRED
     return [int(pk) for pk in conn.execute(statement, {"cutoff": cutoff, "limit": limit}).scalars()]
@@ -103,7 +107,7 @@ def prune_backfill(
     (``Deleted("backfills", 0)``)."""
     if not conn.execute(_FINISHED, {"pk": pk}).first():
         return Deleted("backfills", 0)
-    if any(r.low <= pk < r.high for r in closed(conn)):
+    if in_closed(conn, pk):
         return Deleted("backfills", 0)  # it goes with its range (``history_partitions``)
     runs = select(runs_t.c.id).where(runs_t.c.backfill_id == pk).order_by(runs_t.c.id)
     first_runs = runs.limit(batch).scalar_subquery()
