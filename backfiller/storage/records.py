@@ -206,7 +206,8 @@ class ActiveRunRecord(Base):
     this table, in the statement that inserts a run, changes its status or deletes it (migration
     0050, on both databases), and its primary key refuses a second active run of a partition:
     the statement fails as a unique index would have failed it (a
-    :class:`~backfiller.storage.errors.Conflict`). Nothing writes it but those triggers."""
+    :class:`~backfiller.storage.errors.Conflict`). Nothing else writes it, but the drop of a
+    history range, which removes its runs' rows here too (``history_partitions.drop_range``)."""
 
     __tablename__ = "active_runs"
 
