@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Integer, bindparam, func, or_, select, text, update
+from sqlalchemy import Integer, Table, bindparam, func, or_, select, text, update
 
 from backfiller.domain import (
     BackfillState,
@@ -46,6 +46,7 @@ from backfiller.storage.execution.common import (
     unindexed,
 )
 from backfiller.storage.execution.planning import PlanningRepository
+from backfiller.storage.partition_routes import ByPartition
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
@@ -303,22 +304,26 @@ class ClaimsRepository(SessionRepository):
             raise ClaimConflict(f"backfill {pk} changed, or reached its limit, while claiming")
 
 
-_MARK_QUEUED = Prepared(
-    update(slots_t)
-    .where(
-        slots_t.c.id == bindparam("b_id"),
-        slots_t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
-        unindexed(slots_t.c.status) == SlotState.PENDING,
+def _mark_queued(t: Table) -> Any:
+    return (
+        update(t)
+        .where(
+            t.c.id == bindparam("b_id"),
+            t.c.backfill_id == bindparam("b_backfill"),  # its partition, on PostgreSQL
+            unindexed(t.c.status) == SlotState.PENDING,
+        )
+        .values(
+            status=SlotState.QUEUED,
+            attempts=t.c.attempts + 1,
+            next_attempt_at=None,
+            updated_at=bindparam("b_now"),
+        )
     )
-    .values(
-        status=SlotState.QUEUED,
-        attempts=slots_t.c.attempts + 1,
-        next_attempt_at=None,
-        updated_at=bindparam("b_now"),
-    )
-)
-"""Built once (``storage/prepared.py``): every claim runs it for each slot it queues
-(``SessionRepository.update_rows``)."""
+
+
+_MARK_QUEUED = ByPartition(slots_t, _mark_queued)
+"""Every claim runs it for each slot it queues, in its backfill's partition on PostgreSQL
+(``SessionRepository.update_rows``, ``storage.partition_routes``)."""
 
 
 def _lease_held(dialect: str) -> Prepared:

@@ -9,11 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Integer, bindparam, insert, or_, select, text, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from backfiller.domain import ACTIVE_RUN_STATES, BackfillState, RunState, SlotState
 from backfiller.storage.base import UTCDateTime
+from backfiller.storage.partition_routes import UNDEFINED_TABLE, ByPartition, routes_of
 from backfiller.storage.prepared import Prepared
 from backfiller.storage.records import (
     ActiveRunRecord,
@@ -114,22 +116,39 @@ class SessionRepository:
                 found.update((int(run_id), int(backfill_id)) for run_id, backfill_id in rows)
         return found
 
-    async def update_rows(self, statement: Prepared, rows: Sequence[dict[str, Any]]) -> int:
+    async def update_rows(self, statement: ByPartition, rows: Sequence[dict[str, Any]]) -> int:
         """``statement`` (an UPDATE of a row by its id and its backfill's) for each of ``rows``,
         in this session's transaction; the rows it matched, all told.
 
-        On PostgreSQL, with the generic plan of the statement: of a table partitioned by
-        backfill, PostgreSQL would otherwise plan it again for each row (its generic plan reads
-        all partitions on paper, and pruning at run time is not counted), and a row's update by
-        its primary key needs no plan of its own. A join of the rows from arrays
-        (``storage.row_arrays``) would be planned once, but on a partition's statistics, which lag
-        behind a new backfill's rows: a nested loop over both sides, rows squared."""
+        On PostgreSQL, each row's update names the partition that holds its backfill's rows
+        (``storage.partition_routes``), one ``executemany`` a partition, with the generic plan
+        of the statement: an update of a row by its primary key needs no plan of its own. A
+        join of the rows from arrays (``storage.row_arrays``) would be planned once, but on a
+        partition's statistics, which lag behind a new backfill's rows: a nested loop over
+        both sides, rows squared."""
+        if not rows:
+            return 0
         if self.dialect != "postgresql":
-            return await self.run_many(statement, rows)
-        await self.session.execute(_GENERIC)
-        n = await self.run_many(statement, rows)
-        await self.session.execute(_AS_BEFORE)
-        return n
+            return await self.run_many(statement.parent, rows)
+
+        def run(session: Session) -> int:
+            conn = session.connection()
+            routes = routes_of(conn)
+            by_table: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for row in rows:
+                name = routes.table(conn, statement.table.name, int(row["b_backfill"]))
+                by_table[name].append(row)
+            conn.execute(_GENERIC)
+            try:
+                n = sum(statement.on(name).many(conn, part) for name, part in by_table.items())
+            except DBAPIError as e:
+                if getattr(e.orig, "sqlstate", None) == UNDEFINED_TABLE:
+                    routes.forget()  # a range dropped since it was read: the next try reads
+                raise
+            conn.execute(_AS_BEFORE)
+            return n
+
+        return await self.session.run_sync(run)
 
     async def rows_of(self, statement: Prepared, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """The rows ``statement`` returns with ``params``, in this session's transaction."""

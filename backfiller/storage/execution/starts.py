@@ -18,15 +18,25 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, and_, bindparam, create_engine, event, select
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Select,
+    Table,
+    and_,
+    bindparam,
+    create_engine,
+    event,
+    select,
+)
 
 from backfiller.domain import BackfillState, RunState
 from backfiller.storage.engine import LOCK_PATIENCE_SECONDS, sync_database_url
 from backfiller.storage.execution.common import backfills_t, leases_t, runs_t
-from backfiller.storage.prepared import Prepared
+from backfiller.storage.partition_routes import ByPartition, routes_of
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 Request = tuple[int, int, int | None]
@@ -71,41 +81,40 @@ class StartGate:
         self.engine.dispose()
 
 
-def _may_start_query(which: ColumnElement[bool]) -> Select[tuple[int, int]]:
+def _may_start_query(runs: Table, backfills: bool, dialect: str) -> Select[tuple[int, int]]:
+    which = one_of_list(dialect, runs.c.id, "ids")
+    if backfills:
+        which = and_(which, one_of_list(dialect, runs.c.backfill_id, "backfills"))
     leased = (
         select(leases_t.c.owner)
         .where(leases_t.c.owner == bindparam("owner"), leases_t.c.expires_at > bindparam("now"))
         .exists()
     )
     return (
-        select(runs_t.c.id, runs_t.c.attempt)
-        .join(backfills_t, backfills_t.c.id == runs_t.c.backfill_id)
+        select(runs.c.id, runs.c.attempt)
+        .join(backfills_t, backfills_t.c.id == runs.c.backfill_id)
         .where(
             which,
-            runs_t.c.status == RunState.QUEUED,
-            runs_t.c.lease_owner == bindparam("owner"),
+            runs.c.status == RunState.QUEUED,
+            runs.c.lease_owner == bindparam("owner"),
             backfills_t.c.status == BackfillState.RUNNING,
             leased,
         )
     )
 
 
-def _of(dialect: str, *, backfills: bool) -> Prepared:
-    which = one_of_list(dialect, runs_t.c.id, "ids")
-    if backfills:
-        which = and_(which, one_of_list(dialect, runs_t.c.backfill_id, "backfills"))
-    return Prepared(_may_start_query(which))
-
-
 _MAY_START = {
-    (dialect, backfills): _of(dialect, backfills=backfills)
+    (dialect, backfills): ByPartition(
+        runs_t, partial(_may_start_query, backfills=backfills, dialect=dialect)
+    )
     for dialect in DIALECTS
     for backfills in (True, False)
 }
-"""The check of several runs, by dialect, with their backfills' ids (the partitions to read,
-on PostgreSQL) or without (a launcher that does not give them): the ids as list parameters
-(``storage.value_lists``), so that the statement is the same for any number of runs (prepared
-once by PostgreSQL, not parsed again for each batch size)."""
+"""The check of several runs, by dialect, with their backfills' ids (on PostgreSQL, of the
+one partition that holds them all, or of every partition that does) or without (a launcher
+that does not give them): the ids as list parameters (``storage.value_lists``), so that the
+statement is the same for any number of runs (prepared once by PostgreSQL, not parsed again
+for each batch size)."""
 
 
 def may_start(conn: Connection, owner: str, requests: Sequence[Request], now: datetime) -> set[int]:
@@ -114,10 +123,17 @@ def may_start(conn: Connection, owner: str, requests: Sequence[Request], now: da
     attempts = {run_id: attempt for run_id, attempt, _ in requests}
     backfills = {b for *_, b in requests}
     params: dict[str, Any] = {"ids": list(attempts), "owner": owner, "now": now}
+    statement = _MAY_START[(conn.dialect.name, None not in backfills)]
+    prepared = statement.parent
     if None not in backfills:
-        params["backfills"] = sorted(b for b in backfills if b is not None)
-    statement = _MAY_START[(conn.dialect.name, "backfills" in params)]
-    rows = statement.rows(conn, params)
+        named = sorted(b for b in backfills if b is not None)
+        params["backfills"] = named
+        if conn.dialect.name == "postgresql":
+            routes = routes_of(conn)
+            tables = {routes.table(conn, runs_t.name, b) for b in named}
+            if len(tables) == 1:  # the usual case: planned over that partition alone
+                prepared = statement.on(tables.pop())
+    rows = prepared.rows(conn, params)
     return {int(run_id) for run_id, at in rows if attempts[int(run_id)] == int(at)}
 
 

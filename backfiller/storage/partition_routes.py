@@ -1,0 +1,131 @@
+"""Which partition holds a backfill's rows, so that the daemon's statements by row name it.
+
+On PostgreSQL ``runs`` and ``slots`` are partitioned by backfill id ranges
+(``storage.history_partitions``). An UPDATE of the parent is planned over every partition,
+with its generic plan as much as with a custom one (pruning at run time comes after); each
+new range makes that plan longer, and autovacuum's analyze of a growing partition makes every
+connection plan it again: at 51 ranges, 3.6 ms a plan, about 50 plans for 10,000 runs of each
+statement. The same update of the partition itself is planned over one table. So are the
+daemon's updates of runs and slots by row (``SessionRepository.update_rows``) and the start
+gate's check (``execution.starts``).
+
+A :class:`ByPartition` statement is built for the parent and, on demand, for any partition
+(the same columns under the partition's name). :class:`Routes` maps a backfill id to the table
+that holds its rows, from the ranges in the catalog, read again when an id lies above the
+newest range known (a range made since by another daemon), and every 10 seconds in any case.
+
+The map cannot go stale for the rows the daemon reaches this way: a range is made only above
+every id handed out (a row never moves into it), and it is dropped only once none of its
+backfills is kept, when the daemon updates none of their runs or slots. An id in no range
+below the newest (a range dropped meanwhile) is given the parent, which holds whatever
+remains. A statement that finds its partition gone (dropped in the last seconds, which only an
+operator's hand would do to a running backfill) fails its transaction, which is tried again
+with the ranges read again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Column, Connection, Engine, MetaData, Table
+
+from backfiller.storage.history_partitions import Range, partitioned, ranges
+from backfiller.storage.prepared import Prepared
+
+DEFAULT = "default"
+READ_AGAIN_SECONDS = 10.0
+"""How long the ranges read are used before they are read again, in any case."""
+UNDEFINED_TABLE = "42P01"
+"""PostgreSQL's code for a table that does not exist (a partition dropped since it was read)."""
+
+
+class Routes:
+    """The history's ranges as last read, for one database (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._ranges: list[Range] | None = None
+        self._lows: list[int] = []
+        self._partitioned = False
+        self._read_at = 0.0
+
+    def forget(self) -> None:
+        """Read the ranges again at the next lookup."""
+        self._ranges = None
+
+    def table(self, conn: Connection, table: str, backfill_id: int) -> str:
+        """The name of the table that holds ``table``'s rows of ``backfill_id``."""
+        if (
+            self._ranges is None
+            or (self._ranges and backfill_id >= self._ranges[-1].high)
+            or time.monotonic() - self._read_at > READ_AGAIN_SECONDS
+        ):
+            self._load(conn)
+        if not self._partitioned:
+            return table
+        found = self._find(backfill_id)
+        if found is not None:
+            return found.name(table)
+        if not self._ranges or backfill_id >= self._ranges[-1].high:
+            return f"{table}_{DEFAULT}"
+        return table  # below the newest range, in none: a range dropped since
+
+    def low_of(self, conn: Connection, backfill_id: int) -> int:
+        """The first id of the range that holds ``backfill_id``: the partition's lowest (the
+        newest range's end for the ``DEFAULT`` partition; the id itself outside the ranges or
+        on a database without them)."""
+        table = self.table(conn, "runs", backfill_id)
+        found = self._find(backfill_id) if self._ranges else None
+        if found is not None:
+            return found.low
+        if table.endswith(f"_{DEFAULT}") and self._ranges:
+            return self._ranges[-1].high
+        return backfill_id
+
+    def _load(self, conn: Connection) -> None:
+        self._partitioned = partitioned(conn)
+        self._ranges = ranges(conn) if self._partitioned else []
+        self._lows = [r.low for r in self._ranges]
+        self._read_at = time.monotonic()
+
+    def _find(self, backfill_id: int) -> Range | None:
+        assert self._ranges is not None
+        i = bisect.bisect_right(self._lows, backfill_id) - 1
+        if i >= 0 and backfill_id in self._ranges[i]:
+            return self._ranges[i]
+        return None
+
+
+_routes: weakref.WeakKeyDictionary[Engine, Routes] = weakref.WeakKeyDictionary()
+
+
+def routes_of(conn: Connection) -> Routes:
+    """The :class:`Routes` of ``conn``'s database (one per engine, so per process)."""
+    return _routes.setdefault(conn.engine, Routes())
+
+
+class ByPartition:
+    """A statement of one table partitioned by backfill, built by ``build`` for the table
+    itself and for any of its partitions (see the module's docstring)."""
+
+    def __init__(self, table: Table, build: Callable[[Table], Any]) -> None:
+        self.table = table
+        self._build = build
+        self._on: dict[str, Prepared] = {table.name: Prepared(build(table))}
+
+    @property
+    def parent(self) -> Prepared:
+        """The statement of the table itself (every database)."""
+        return self._on[self.table.name]
+
+    def on(self, name: str) -> Prepared:
+        """The statement of the table (or partition) ``name``, built once."""
+        try:
+            return self._on[name]
+        except KeyError:
+            columns = (Column(c.name, c.type, key=c.key) for c in self.table.columns)
+            built = self._on[name] = Prepared(self._build(Table(name, MetaData(), *columns)))
+            return built
