@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Engine, Select, bindparam, case, func, or_, select, text
 
-from backfiller.domain import RunState
+from backfiller.domain import BackfillState, RunState
+from backfiller.storage.partition_routes import routes_of
 from backfiller.storage.records import PartitionStateRecord, table_of
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
@@ -107,39 +108,66 @@ def states_between(
     return [(str(k), RunState(s)) for k, s in rows]
 
 
-JobVersion = tuple[int | None, int, int, int | None]
-"""A job's newest run id, its numbers of queued and running runs, and its newest mark's id
-(see :func:`job_versions`)."""
+JobVersion = tuple[int, int | None, int, int, int | None]
+"""The floor of the backfills read, a job's newest run id among them, its numbers of queued
+and running runs, and its newest mark's id (see :func:`job_versions`)."""
 
 
 def job_versions(conn: Connection, jobs: Sequence[str]) -> dict[str, JobVersion]:
     """Each job's version: its newest run's id and how many of its runs are queued and
-    running, three index probes a job (``(job_name, id)``, and the index of active runs).
+    running, among the runs of the backfills from a floor up (:func:`version_floor`), three
+    index probes a job and a partition read (``(job_name, id)``, and the index of active
+    runs), with the floor itself.
 
     Every change of a job's partition states comes with a change of its runs that changes
     this: a claim adds a run (a newer id); with no new run, the queued runs only decrease
     (a start or an end of a queued run) and otherwise only the running ones do (an end).
     So states read after a version are at least as new as it, and a version unchanged since
     means states unchanged since (pruning, which deletes finished runs only, can change the
-    version without the states: a needless new read, never a stale one). A mark by hand
-    (``storage.marks``) changes states without a run but adds ``partition_marks`` rows: the
-    job's newest mark id is the fourth part of its version."""
+    version without the states: a needless new read, never a stale one). Only the runs of a
+    backfill that is not over change, and every such backfill is above the floor; a backfill
+    that ends is read until the floor moves above it, which changes the version. A mark by
+    hand (``storage.marks``) changes states without a run but adds ``partition_marks`` rows:
+    the job's newest mark id is the last part of its version."""
     if not jobs:
         return {}
-    rows = conn.execute(text(_VERSIONS[conn.dialect.name]), {"jobs": _names_param(conn, jobs)})
+    floor = version_floor(conn)
+    params = {"jobs": _names_param(conn, jobs), "floor": floor}
+    rows = conn.execute(text(_VERSIONS[conn.dialect.name]), params)
     return {
-        str(job): (newest, int(queued), int(running), marked)
+        str(job): (floor, newest, int(queued), int(running), marked)
         for job, newest, queued, running, marked in rows
     }
+
+
+def version_floor(conn: Connection) -> int:
+    """The lowest backfill id whose runs :func:`job_versions` reads: on PostgreSQL, the first
+    id of the history range (``storage.history_partitions``) that holds the oldest backfill
+    not over (or the next to be launched), so that the ranges below it, whose backfills are
+    all over and whose runs will not change, are not read; 0 on SQLite (one table)."""
+    if conn.dialect.name != "postgresql":
+        return 0
+    first = conn.execute(_FLOOR, {"open": _OPEN}).one()
+    newest, oldest_open = first
+    lowest = oldest_open if oldest_open is not None else int(newest or 0) + 1
+    return routes_of(conn).low_of(conn, int(lowest))
+
+
+_OPEN = [s.value for s in BackfillState if not s.is_terminal]
+_FLOOR = text(
+    "SELECT (SELECT max(id) FROM backfills), "
+    "(SELECT min(id) FROM backfills WHERE status = ANY(CAST(:open AS varchar[])))"
+)
 
 
 def _names_param(conn: Connection, jobs: Sequence[str]) -> object:
     return list(jobs) if conn.dialect.name == "postgresql" else json.dumps(list(jobs))
 
 
-_ACTIVE = "r.job_name = j.name AND r.status IN ('queued', 'running')"
+_OF_JOB = "r.job_name = j.name AND r.backfill_id >= :floor"
+_ACTIVE = f"{_OF_JOB} AND r.status IN ('queued', 'running')"
 _VERSION_COLUMNS = (
-    "j.name, (SELECT MAX(r.id) FROM runs r WHERE r.job_name = j.name), "
+    f"j.name, (SELECT MAX(r.id) FROM runs r WHERE {_OF_JOB}), "
     f"(SELECT COUNT(CASE WHEN r.status = 'queued' THEN 1 END) FROM runs r WHERE {_ACTIVE}), "
     f"(SELECT COUNT(CASE WHEN r.status = 'running' THEN 1 END) FROM runs r WHERE {_ACTIVE}), "
     "(SELECT MAX(m.id) FROM partition_marks m WHERE m.job_name = j.name)"
