@@ -12,7 +12,9 @@ then ``VACUUM ANALYZE`` (what autovacuum does in a live database). Then:
 2. The same reads in this process, every statement they send recorded and run again under
    ``EXPLAIN (ANALYZE, BUFFERS)``: the buffers (8 kB pages, hit or read) per read.
 3. Dispatch: a daemon (local launcher) runs a ``--dispatch``-partition backfill of a no-op job
-   on that database; runs per second from the launch to COMPLETED_SUCCESS.
+   on that database; runs per second from the launch to COMPLETED_SUCCESS. The daemon keeps
+   the history (the history is from 2020: with the default retention it would prune it
+   meanwhile, a backlog measured apart in 4).
 4. Pruning: every finished backfill made expired, ``--prune-seconds`` of ``Pruner.prune``
    (1,000-row transactions): rows deleted one by one per second, all tables together, and the
    history ranges dropped whole meanwhile (PostgreSQL partitions, ``storage.history_partitions``).
@@ -324,7 +326,16 @@ async def dispatch(url: str, size: int, workers: int) -> float:
     services = Services(database=database, definitions=definitions, settings=Settings())
     schema = build_schema(services.settings)
     launcher = LocalLauncher(TARGET, workers).start()
-    daemon = Daemon(database, definitions, launcher, DaemonSettings(shutdown_grace_seconds=5))
+    # The history is from 2020: a daemon with the default retention would prune it meanwhile
+    # (a backlog of millions of rows, measured apart below), not what dispatch at this size
+    # costs.
+    daemon = Daemon(
+        database,
+        definitions,
+        launcher,
+        DaemonSettings(shutdown_grace_seconds=5),
+        history=HistorySettings(backfill_days=None, trigger_evaluation_days=None),
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     try:

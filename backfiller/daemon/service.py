@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from backfiller.clock import utc_now
+from backfiller.config import HistorySettings
 from backfiller.daemon import retention, ticks
 from backfiller.daemon.lease import keep_lease, lose_lease, take_over_expired
 from backfiller.daemon.loop import Loop
@@ -79,7 +80,10 @@ class Daemon:
         settings: DaemonSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
         api_url: str | None = None,
+        history: HistorySettings | None = None,
     ) -> None:
+        """``history``: how long history is kept (default: the environment's,
+        ``HistorySettings.from_env``)."""
         self.database = database
         self.definitions = definitions
         self.launcher = launcher
@@ -112,7 +116,9 @@ class Daemon:
             "triggers",
             TriggerRunner(database, definitions, clock, api_url=api_url).tick,
         )
-        self.loop.every(retention.EVERY_SECONDS, "retention", Retention(database, clock).tick)
+        self.loop.every(
+            retention.EVERY_SECONDS, "retention", Retention(database, clock, history).tick
+        )
 
     @property
     def owner(self) -> str:
