@@ -16,11 +16,11 @@ newest range known (a range made since by another daemon), and every 10 seconds 
 
 The map cannot go stale for the rows the daemon reaches this way: a range is made only above
 every id handed out (a row never moves into it), and it is dropped only once none of its
-backfills is kept, when the daemon updates none of their runs or slots. An id in no range
-below the newest (a range dropped meanwhile) is given the parent, which holds whatever
-remains. A statement that finds its partition gone (dropped in the last seconds, which only an
-operator's hand would do to a running backfill) fails its transaction, which is tried again
-with the ranges read again.
+backfills is kept, when the daemon updates none of their runs or slots. An id in no range has
+its rows, if any, in the ``DEFAULT`` partition (written before a range covered it: a dropped
+range took its own rows with it). A statement that finds its partition gone (dropped in the
+last seconds, which only an operator's hand would do to a running backfill) fails its
+transaction, which is tried again with the ranges read again.
 """
 
 from __future__ import annotations
@@ -67,23 +67,16 @@ class Routes:
         if not self._partitioned:
             return table
         found = self._find(backfill_id)
-        if found is not None:
-            return found.name(table)
-        if not self._ranges or backfill_id >= self._ranges[-1].high:
-            return f"{table}_{DEFAULT}"
-        return table  # below the newest range, in none: a range dropped since
+        # In no range: its rows, if any, are in the ``DEFAULT`` partition (written before a
+        # range covered the id, or never covered: a range dropped took its rows with it).
+        return f"{table}_{DEFAULT}" if found is None else found.name(table)
 
     def low_of(self, conn: Connection, backfill_id: int) -> int:
-        """The first id of the range that holds ``backfill_id``: the partition's lowest (the
-        newest range's end for the ``DEFAULT`` partition; the id itself outside the ranges or
-        on a database without them)."""
-        table = self.table(conn, "runs", backfill_id)
-        found = self._find(backfill_id) if self._ranges else None
-        if found is not None:
-            return found.low
-        if table.endswith(f"_{DEFAULT}") and self._ranges:
-            return self._ranges[-1].high
-        return backfill_id
+        """The first id of the range that holds ``backfill_id`` (the id itself outside the
+        ranges, or on a database without them)."""
+        self.table(conn, "runs", backfill_id)  # the ranges read, if they must be
+        found = self._find(backfill_id) if self._partitioned else None
+        return backfill_id if found is None else found.low
 
     def _load(self, conn: Connection) -> None:
         self._partitioned = partitioned(conn)

@@ -30,32 +30,36 @@ def only_postgres(is_postgres: bool) -> None:
         pytest.skip("SQLite keeps plain tables")
 
 
-def test_a_backfill_is_routed_to_its_range_the_default_or_the_parent(
+def test_a_backfill_is_routed_to_its_range_or_the_default(
     database_url: str, history_ranges: Callable[[int], None]
 ) -> None:
     history_ranges(10)  # [FIRST, FIRST + 10) and [FIRST + 10, FIRST + 1010)
     engine = create_engine(database_url)
+    other = create_engine(database_url)
     try:
         with engine.begin() as conn:
             routes = routes_of(conn)
             assert routes.table(conn, "runs", FIRST) == f"runs_b{FIRST}"
             assert routes.table(conn, "slots", FIRST + 9) == f"slots_b{FIRST}"
             assert routes.table(conn, "runs", FIRST + 10) == f"runs_b{FIRST + 10}"
-            assert routes.table(conn, "runs", FIRST + 1010) == "runs_default"
-            assert routes.table(conn, "runs", 5) == "runs"  # below every range: the parent
-        # A range made since (another daemon's ``make_ahead``) is read for an id above the
-        # newest range known.
-        other = create_engine(database_url)
+            assert routes.table(conn, "runs", FIRST + 1010) == "runs_default"  # beyond them
+            # In no range (below them all here): the DEFAULT partition, the only one that can
+            # hold its rows.
+            assert routes.table(conn, "runs", 5) == "runs_default"
+        # A range made since (another daemon's ``make_ahead``, above every id handed out) is
+        # read for an id above the newest range known; an id written to the DEFAULT partition
+        # before it stays there.
         with other.begin() as conn:
-            create_range(conn, Range(FIRST + 1010, FIRST + 2010))
-        other.dispose()
+            create_range(conn, Range(FIRST + 1020, FIRST + 2020))
         with engine.begin() as conn:
-            assert routes_of(conn).table(conn, "runs", FIRST + 1500) == f"runs_b{FIRST + 1010}"
+            assert routes_of(conn).table(conn, "runs", FIRST + 1500) == f"runs_b{FIRST + 1020}"
+            assert routes_of(conn).table(conn, "runs", FIRST + 1015) == "runs_default"
     finally:
         engine.dispose()
+        other.dispose()
 
 
-async def test_a_range_dropped_since_it_was_read_fails_once_then_goes_to_the_parent(
+async def test_a_range_dropped_since_it_was_read_fails_once_then_goes_to_the_default(
     database: Database, database_url: str, history_ranges: Callable[[int], None]
 ) -> None:
     history_ranges(10)
@@ -71,7 +75,7 @@ async def test_a_range_dropped_since_it_was_read_fails_once_then_goes_to_the_par
     with pytest.raises(DBAPIError):
         async with database.write() as session:
             await SessionRepository(session).update_rows(_MARK_QUEUED, rows)
-    async with database.write() as session:  # read again: in no range, the parent's rows
+    async with database.write() as session:  # read again: in no range, the DEFAULT partition
         assert await SessionRepository(session).update_rows(_MARK_QUEUED, rows) == 0
 
 
@@ -86,12 +90,10 @@ async def test_a_slot_is_updated_in_its_partition(
         "free_attempts, lost_attempts, updated_at) VALUES (:b, 0, 'k', :s, 0, 0, 0, :now) "
         "RETURNING id, tableoid::regclass::text"
     )
-    slot, where = (
-        await database.transact(
-            lambda conn: conn.execute(
-                insert, {"b": backfill, "s": SlotState.PENDING.value, "now": now}
-            ).one()
-        )
+    slot, where = await database.transact(
+        lambda conn: conn.execute(
+            insert, {"b": backfill, "s": SlotState.PENDING.value, "now": now}
+        ).one()
     )
     assert where == f"slots_b{backfill}"
     rows = [{"b_id": slot, "b_backfill": backfill, "b_now": now}]
