@@ -6,8 +6,11 @@ with its generic plan as much as with a custom one (pruning at run time comes af
 new range makes that plan longer, and autovacuum's analyze of a growing partition makes every
 connection plan it again: at 51 ranges, 3.6 ms a plan, about 50 plans for 10,000 runs of each
 statement. The same update of the partition itself is planned over one table. So are the
-daemon's updates of runs and slots by row (``SessionRepository.update_rows``) and the start
-gate's check (``execution.starts``).
+daemon's updates of runs and slots by row (``SessionRepository.update_rows``), the start
+gate's check (``execution.starts``) and the results' read of their runs with their slots
+(``execution.results``; said of the parents, the slots could only be pruned when planned by a
+condition of their own, which PostgreSQL took as a way in on a new partition's statistics:
+every slot of the backfill read for each batch).
 
 A :class:`ByPartition` statement is built for the parent and, on demand, for any partition
 (the same columns under the partition's name). :class:`Routes` maps a backfill id to the table
@@ -28,7 +31,7 @@ from __future__ import annotations
 import bisect
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import Column, Connection, Engine, MetaData, Table
@@ -56,8 +59,9 @@ class Routes:
         """Read the ranges again at the next lookup."""
         self._ranges = None
 
-    def table(self, conn: Connection, table: str, backfill_id: int) -> str:
-        """The name of the table that holds ``table``'s rows of ``backfill_id``."""
+    def where(self, conn: Connection, backfill_id: int) -> str | None:
+        """Where the rows of ``backfill_id`` are: the suffix of the partitions that hold them
+        (``b<low>`` of a range, or ``default``), or None on a database without ranges."""
         if (
             self._ranges is None
             or (self._ranges and backfill_id >= self._ranges[-1].high)
@@ -65,16 +69,21 @@ class Routes:
         ):
             self._load(conn)
         if not self._partitioned:
-            return table
+            return None
         found = self._find(backfill_id)
         # In no range: its rows, if any, are in the ``DEFAULT`` partition (written before a
         # range covered the id, or never covered: a range dropped took its rows with it).
-        return f"{table}_{DEFAULT}" if found is None else found.name(table)
+        return DEFAULT if found is None else f"b{found.low}"
+
+    def table(self, conn: Connection, table: str, backfill_id: int) -> str:
+        """The name of the table that holds ``table``'s rows of ``backfill_id``."""
+        suffix = self.where(conn, backfill_id)
+        return table if suffix is None else f"{table}_{suffix}"
 
     def low_of(self, conn: Connection, backfill_id: int) -> int:
         """The first id of the range that holds ``backfill_id`` (the id itself outside the
         ranges, or on a database without them)."""
-        self.table(conn, "runs", backfill_id)  # the ranges read, if they must be
+        self.where(conn, backfill_id)  # the ranges read, if they must be
         found = self._find(backfill_id) if self._partitioned else None
         return backfill_id if found is None else found.low
 
@@ -101,24 +110,39 @@ def routes_of(conn: Connection) -> Routes:
 
 
 class ByPartition:
-    """A statement of one table partitioned by backfill, built by ``build`` for the table
-    itself and for any of its partitions (see the module's docstring)."""
+    """A statement of tables partitioned by backfill, built by ``build`` for the tables
+    themselves and for their partitions of any range (see the module's docstring)."""
 
-    def __init__(self, table: Table, build: Callable[[Table], Any]) -> None:
-        self.table = table
+    def __init__(self, tables: Table | tuple[Table, ...], build: Callable[..., Any]) -> None:
+        self.tables = tables if isinstance(tables, tuple) else (tables,)
         self._build = build
-        self._on: dict[str, Prepared] = {table.name: Prepared(build(table))}
+        self.parent = Prepared(build(*self.tables))
+        """The statement of the tables themselves (every database)."""
+        self._on: dict[str, Prepared] = {}
 
-    @property
-    def parent(self) -> Prepared:
-        """The statement of the table itself (every database)."""
-        return self._on[self.table.name]
-
-    def on(self, name: str) -> Prepared:
-        """The statement of the table (or partition) ``name``, built once."""
+    def on(self, where: str | None) -> Prepared:
+        """The statement of the partitions ``where`` (:meth:`Routes.where`), built once; of
+        the tables themselves for None."""
+        if where is None:
+            return self.parent
         try:
-            return self._on[name]
+            return self._on[where]
         except KeyError:
-            columns = (Column(c.name, c.type, key=c.key) for c in self.table.columns)
-            built = self._on[name] = Prepared(self._build(Table(name, MetaData(), *columns)))
+            built = self._on[where] = Prepared(
+                self._build(*(_partition(t, f"{t.name}_{where}") for t in self.tables))
+            )
             return built
+
+    def of(self, conn: Connection, backfills: Iterable[int]) -> Prepared:
+        """The statement of the partitions that hold the rows of all of ``backfills`` (the
+        usual case: a batch of one backfill's rows), else of the tables themselves."""
+        if conn.dialect.name != "postgresql":
+            return self.parent
+        routes = routes_of(conn)
+        where = {routes.where(conn, b) for b in backfills}
+        return self.on(where.pop()) if len(where) == 1 else self.parent
+
+
+def _partition(table: Table, name: str) -> Table:
+    """``table``'s columns under the name ``name``, to build statements of a partition."""
+    return Table(name, MetaData(), *(Column(c.name, c.type, key=c.key) for c in table.columns))

@@ -134,13 +134,12 @@ class SessionRepository:
         def run(session: Session) -> int:
             conn = session.connection()
             routes = routes_of(conn)
-            by_table: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            by_where: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
             for row in rows:
-                name = routes.table(conn, statement.table.name, int(row["b_backfill"]))
-                by_table[name].append(row)
+                by_where[routes.where(conn, int(row["b_backfill"]))].append(row)
             conn.execute(_GENERIC)
             try:
-                n = sum(statement.on(name).many(conn, part) for name, part in by_table.items())
+                n = sum(statement.on(where).many(conn, part) for where, part in by_where.items())
             except DBAPIError as e:
                 if getattr(e.orig, "sqlstate", None) == UNDEFINED_TABLE:
                     routes.forget()  # a range dropped since it was read: the next try reads

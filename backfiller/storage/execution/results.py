@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, NamedTuple
 
 from sqlalchemy import Boolean, Table, bindparam, case, func, null, select, update
+from sqlalchemy.orm import Session
 
 from backfiller.domain import EventKind, Outcome, RunFinished, RunState, SlotState, run_sources_of
 from backfiller.domain.retries import Budget, Decision, SoFar, decide_end, legal, recorded_as
@@ -42,7 +44,6 @@ from backfiller.storage.execution.late import (
 from backfiller.storage.execution.logs import insert_log_rows, write_log_files
 from backfiller.storage.execution.takebacks import leaves_no_record, take_back, write_take_backs
 from backfiller.storage.partition_routes import ByPartition
-from backfiller.storage.prepared import Prepared
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 RetryRule = Budget
@@ -199,12 +200,18 @@ class ResultsRepository(SessionRepository):
         if not backfills:
             return []  # none of them is active
         statement = _ACTIVE_ROWS[(self.dialect, members, skip_locked)]
-        rows: list[ActiveRun] = []
-        for i in range(0, len(ids), CHUNK):
-            params = {"b_ids": ids[i : i + CHUNK], "b_backfills": sorted(backfills)}
-            found = await self.rows_of(statement, {**params, "b_owner": owner})
-            rows += map(ActiveRun._make, found)
-        return rows
+        named = sorted(backfills)
+
+        def read(session: Session) -> list[ActiveRun]:
+            conn = session.connection()
+            prepared = statement.of(conn, named)
+            rows: list[ActiveRun] = []
+            for i in range(0, len(ids), CHUNK):
+                params = {"b_ids": ids[i : i + CHUNK], "b_backfills": named, "b_owner": owner}
+                rows += map(ActiveRun._make, prepared.rows(conn, params))
+            return rows
+
+        return await self.session.run_sync(read)
 
     async def _write(self, changes: _Changes, now: datetime) -> None:
         await self.update_rows(_START_RUNS, changes.starts)
@@ -293,46 +300,44 @@ def _move_slots(t: Table) -> Any:
 _MOVE_SLOTS = ByPartition(slots_t, _move_slots)
 
 
-def _active_rows(dialect: str, members: bool, skip_locked: bool) -> Prepared:
-    key = runs_t.c.lead_run_id if members else runs_t.c.id
+def _active_rows(
+    runs: Table, slots: Table, *, dialect: str, members: bool, skip_locked: bool
+) -> Any:
+    key = runs.c.lead_run_id if members else runs.c.id
     stmt = (
         select(
-            runs_t.c.id,
-            runs_t.c.lead_run_id,
-            runs_t.c.partition_count,
-            runs_t.c.status,
-            runs_t.c.slot_id,
-            runs_t.c.backfill_id,
-            runs_t.c.job_name,
-            runs_t.c.partition_key,
-            runs_t.c.attempt,
-            slots_t.c.status.label("slot_status"),
-            slots_t.c.attempts,
-            slots_t.c.free_attempts,
-            slots_t.c.lost_attempts,
+            runs.c.id,
+            runs.c.lead_run_id,
+            runs.c.partition_count,
+            runs.c.status,
+            runs.c.slot_id,
+            runs.c.backfill_id,
+            runs.c.job_name,
+            runs.c.partition_key,
+            runs.c.attempt,
+            slots.c.status.label("slot_status"),
+            slots.c.attempts,
+            slots.c.free_attempts,
+            slots.c.lost_attempts,
         )
-        .join(
-            slots_t,
-            (slots_t.c.id == runs_t.c.slot_id) & (slots_t.c.backfill_id == runs_t.c.backfill_id),
-        )
+        .join(slots, (slots.c.id == runs.c.slot_id) & (slots.c.backfill_id == runs.c.backfill_id))
         .where(
             one_of_list(dialect, key, "b_ids"),
-            one_of_list(dialect, runs_t.c.backfill_id, "b_backfills"),
-            # Said of the slots too, though the join implies it: PostgreSQL prunes each
-            # table's partitions by its own conditions when it plans, not through the join
-            # (without it, every range of ``slots`` is planned, 4 ms a read at 51 ranges).
-            one_of_list(dialect, slots_t.c.backfill_id, "b_backfills"),
-            runs_t.c.lease_owner == bindparam("b_owner"),
-            one_of(runs_t.c.status, ACTIVE),
+            one_of_list(dialect, runs.c.backfill_id, "b_backfills"),
+            runs.c.lease_owner == bindparam("b_owner"),
+            one_of(runs.c.status, ACTIVE),
         )
     )
     if dialect == "postgresql":
         stmt = stmt.with_for_update(skip_locked=skip_locked)
-    return Prepared(stmt)
+    return stmt
 
 
 _ACTIVE_ROWS = {
-    (dialect, members, skip_locked): _active_rows(dialect, members, skip_locked)
+    (dialect, members, skip_locked): ByPartition(
+        (runs_t, slots_t),
+        partial(_active_rows, dialect=dialect, members=members, skip_locked=skip_locked),
+    )
     for dialect in DIALECTS
     for members in (False, True)
     for skip_locked in (False, True)

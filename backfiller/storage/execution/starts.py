@@ -36,7 +36,7 @@ from sqlalchemy import (
 from backfiller.domain import BackfillState, RunState
 from backfiller.storage.engine import LOCK_PATIENCE_SECONDS, sync_database_url
 from backfiller.storage.execution.common import backfills_t, leases_t, runs_t
-from backfiller.storage.partition_routes import ByPartition, routes_of
+from backfiller.storage.partition_routes import ByPartition
 from backfiller.storage.value_lists import DIALECTS, one_of_list
 
 Request = tuple[int, int, int | None]
@@ -128,11 +128,7 @@ def may_start(conn: Connection, owner: str, requests: Sequence[Request], now: da
     if None not in backfills:
         named = sorted(b for b in backfills if b is not None)
         params["backfills"] = named
-        if conn.dialect.name == "postgresql":
-            routes = routes_of(conn)
-            tables = {routes.table(conn, runs_t.name, b) for b in named}
-            if len(tables) == 1:  # the usual case: planned over that partition alone
-                prepared = statement.on(tables.pop())
+        prepared = statement.of(conn, named)
     rows = prepared.rows(conn, params)
     return {int(run_id) for run_id, at in rows if attempts[int(run_id)] == int(at)}
 
