@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, text
 
 from backfiller.storage.history_partitions import (
+    MIN_SPAN,
     PARTITIONED,
     Range,
     create_range,
@@ -106,7 +107,8 @@ def build_history(conn: Connection, shape: HistoryShape) -> None:
 def _ranges_for(conn: Connection, backfills: int, each: int | None) -> None:
     """Where the history is partitioned (PostgreSQL, migrated): the backfills beyond the range
     made by the migrations in ranges of their own, as daemons make them (a day's launches
-    each by default: at 10 million runs a day, 10,000 backfills; ``each`` backfills each)."""
+    each by default: at 10 million runs a day, 10,000 backfills; ``each`` backfills each), and
+    a range ahead for the backfills launched next."""
     if not partitioned(conn):
         return
     made = ranges(conn)
@@ -120,6 +122,8 @@ def _ranges_for(conn: Connection, backfills: int, each: int | None) -> None:
         high = backfills + 1 if each is None else min(low + each, backfills + 1)
         create_range(conn, Range(low, high))
         low = high
+    if low == backfills + 1:  # and the range ahead that the daemons keep (``make_ahead``)
+        create_range(conn, Range(low, low + MIN_SPAN))
 
 
 _BULK = ("slots", "runs", "run_logs", "backfill_events", "trigger_evaluations", "audit_log")

@@ -75,11 +75,6 @@ class Routes:
         # range covered the id, or never covered: a range dropped took its rows with it).
         return DEFAULT if found is None else f"b{found.low}"
 
-    def table(self, conn: Connection, table: str, backfill_id: int) -> str:
-        """The name of the table that holds ``table``'s rows of ``backfill_id``."""
-        suffix = self.where(conn, backfill_id)
-        return table if suffix is None else f"{table}_{suffix}"
-
     def low_of(self, conn: Connection, backfill_id: int) -> int:
         """The first id of the range that holds ``backfill_id`` (the id itself outside the
         ranges, or on a database without them)."""

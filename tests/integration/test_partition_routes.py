@@ -39,21 +39,21 @@ def test_a_backfill_is_routed_to_its_range_or_the_default(
     try:
         with engine.begin() as conn:
             routes = routes_of(conn)
-            assert routes.table(conn, "runs", FIRST) == f"runs_b{FIRST}"
-            assert routes.table(conn, "slots", FIRST + 9) == f"slots_b{FIRST}"
-            assert routes.table(conn, "runs", FIRST + 10) == f"runs_b{FIRST + 10}"
-            assert routes.table(conn, "runs", FIRST + 1010) == "runs_default"  # beyond them
+            assert routes.where(conn, FIRST) == f"b{FIRST}"
+            assert routes.where(conn, FIRST + 9) == f"b{FIRST}"
+            assert routes.where(conn, FIRST + 10) == f"b{FIRST + 10}"
+            assert routes.where(conn, FIRST + 1010) == "default"  # beyond them
             # In no range (below them all here): the DEFAULT partition, the only one that can
             # hold its rows.
-            assert routes.table(conn, "runs", 5) == "runs_default"
+            assert routes.where(conn, 5) == "default"
         # A range made since (another daemon's ``make_ahead``, above every id handed out) is
         # read for an id above the newest range known; an id written to the DEFAULT partition
         # before it stays there.
         with other.begin() as conn:
             create_range(conn, Range(FIRST + 1020, FIRST + 2020))
         with engine.begin() as conn:
-            assert routes_of(conn).table(conn, "runs", FIRST + 1500) == f"runs_b{FIRST + 1020}"
-            assert routes_of(conn).table(conn, "runs", FIRST + 1015) == "runs_default"
+            assert routes_of(conn).where(conn, FIRST + 1500) == f"b{FIRST + 1020}"
+            assert routes_of(conn).where(conn, FIRST + 1015) == "default"
     finally:
         engine.dispose()
         other.dispose()
