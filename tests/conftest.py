@@ -254,6 +254,14 @@ RANGES_BASE = 1_000_000
 
 
 @pytest.fixture
+def only_postgres(is_postgres: bool) -> None:
+    """Skip on SQLite: the history's ranges are PostgreSQL's partitions (SQLite keeps plain
+    tables)."""
+    if not is_postgres:
+        pytest.skip("SQLite keeps plain tables")
+
+
+@pytest.fixture
 def history_ranges(database_url: str, is_postgres: bool) -> Iterator[Callable[[int], None]]:
     """``split(n)``: on PostgreSQL, the history's ranges become those of the next ``n``
     backfills launched (a range of their own, closed as soon as they are launched, so that

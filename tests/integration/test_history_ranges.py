@@ -27,12 +27,6 @@ FIRST = RANGES_BASE + 1
 """The first old backfill's id (``history_ranges``)."""
 
 
-@pytest.fixture
-def only_postgres(is_postgres: bool) -> None:
-    if not is_postgres:
-        pytest.skip("SQLite keeps plain tables")
-
-
 async def where_rows_are(database: Database, table: str) -> dict[int, str]:
     """The partition of each backfill's rows of ``table``."""
     found = await database.query(

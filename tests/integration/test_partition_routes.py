@@ -24,12 +24,6 @@ pytestmark = pytest.mark.usefixtures("only_postgres")
 FIRST = RANGES_BASE + 1
 
 
-@pytest.fixture
-def only_postgres(is_postgres: bool) -> None:
-    if not is_postgres:
-        pytest.skip("SQLite keeps plain tables")
-
-
 def test_a_backfill_is_routed_to_its_range_or_the_default(
     database_url: str, history_ranges: Callable[[int], None]
 ) -> None:
