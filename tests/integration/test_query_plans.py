@@ -40,26 +40,29 @@ WATCHED = {"runs", "slots", "run_logs", "backfill_events", "trigger_evaluations"
 OPERATIONS = REPO / "contracts" / "v1" / "operations"
 
 
+def _shape() -> HistoryShape:
+    daily = example_definitions.get_job("daily_sales")
+    assert daily is not None
+    return HistoryShape(
+        runs=ROWS,
+        jobs=[("daily_sales", daily.partitions.fingerprint())]
+        + [(f"job_{i}", "none") for i in range(9)],
+        log_lines=1,
+        triggers=("missing_sales_days", *(f"trigger_{i}" for i in range(9))),
+        evaluations=ROWS,
+        audit=ROWS,
+        extra_events=ROWS,
+    )
+
+
 @pytest.fixture(scope="module")
 def history_url() -> Iterator[str]:
     with scratch_postgres(os.environ["BACKFILLER_TEST_DATABASE_URL"], "bf_plans") as url:
         upgrade_database(url)
-        daily = example_definitions.get_job("daily_sales")
-        assert daily is not None
-        shape = HistoryShape(
-            runs=ROWS,
-            jobs=[("daily_sales", daily.partitions.fingerprint())]
-            + [(f"job_{i}", "none") for i in range(9)],
-            log_lines=1,
-            triggers=("missing_sales_days", *(f"trigger_{i}" for i in range(9))),
-            evaluations=ROWS,
-            audit=ROWS,
-            extra_events=ROWS,
-        )
         engine = create_engine(sync_database_url(url))
         try:
             with engine.begin() as conn:
-                build_history(conn, shape)
+                build_history(conn, _shape())
             with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 conn.execute(text("ANALYZE"))
         finally:
@@ -127,9 +130,14 @@ def _variables(operation: str, backfill: str, run: str) -> dict[str, Any]:
     }
 
 
-EMPTY = {f"{table}_{part}" for table in PARTITIONED for part in ("b0", "default")}
-"""The history's partitions that the migrations made and this history leaves empty (its
-backfills are all in the range made ahead): scanning one reads nothing."""
+EMPTY = {
+    f"{table}_{part}"
+    for table in PARTITIONED
+    for part in ("b0", "default", f"b{_shape().backfills + 1}")
+}
+"""The history's partitions that this history leaves empty: the migrations' first range and
+the ``DEFAULT`` partition (its backfills are all in the range the migrations made ahead), and
+the range ahead of it (``bench.history_rows``): scanning one reads nothing."""
 
 
 def _table(name: str) -> str:
