@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -189,10 +190,23 @@ def test_sign_in_act_within_the_role_and_sign_out(
         has_text="may not launch job 'region_report'"
     ).wait_for()
 
-    # Sign out: the session ends on the server too, and the page asks to sign in again.
+    # Sign out: the session ends on the server too, and the page asks to sign in again. Its
+    # live updates stop first: a socket opened once the session is over would be refused.
     page.goto(f"{sso.url}/#/backfills/{backfill_id}")
+    page.locator('.live-indicator[data-mode="live"]').wait_for()
+    opened: list[str] = []
+    page.on("websocket", lambda socket: opened.append(socket.url))
+
+    def slow_provider(route: Any) -> None:  # the page stays 2 s: longer than a reconnect's wait
+        time.sleep(2)
+        route.continue_()
+
+    page.route(
+        lambda url: "session/end" in url or ("logout" in url and "/auth/" not in url), slow_provider
+    )
     page.locator("#sign-out").click()
     page.wait_for_url(lambda url: "signedOut" in url or "session/end" in url or "logout" in url)
+    assert opened == []
     ended = [r for r in session_rows(sso) if r.name == "olga@example.com"]
     assert ended and all(r.ended_at is not None for r in ended)
     page.goto(f"{sso.url}/#/jobs")

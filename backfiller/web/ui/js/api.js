@@ -79,6 +79,7 @@ export function currentSession() {
 
 /** Sign out of the session: ends it on the server; returns where the browser goes next. */
 export async function signOutOfSession() {
+  events.dispatchEvent(new Event("signing-out")); // live updates stop first (live.js)
   const response = await fetch("/auth/logout", {
     method: "POST",
     credentials: "same-origin",
@@ -100,7 +101,8 @@ export function socketQuery() {
 
 // --- connection state, for the banner ------------------------------------------------------
 
-/** Fires "connection" (detail: {online}) and "unauthorized" events. */
+/** Fires "connection" (detail: {online}), "unauthorized", "token" (signed in or out) and
+ * "signing-out" (before the session ends) events. */
 export const events = new EventTarget();
 let online = true;
 

@@ -13,6 +13,7 @@ class SocketClient {
     this.subscriptions = new Map(); // id -> {payload, handlers}
     this.backoff = 1000;
     this.reconnectTimer = null;
+    this.stopped = false; // signing out: no socket until signed in again
   }
 
   url() {
@@ -21,7 +22,7 @@ class SocketClient {
   }
 
   ensureConnected() {
-    if (this.socket || this.reconnectTimer || typeof WebSocket === "undefined") return;
+    if (this.stopped || this.socket || this.reconnectTimer || typeof WebSocket === "undefined") return;
     let socket;
     try {
       socket = new WebSocket(this.url(), PROTOCOL);
@@ -129,12 +130,26 @@ class SocketClient {
 
   /** Start afresh (after signing in: the token goes in connection_init). */
   reset() {
+    if (this.stopped && (authHeaders().Authorization || socketQuery())) this.stopped = false;
     if (this.socket) this.socket.close(1000);
+  }
+
+  /** Close the socket and open none until signed in again: signing out ends the session, and
+   * a socket opened meanwhile would be refused (403). */
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    const socket = this.socket;
+    this.socket = null;
+    this.ready = false;
+    if (socket) socket.close(1000);
   }
 }
 
 const client = new SocketClient();
 events.addEventListener("token", () => client.reset());
+events.addEventListener("signing-out", () => client.stop());
 
 /** Whether live updates currently come from a subscription (for the page's indicator). */
 export const liveState = new EventTarget();
