@@ -281,21 +281,6 @@ WITHDRAWN_RUNS = Prepared(
         ended_at=bindparam("b_ended"),
     )
 )
-LATE_SLOTS = Prepared(
-    update(slots_t)
-    .where(
-        slots_t.c.id == bindparam("b_id"),
-        slots_t.c.backfill_id == bindparam("b_backfill"),
-        unindexed(slots_t.c.status) == bindparam("b_old"),
-    )
-    .values(
-        status=bindparam("b_new"),
-        next_attempt_at=bindparam("b_next"),
-        free_attempts=slots_t.c.free_attempts + bindparam("b_free"),
-        lost_attempts=slots_t.c.lost_attempts + bindparam("b_lost"),
-        updated_at=bindparam("b_now"),
-    )
-)
 LATE_STATES = Prepared(
     update(states_t)
     .where(

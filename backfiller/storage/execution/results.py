@@ -35,7 +35,6 @@ from backfiller.storage.execution.common import (
 )
 from backfiller.storage.execution.late import (
     LATE_RUNS,
-    LATE_SLOTS,
     LATE_STATES,
     WITHDRAWN_RUNS,
     late_candidates,
@@ -219,7 +218,7 @@ class ResultsRepository(SessionRepository):
         await self.run_many(LATE_RUNS, changes.late_runs)
         await self.run_many(WITHDRAWN_RUNS, changes.withdrawn)
         await self.update_rows(_MOVE_SLOTS, changes.slots)
-        await self.run_many(LATE_SLOTS, changes.late_slots)
+        await self.update_rows(_MOVE_SLOTS, changes.late_slots)
         await self.run_many(LATE_STATES, changes.late_states)
         await self.run_many(EVENTS, changes.events)
         await self.record_partition_states(changes.states, now)
