@@ -38,6 +38,8 @@ TERMINAL_BACKFILL_STATES = frozenset(
         BackfillState.FAILED,
     }
 )
+UNFINISHED_BACKFILL_STATES = frozenset(set(BackfillState) - TERMINAL_BACKFILL_STATES)
+"""A backfill in one of these may still change; one in a terminal state never does."""
 
 # Allowed backfill transitions, declared as data: from-state -> to-states.
 BACKFILL_TRANSITIONS: Mapping[BackfillState, frozenset[BackfillState]] = {

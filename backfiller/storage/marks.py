@@ -35,9 +35,8 @@ from sqlalchemy import Connection, Executable, and_, bindparam, insert, select
 
 from backfiller.domain import (
     ACTIVE_RUN_STATES,
-    TERMINAL_BACKFILL_STATES,
+    UNFINISHED_BACKFILL_STATES,
     BackfillKind,
-    BackfillState,
     MarkStatus,
     SlotState,
 )
@@ -57,7 +56,7 @@ _backfills = table_of(BackfillRecord)
 _slots = table_of(SlotRecord)
 _runs = table_of(RunRecord)
 
-_UNFINISHED = sorted(set(BackfillState) - TERMINAL_BACKFILL_STATES)
+_UNFINISHED = sorted(UNFINISHED_BACKFILL_STATES)
 _ACTIVE_SLOTS = frozenset({SlotState.QUEUED, SlotState.RUNNING})
 
 

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Engine, Select, bindparam, case, func, or_, select, text
 
-from backfiller.domain import BackfillState, RunState
+from backfiller.domain import UNFINISHED_BACKFILL_STATES, RunState
 from backfiller.storage.partition_routes import routes_of
 from backfiller.storage.records import PartitionStateRecord, table_of
 from backfiller.storage.value_lists import DIALECTS, one_of_list
@@ -153,7 +153,7 @@ def version_floor(conn: Connection) -> int:
     return routes_of(conn).low_of(conn, int(lowest))
 
 
-_OPEN = [s.value for s in BackfillState if not s.is_terminal]
+_OPEN = sorted(s.value for s in UNFINISHED_BACKFILL_STATES)
 _FLOOR = text(
     "SELECT (SELECT max(id) FROM backfills), "
     "(SELECT min(id) FROM backfills WHERE status = ANY(CAST(:open AS varchar[])))"

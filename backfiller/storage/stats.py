@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backfiller.domain import BackfillState, SlotState
+from backfiller.domain import UNFINISHED_BACKFILL_STATES, BackfillState, SlotState
 from backfiller.storage.records import BackfillRecord, SlotRecord
 
 
@@ -29,7 +29,7 @@ class BackfillStats:
 async def backfill_stats(session: AsyncSession, now: datetime) -> BackfillStats:
     """The figures as of ``now`` (a slot waiting out its retry delay does not count as
     waiting until the delay is over)."""
-    unfinished = [s for s in BackfillState if not s.is_terminal]
+    unfinished = sorted(UNFINISHED_BACKFILL_STATES)
     by_status = dict(
         (
             await session.execute(
