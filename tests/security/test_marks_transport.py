@@ -106,3 +106,38 @@ def test_a_mark_is_audited_with_its_actor_and_reason(
     assert len(done) == 1
     assert (done[0].actor, done[0].outcome.value) == ("operator", "succeeded")
     assert done[0].message == "marked 2 partitions of daily_sales succeeded: copied by hand"
+
+
+RANGES = """{ job(name: "daily_sales") {
+  partitionStatusRanges { status startKey endKey count } } }"""
+
+
+def succeeded_holds(answer: dict[str, Any], key: str) -> bool:
+    ranges = answer["data"]["job"]["partitionStatusRanges"]
+    return any(r["status"] == "SUCCEEDED" and r["startKey"] <= key <= r["endKey"] for r in ranges)
+
+
+def test_a_jobs_ranges_read_the_same_over_http_and_a_socket_as_marks_change_them(
+    server: LiveServer, tokens: Tokens
+) -> None:
+    """A job's partition ranges (read again when the job's version changes) answer the same
+    on both transports, before and after a mark made on the other one."""
+    sock = Socket(server, tokens.operator)
+    try:
+        mark = given(partitions={"keys": ["2024-07-01"]}, reason="loaded by hand")
+        assert sock.ask(MARK, mark)["payload"]["data"]["markPartitions"]["marked"] == 1
+        over_http = gql(server, RANGES, token=tokens.viewer).json()
+        over_socket = sock.ask(RANGES)["payload"]
+        assert over_http == over_socket
+        assert succeeded_holds(over_http, "2024-07-01")
+        assert not succeeded_holds(over_http, "2024-07-02")
+
+        mark = given(partitions={"keys": ["2024-07-02"]}, reason="loaded by hand")
+        done = gql(server, MARK, mark, tokens.operator).json()["data"]["markPartitions"]
+        assert done["marked"] == 1
+        over_socket = sock.ask(RANGES)["payload"]
+        assert over_socket == gql(server, RANGES, token=tokens.viewer).json()
+        assert succeeded_holds(over_socket, "2024-07-01")
+        assert succeeded_holds(over_socket, "2024-07-02")
+    finally:
+        sock.close()
